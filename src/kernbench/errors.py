@@ -1,0 +1,55 @@
+"""The error hierarchy. Messages quote the offending value; only the CLI maps them to exits."""
+
+from __future__ import annotations
+
+
+class KernbenchError(Exception):
+    """Base of every error kernbench raises on purpose."""
+
+
+class BadInputError(KernbenchError):
+    """A user-supplied value (case name, parameter, path, preset) is unusable."""
+
+
+class KernelError(KernbenchError):
+    """A kernel-author mistake, raised at emit time and naming the kernel's file:line."""
+
+    def __init__(self, message: str, src: str | None = None) -> None:
+        self.src = src
+        super().__init__(f"{src}: {message}" if src else message)
+
+
+class ShapeError(KernelError):
+    """Operand shapes do not fit the op (dot, elementwise, reshape, broadcast, copy_to)."""
+
+
+class DtypeError(KernelError):
+    """Operand dtypes do not fit the op."""
+
+
+class BoundsError(KernelError):
+    """A load or store reaches outside its tensor's HBM extent."""
+
+
+class ScratchOverflowError(KernelError):
+    """Kernel scratch exhausted: requested bytes, cursor, budget and allocation site."""
+
+
+class ScratchScopeError(KernelError):
+    """A handle was used after the scratch_scope it was allocated in exited."""
+
+
+class IpcqError(KernelError):
+    """An IPCQ call names an unknown direction or does not fit the ring."""
+
+
+class TraceFormatError(KernbenchError):
+    """A trace file is missing, corrupt, or of an unsupported schema version."""
+
+
+class ReplayError(KernbenchError):
+    """Phase 2 found an op reading bytes it must not (out of region, wrong size, invalid)."""
+
+
+class SpaceError(KernelError):
+    """An operand lives in the wrong memory space (copy_to, load out=)."""

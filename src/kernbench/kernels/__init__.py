@@ -1,0 +1,3 @@
+"""The kernel library: built-in cases, registered by name on import."""
+
+from kernbench.kernels import examples  # noqa: F401

@@ -1,0 +1,58 @@
+"""The current-kernel context: the one piece of state a running kernel greenlet carries."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from greenlet import getcurrent, greenlet
+
+from kernbench.errors import KernelError
+from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.handle import Scope
+
+if TYPE_CHECKING:
+    from kernbench.record.pe import PEDriver
+
+
+class KernelContext:
+    """What one program of the grid needs while it runs: its PE driver, ids, scratch, scopes."""
+
+    __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw")
+
+    def __init__(self, driver: PEDriver, program: int, grid: tuple[int, ...]) -> None:
+        self.driver = driver
+        self.pe = driver.index
+        self.hw = driver.hw
+        self.program = program
+        self.grid = grid
+        pids, rest = [], program
+        for g in grid:
+            pids.append(rest % g)
+            rest //= g
+        self.pids = tuple(pids)
+        self.scratch: ScratchAllocator = driver.scratch
+        self.scopes: list[Scope] = []
+
+    @property
+    def scope(self) -> Scope | None:
+        return self.scopes[-1] if self.scopes else None
+
+
+class ProgramGreenlet(greenlet):
+    """One grid program; ``ctx`` is how tl calls find their PE."""
+
+    ctx: KernelContext
+
+
+def current() -> KernelContext:
+    """The context of the kernel running now; a KernelError outside a kernel."""
+    try:
+        return getcurrent().ctx  # type: ignore[attr-defined]
+    except AttributeError:
+        raise KernelError("tl calls are only valid inside a kernel being recorded") from None
+
+
+def issue(cmd: object) -> object:
+    """Hand a command to the PE driver (the parent greenlet) and resume with its answer."""
+    g = getcurrent()
+    return g.parent.switch(cmd)

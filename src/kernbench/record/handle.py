@@ -1,0 +1,152 @@
+"""Values a kernel holds: HBM pointers, scratch buffers and the tensor handles viewing them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.schemas.dtypes import DType
+from kernbench.schemas.ops import Op
+
+
+class HbmTensor:
+    """One HBM tensor of the case, as laid out for this recording."""
+
+    __slots__ = ("name", "addr", "numel", "dtype", "shape", "pe")
+
+    def __init__(self, name: str, addr: int, shape: tuple[int, ...], dtype: DType,
+                 pe: int = 0) -> None:
+        self.name, self.addr, self.shape, self.dtype, self.pe = name, addr, shape, dtype, pe
+        n = 1
+        for s in shape:
+            n *= s
+        self.numel = n
+
+
+class Pointer:
+    """A pointer to element ``offset`` of an HBM tensor; ``ptr + k`` moves by ``k`` elements."""
+
+    __slots__ = ("tensor", "offset")
+
+    def __init__(self, tensor: HbmTensor, offset: int = 0) -> None:
+        self.tensor = tensor
+        self.offset = offset
+
+    def __add__(self, k: Any) -> Pointer:
+        return Pointer(self.tensor, self.offset + int(k))
+
+    __radd__ = __add__
+
+    def __sub__(self, k: Any) -> Pointer:
+        return Pointer(self.tensor, self.offset - int(k))
+
+    @property
+    def addr(self) -> int:
+        return self.tensor.addr + self.offset * self.tensor.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"Pointer({self.tensor.name}+{self.offset})"
+
+
+class Scope:
+    """One active ``scratch_scope``: its save-point and whether it has exited."""
+
+    __slots__ = ("saved", "alive", "src", "depth")
+
+    def __init__(self, saved: int, src: str, depth: int) -> None:
+        self.saved, self.alive, self.src, self.depth = saved, True, src, depth
+
+
+class Buffer:
+    """Bytes in TCM or staging. ``ready_ps`` is the slot for a pending completion: the time
+    the last write into it (a lazy load, a ``recv_async``) becomes visible."""
+
+    __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event")
+
+    def __init__(self, space: str, pe: int, addr: int, nbytes: int, scope: Scope | None,
+                 src: str) -> None:
+        self.space, self.pe, self.addr, self.nbytes = space, pe, addr, nbytes
+        self.scope, self.src = scope, src
+        self.ready_ps = 0
+        self.event = None  # a SimPy event for completions not known at issue (recv_async)
+
+
+class TensorHandle:
+    """A view of a buffer: shape, dtype and whether it is a transposed view.
+
+    ``nbytes`` is derived from shape and dtype. Views share their buffer, so a pending
+    completion seen through one view is seen through all of them.
+    """
+
+    __slots__ = ("buf", "shape", "dtype", "transposed")
+
+    def __init__(self, buf: Buffer, shape: tuple[int, ...], dtype: DType,
+                 transposed: bool = False) -> None:
+        self.buf, self.shape, self.dtype, self.transposed = buf, shape, dtype, transposed
+
+    @property
+    def space(self) -> str:
+        return self.buf.space
+
+    @property
+    def pe(self) -> int:
+        return self.buf.pe
+
+    @property
+    def addr(self) -> int:
+        return self.buf.addr
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def T(self) -> TensorHandle:  # noqa: N802 - numpy spelling
+        return _sem.trans(self)
+
+    def to(self, dtype: DType) -> TensorHandle:
+        return _sem.cast(self, dtype)
+
+    def __repr__(self) -> str:
+        t = ", transposed" if self.transposed else ""
+        return (f"TensorHandle({self.buf.space}@pe{self.buf.pe}+{self.buf.addr:#x}, "
+                f"{list(self.shape)}, {self.dtype.name}{t})")
+
+    # elementwise arithmetic and comparisons (numpy broadcasting, scalars on either side)
+    def __add__(self, o): return _sem.binary(Op.ADD, self, o)
+    def __radd__(self, o): return _sem.binary(Op.ADD, o, self)
+    def __sub__(self, o): return _sem.binary(Op.SUB, self, o)
+    def __rsub__(self, o): return _sem.binary(Op.SUB, o, self)
+    def __mul__(self, o): return _sem.binary(Op.MUL, self, o)
+    def __rmul__(self, o): return _sem.binary(Op.MUL, o, self)
+    def __truediv__(self, o): return _sem.binary(Op.DIV, self, o)
+    def __rtruediv__(self, o): return _sem.binary(Op.DIV, o, self)
+    def __lt__(self, o): return _sem.binary(Op.LT, self, o)
+    def __le__(self, o): return _sem.binary(Op.LE, self, o)
+    def __gt__(self, o): return _sem.binary(Op.GT, self, o)
+    def __ge__(self, o): return _sem.binary(Op.GE, self, o)
+    def __eq__(self, o): return _sem.binary(Op.EQ, self, o)  # type: ignore[override]
+    def __ne__(self, o): return _sem.binary(Op.NE, self, o)  # type: ignore[override]
+    def __neg__(self): return _sem.unary(Op.NEG, self)
+    def __abs__(self): return _sem.unary(Op.ABS, self)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        from kernbench.errors import KernelError
+
+        raise KernelError("a TensorHandle has no truth value in Phase 1; use tl.where",
+                          _sem.src_here())
+
+
+from kernbench.record import semantics as _sem  # noqa: E402  (operators call into it)

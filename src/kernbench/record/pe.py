@@ -1,0 +1,159 @@
+"""The PE driver: a SimPy process that runs a PE's programs as greenlets and times their ops.
+
+Each tl call switches from the kernel greenlet to this driver with a command; the driver
+waits for the command's pending inputs (the auto-wait), dispatches it through the timing
+registry to an engine model in closed form, hands the row to the recorder, and switches
+back. A PE keeps its own clock ahead of SimPy's and only yields to SimPy to synchronise
+with other PEs (IPCQ) and at the end of its work; behaviour is the same as yielding on
+every op because PEs share nothing but IPCQ links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+
+from kernbench.hw import HwConfig
+from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.commands import Cmd
+from kernbench.record.context import KernelContext, ProgramGreenlet
+from kernbench.record.engines import DmaChannel, GemmEngine, MathEngine, NoEngine
+from kernbench.record.timing import TIMING
+from kernbench.record.writer import OpWriter
+from kernbench.schemas import ops
+from kernbench.schemas.ops import Engine, Op
+
+
+class Sync:
+    """A request from a kernel to wait on a SimPy event (cross-PE completions)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: simpy.Event) -> None:
+        self.event = event
+
+
+class Wait:
+    """``tl.wait``: stall until these buffers' pending completions have landed."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self, bufs: list) -> None:
+        self.bufs = bufs
+
+
+class PEDriver:
+    """One processing element: engines, scratch, clock, and the op loop."""
+
+    def __init__(self, index: int, hw: HwConfig, env: simpy.Environment, writer: OpWriter) -> None:
+        self.index, self.hw, self.env, self.writer = index, hw, env, writer
+        self.now = 0
+        self.seq = 0
+        self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps
+        self.dma_rd, self.dma_wr = DmaChannel(hw), DmaChannel(hw)
+        self.gemm, self.math = GemmEngine(hw), MathEngine(hw)
+        self.engines = {Engine.DMA_RD: self.dma_rd, Engine.DMA_WR: self.dma_wr,
+                        Engine.GEMM: self.gemm, Engine.MATH: self.math, Engine.NONE: NoEngine()}
+        special = {Op.SCOPE_EXIT: self._scope_exit}
+        self._by_op = {op: (TIMING[op], self.engines.get(ops.ENGINE[op]),
+                            special.get(op, self._timed)) for op in TIMING}
+        self.scratch = ScratchAllocator("tcm", index, hw.kernel_scratch_bytes, hw.tcm_align)
+        self.pending: list = []  # buffers with a completion in the future (lazy loads)
+        self.carried_wait = 0  # explicit tl.wait stalls, charged to the next op's wait_ps
+        self.ctx: KernelContext | None = None
+        self.link_cost: Callable[[int], tuple[int, int]] | None = None
+
+    # -- the SimPy process -------------------------------------------------------------
+    def process(self, programs: list[int], grid: tuple[int, ...],
+                run: Callable[[], Any]) -> Generator[simpy.Event, Any, None]:
+        for program in programs:
+            self.scratch.rewind(0)
+            ctx = self.ctx = KernelContext(self, program, grid)
+            g = ProgramGreenlet(run)
+            g.ctx = ctx
+            msg = g.switch()
+            by_op = self._by_op
+            while not g.dead:
+                if type(msg) is Cmd:
+                    model, engine, handler = by_op[msg.op]
+                    msg = g.switch(handler(msg, model, engine))
+                elif type(msg) is Wait:
+                    msg = g.switch(self._wait(msg.bufs))
+                else:  # Sync
+                    if self.now > self.env.now:
+                        yield self.env.timeout(self.now - self.env.now)
+                    yield msg.event
+                    self.now = max(self.now, int(self.env.now))
+                    msg = g.switch(None)
+            self.drain()
+        if self.now > self.env.now:
+            yield self.env.timeout(self.now - self.env.now)
+
+    def drain(self) -> None:
+        """Wait for every in-flight completion (end of a program)."""
+        for buf in self.pending:
+            if buf.ready_ps > self.now:
+                self.now = buf.ready_ps
+        self.pending = []
+
+    # -- one op ------------------------------------------------------------------------
+    def _timed(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        now = self.now
+        ready = now
+        for h in cmd.inputs:
+            r = h.buf.ready_ps
+            if r > ready:
+                ready = r
+        out = cmd.out
+        if out is not None and out.buf.ready_ps > ready:  # write after a pending write
+            ready = out.buf.ready_ps
+        wait = ready - now + self.carried_wait
+        self.carried_wait = 0
+        busy, latency = model(self, cmd)
+        start = engine.occupy(ready + self.dispatch_ps, busy)
+        t_end = start + busy + latency
+        if cmd.op in ops.NON_BLOCKING:
+            out.buf.ready_ps = t_end
+            self.pending.append(out.buf)
+            self.now = ready + self.dispatch_ps
+        else:
+            self.now = t_end
+        self.record(cmd, ready, start, t_end, busy, wait)
+
+    def record(self, cmd: Cmd, t_issue: int, start: int, t_end: int, busy: int, wait: int,
+               parent: int | None = None) -> int:
+        ctx = self.ctx
+        seq = self.seq
+        self.seq = seq + 1
+        return self.writer.append((
+            self.index, ctx.program, seq, cmd.op, parent, t_issue, start, t_end, busy, wait,
+            cmd.inputs, cmd.out, cmd.num_elements, cmd.nbytes, cmd.flops,
+            self.scratch.cursor, len(ctx.scopes), cmd.attrs, cmd.src,
+        ))
+
+    # -- scopes and explicit waits -----------------------------------------------------
+    def _scope_exit(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        """Rewind ``[lo, hi)`` (``cmd.work``): first wait for in-flight loads landing in it."""
+        lo, hi = cmd.work
+        ready = self.now
+        keep = []
+        for buf in self.pending:
+            if buf.ready_ps > self.now:
+                keep.append(buf)
+                if buf.space == "tcm" and lo <= buf.addr < hi and buf.ready_ps > ready:
+                    ready = buf.ready_ps
+        self.pending = keep
+        wait = ready - self.now + self.carried_wait
+        self.carried_wait = 0
+        self.now = ready
+        self.record(cmd, ready, ready, ready, 0, wait)
+
+    def _wait(self, bufs: list) -> None:
+        ready = self.now
+        for b in bufs:
+            if b.ready_ps > ready:
+                ready = b.ready_ps
+        self.carried_wait += ready - self.now
+        self.now = ready

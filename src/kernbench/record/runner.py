@@ -1,0 +1,99 @@
+"""``kb.record``: lay out the case's HBM tensors, run every program, write the trace atomically."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import simpy
+
+from kernbench import __version__
+from kernbench.case import Case
+from kernbench.errors import BadInputError
+from kernbench.hw import HwConfig, load_hw
+from kernbench.record.handle import HbmTensor, Pointer
+from kernbench.record.kernel import Kernel
+from kernbench.record.pe import PEDriver
+from kernbench.record.tensors import write_tensors
+from kernbench.record.writer import OpWriter
+from kernbench.schemas.arrow import SCHEMA_VERSION
+from kernbench.trace import Trace, atomic_dir, file_sha256
+
+HBM_ALIGN = 4096
+
+
+def layout(case: Case) -> dict[str, HbmTensor]:
+    """HBM placement: tensors in declaration order, each 4 KiB aligned, one address space."""
+    out, cursor = {}, 0
+    for name, spec in case.tensors.items():
+        out[name] = HbmTensor(name, cursor, spec.shape, spec.dtype)
+        cursor += -(-spec.nbytes // HBM_ALIGN) * HBM_ALIGN
+    return out
+
+
+def _check_params(case: Case) -> None:
+    for k, v in case.params.items():
+        if not isinstance(v, int | float | str | bool):
+            raise BadInputError(f"case param {k}={v!r} is not an int, float, str or bool")
+    if not case.grid or any(int(g) <= 0 for g in case.grid):
+        raise BadInputError(f"case grid {case.grid!r} must be positive ints")
+
+
+def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
+                 tensors: dict[str, HbmTensor]) -> list[PEDriver]:
+    """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program."""
+    fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
+    ptrs = [Pointer(t) for t in tensors.values()]
+    params = dict(case.params)
+    grid = tuple(int(g) for g in case.grid)
+    env = simpy.Environment()
+    drivers = [PEDriver(i, hw, env, writer) for i in range(hw.n_pe)]
+
+    def run() -> None:
+        fn(*ptrs, **params)
+
+    n_programs = math.prod(grid)
+    for d in drivers:
+        programs = list(range(d.index, n_programs, hw.n_pe))
+        if programs:
+            env.process(d.process(programs, grid, run))
+    env.run()
+    return drivers
+
+
+def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None) -> Trace:
+    """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``."""
+    hw = load_hw(hw)
+    _check_params(case)
+    tensors = layout(case)
+    out = Path(out)
+    with atomic_dir(out) as tmp:
+        writer = OpWriter(tmp / "ops.parquet")
+        try:
+            drivers = run_programs(case, hw, writer, tensors)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        write_tensors(tmp / "tensors.parquet", case, tensors)
+        kernel = case.kernel.name if isinstance(case.kernel, Kernel) else (
+            f"{case.kernel.__module__}:{case.kernel.__qualname__}")
+        manifest: dict[str, Any] = {
+            "format": "kernbench-trace",
+            "schema_version": SCHEMA_VERSION,
+            "kernbench_version": __version__,
+            "case": case.name,
+            "case_params": dict(case.case_params) if case.case_params is not None else None,
+            "kernel": kernel,
+            "params": dict(case.params),
+            "grid": list(case.grid),
+            "hw": hw.to_dict(),
+            "n_ops": writer.n_ops,
+            "t_end_ps": writer.t_end_ps,
+            "scratch_peak_bytes": max(d.scratch.peak for d in drivers),
+            "files": {n: file_sha256(tmp / n) for n in ("ops.parquet", "tensors.parquet")},
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return Trace.open(out)

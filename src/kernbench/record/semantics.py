@@ -1,0 +1,420 @@
+"""Semantic checks of every tl call (shapes, dtypes, spaces, scopes) and the command builder.
+
+Errors are raised here, at emit time, as KernelError subclasses naming the kernel line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from kernbench.errors import (
+    BoundsError,
+    DtypeError,
+    KernelError,
+    ScratchScopeError,
+    ShapeError,
+    SpaceError,
+)
+from kernbench.record.commands import Cmd
+from kernbench.record.context import KernelContext, current, issue
+from kernbench.record.handle import Buffer, Pointer, Scope, TensorHandle
+from kernbench.record.pe import Wait
+from kernbench.record.source import src_here
+from kernbench.schemas import dtypes, ops
+from kernbench.schemas.dtypes import DType
+from kernbench.schemas.ops import Op
+
+__all__ = ["src_here"]
+
+_SCALARS = (int, float, bool)
+
+
+# -- helpers -----------------------------------------------------------------------------
+def _attrs(**kw: Any) -> str:
+    return json.dumps(kw, sort_keys=True, separators=(",", ":"))
+
+
+def _prod(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _shape(shape: Any, src: str, what: str = "shape") -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        out = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise ShapeError(f"{what} {shape!r} is not a tuple of ints", src) from None
+    if any(s <= 0 for s in out):
+        raise ShapeError(f"{what} {list(out)} has a non-positive dimension", src)
+    return out
+
+
+def _dtype(dtype: Any, src: str) -> DType:
+    try:
+        return dtypes.by_name(dtype)
+    except (KeyError, TypeError):
+        raise DtypeError(f"unknown dtype {dtype!r}", src) from None
+
+
+def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
+    if type(h) is not TensorHandle:
+        raise KernelError(f"{what} must be a TensorHandle, got {type(h).__name__} {h!r}", src)
+    s = h.buf.scope
+    if s is not None and not s.alive:
+        raise ScratchScopeError(
+            f"{what} {list(h.shape)} {h.dtype.name} was allocated at {h.buf.src} inside a "
+            f"scratch_scope (entered at {s.src}) that has exited; used here after the scope", src)
+    return h
+
+
+def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
+          dtype: DType, work: tuple[int, ...], src: str, attrs: str = "{}",
+          flops: int = 0) -> TensorHandle:
+    """Allocate a fresh scratch output, issue the command, return the output handle."""
+    n = _prod(shape)
+    nbytes = n * dtype.itemsize
+    out = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dtype)
+    issue(Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
+    return out
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[int, ...]:
+    """numpy broadcasting of two shapes, or a ShapeError naming both."""
+    if a == b:
+        return a
+    n = max(len(a), len(b))
+    pa_, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa_, pb, strict=True):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise ShapeError(f"shapes {list(a)} and {list(b)} do not broadcast", src)
+    return tuple(out)
+
+
+# -- ids ---------------------------------------------------------------------------------
+def program_id(axis: int) -> int:
+    ctx = current()
+    if not 0 <= axis < len(ctx.grid):
+        raise KernelError(f"program_id axis {axis} outside grid {list(ctx.grid)}", src_here())
+    return ctx.pids[axis]
+
+
+def num_programs(axis: int) -> int:
+    ctx = current()
+    if not 0 <= axis < len(ctx.grid):
+        raise KernelError(f"num_programs axis {axis} outside grid {list(ctx.grid)}", src_here())
+    return ctx.grid[axis]
+
+
+# -- memory ------------------------------------------------------------------------------
+def _hbm_operand(ptr: Any, shape: tuple[int, ...], what: str, src: str) -> TensorHandle:
+    if type(ptr) is not Pointer:
+        raise KernelError(f"{what} needs an HBM pointer, got {type(ptr).__name__} {ptr!r}", src)
+    t = ptr.tensor
+    n = _prod(shape)
+    if ptr.offset < 0 or ptr.offset + n > t.numel:
+        raise BoundsError(
+            f"{what} of {n} elements at {t.name}+{ptr.offset} is outside tensor {t.name!r} "
+            f"({t.numel} elements)", src)
+    buf = Buffer("hbm", t.pe, ptr.addr, n * t.dtype.itemsize, None, src)
+    return TensorHandle(buf, shape, t.dtype)
+
+
+def load(ptr: Pointer, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+         ) -> TensorHandle:
+    """Issue an HBM->TCM DMA read; returns at once with a pending handle (lazy load)."""
+    ctx = current()
+    src = src_here()
+    shape = _shape(shape, src)
+    dt = _dtype(dtype, src)
+    hbm = _hbm_operand(ptr, shape, "load", src)
+    if dt is not hbm.dtype:
+        raise DtypeError(f"load dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
+                         f"{hbm.dtype.name}", src)
+    n, nbytes = hbm.numel, hbm.nbytes
+    if out is None:
+        dst = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dt)
+    else:
+        _live(out, src, "load out=")
+        if out.space != "tcm" or out.transposed:
+            raise SpaceError(f"load out= must be a plain TCM handle, got {out!r}", src)
+        if out.shape != shape or out.dtype is not dt:
+            raise ShapeError(f"load out= is {list(out.shape)} {out.dtype.name}, the load is "
+                             f"{list(shape)} {dt.name}", src)
+        dst = TensorHandle(out.buf, shape, dt)
+    issue(Cmd(Op.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
+    return dst
+
+
+def store(ptr: Pointer, value: TensorHandle) -> None:
+    """Write ``value`` contiguously at ``ptr``, converted to the tensor's dtype (blocking)."""
+    ctx = current()  # noqa: F841 - asserts we are inside a kernel
+    src = src_here()
+    _live(value, src, "store value")
+    hbm = _hbm_operand(ptr, value.shape, "store", src)
+    issue(Cmd(Op.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,), src))
+
+
+def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
+    """Copy ``src_h``'s bytes into ``dst`` (both TCM, same shape and dtype): ``math/copy``."""
+    current()
+    src = src_here()
+    _live(dst, src, "copy_to dst")
+    _live(src_h, src, "copy_to src")
+    if dst.space != "tcm" or src_h.space != "tcm":
+        raise SpaceError(f"copy_to needs TCM operands, got dst in {dst.space!r} and src in "
+                         f"{src_h.space!r}", src)
+    if dst.shape != src_h.shape:
+        raise ShapeError(f"copy_to shapes differ: dst {list(dst.shape)} vs src "
+                         f"{list(src_h.shape)}", src)
+    if dst.dtype is not src_h.dtype:
+        raise DtypeError(f"copy_to dtypes differ: dst {dst.dtype.name} vs src "
+                         f"{src_h.dtype.name}", src)
+    if dst.transposed:
+        raise SpaceError("copy_to dst must not be a transposed view", src)
+    n = dst.numel
+    issue(Cmd(Op.COPY, (src_h,), dst, n, dst.nbytes, (n,), src))
+
+
+def wait(*handles: TensorHandle) -> None:
+    """Stall until the pending completions of ``handles`` have landed."""
+    current()
+    src = src_here()
+    issue(Wait([_live(h, src).buf for h in handles]))
+
+
+# -- creation ----------------------------------------------------------------------------
+def full(shape: Any, value: Any, dtype: Any) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    shape, dt = _shape(shape, src), _dtype(dtype, src)
+    if not isinstance(value, _SCALARS):
+        raise KernelError(f"full value must be a Python scalar, got {value!r}", src)
+    n = _prod(shape)
+    return _emit(ctx, Op.FILL, (), shape, dt, (n,), src, _attrs(value=value))
+
+
+def zeros(shape: Any, dtype: Any) -> TensorHandle:
+    return full(shape, 0, dtype)
+
+
+def arange(start: int, end: int) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    if end <= start:
+        raise ShapeError(f"arange({start}, {end}) is empty", src)
+    n = int(end) - int(start)
+    return _emit(ctx, Op.ARANGE, (), (n,), dtypes.int32, (n,), src, _attrs(start=int(start)))
+
+
+# -- layout views (no op is logged) --------------------------------------------------------
+def trans(x: TensorHandle) -> TensorHandle:
+    src = src_here()
+    _live(x, src)
+    return TensorHandle(x.buf, x.shape[::-1], x.dtype, not x.transposed)
+
+
+def reshape(x: TensorHandle, shape: Any) -> TensorHandle:
+    src = src_here()
+    _live(x, src)
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) == 1:
+        rest = _prod(s for s in shape if s != -1)
+        if rest > 0 and x.numel % rest == 0:
+            shape = tuple(x.numel // rest if s == -1 else s for s in shape)
+    shape = _shape(shape, src, "reshape target")
+    if _prod(shape) != x.numel:
+        raise ShapeError(f"reshape of {list(x.shape)} ({x.nbytes} bytes) to {list(shape)} "
+                         f"({_prod(shape) * x.dtype.itemsize} bytes) does not conserve bytes", src)
+    if x.transposed:
+        raise ShapeError(f"reshape of a transposed view {list(x.shape)} needs a copy; "
+                         "reshape before tl.trans", src)
+    return TensorHandle(x.buf, shape, x.dtype)
+
+
+def broadcast(x: TensorHandle, new_shape: Any) -> TensorHandle:
+    """Replicate ``x`` along size-1 axes to ``new_shape``: a real output, ``math/broadcast``."""
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    new_shape = _shape(new_shape, src, "broadcast shape")
+    ok = len(new_shape) >= x.ndim and all(
+        a == b or a == 1 for a, b in zip(x.shape[::-1], new_shape[::-1], strict=False))
+    if not ok:
+        raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(new_shape)}", src)
+    n = _prod(new_shape)
+    return _emit(ctx, Op.BROADCAST, (x,), new_shape, x.dtype, (n,), src,
+                 _attrs(shape=list(new_shape)))
+
+
+def repeat(x: TensorHandle, axis: int, n: int) -> TensorHandle:
+    """Insert a new axis at ``axis`` and replicate ``x`` ``n`` times along it."""
+    src = src_here()
+    _live(x, src)
+    nd = x.ndim + 1
+    if not -nd <= axis < nd:
+        raise ShapeError(f"repeat axis {axis} out of range for {list(x.shape)}", src)
+    axis %= nd
+    expanded = reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+    return broadcast(expanded, x.shape[:axis] + (int(n),) + x.shape[axis:])
+
+
+# -- GEMM --------------------------------------------------------------------------------
+def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
+        out_dtype: Any = dtypes.float32) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(a, src, "dot a")
+    _live(b, src, "dot b")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ShapeError(f"dot shapes {list(a.shape)} @ {list(b.shape)} do not fit "
+                         "([M, K] @ [K, N])", src)
+    m, k = a.shape
+    n = b.shape[1]
+    dt = _dtype(out_dtype, src)
+    inputs: tuple[TensorHandle, ...] = (a, b)
+    if acc is not None:
+        _live(acc, src, "dot acc")
+        if acc.shape != (m, n):
+            raise ShapeError(f"dot acc is {list(acc.shape)}, result is {[m, n]}", src)
+        inputs = (a, b, acc)
+    return _emit(ctx, Op.DOT, inputs, (m, n), dt, (m, n, k), src, flops=2 * m * n * k)
+
+
+# -- MATH --------------------------------------------------------------------------------
+def binary(op: Op, x: Any, y: Any) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    handles, scalars = [], []
+    for pos, v in enumerate((x, y)):
+        if isinstance(v, TensorHandle):
+            handles.append(_live(v, src))
+        elif isinstance(v, _SCALARS) or hasattr(v, "item"):
+            scalars.append([pos, v.item() if hasattr(v, "item") else v])
+        else:
+            raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar", src)
+    if not handles:
+        raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
+    if len(handles) == 2:
+        shape = broadcast_shapes(handles[0].shape, handles[1].shape, src)
+        dt = dtypes.promote(handles[0].dtype, handles[1].dtype)
+    else:
+        shape, dt = handles[0].shape, handles[0].dtype
+        if not dt.is_float and isinstance(scalars[0][1], float):
+            dt = dtypes.float32
+    if op in ops.COMPARISONS:
+        dt = dtypes.bool_
+    elif op is Op.DIV and not dt.is_float:
+        dt = dtypes.float32
+    attrs = _attrs(scalars=scalars) if scalars else "{}"
+    return _emit(ctx, op, tuple(handles), shape, dt, (_prod(shape),), src, attrs)
+
+
+def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(cond, src, "where cond")
+    if cond.dtype is not dtypes.bool_:
+        raise DtypeError(f"where cond must be bool, got {cond.dtype.name}", src)
+    handles, scalars, shape, dt = [cond], [], cond.shape, None
+    for pos, v in ((1, x), (2, y)):
+        if isinstance(v, TensorHandle):
+            handles.append(_live(v, src))
+            shape = broadcast_shapes(shape, v.shape, src)
+            dt = v.dtype if dt is None else dtypes.promote(dt, v.dtype)
+        elif isinstance(v, _SCALARS):
+            scalars.append([pos, v])
+        else:
+            raise KernelError(f"where: operand {v!r} is neither a handle nor a scalar", src)
+    if dt is None:
+        dt = dtypes.float32
+    return _emit(ctx, Op.WHERE, tuple(handles), shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=scalars) if scalars else "{}")
+
+
+def unary(op: Op, x: TensorHandle) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    dt = x.dtype
+    if op in ops.TRANSCENDENTAL and not dt.is_float:
+        dt = dtypes.float32
+    return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
+
+
+def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    dt = _dtype(dtype, src)
+    return _emit(ctx, Op.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
+
+
+def _axis(x: TensorHandle, axis: int, src: str) -> int:
+    if not -x.ndim <= axis < x.ndim:
+        raise ShapeError(f"axis {axis} out of range for shape {list(x.shape)}", src)
+    return axis % x.ndim
+
+
+def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
+           ) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    if axis is None:
+        shape = (1,) * x.ndim if keepdims else (1,)
+    else:
+        ax = _axis(x, axis, src)
+        shape = tuple(1 if i == ax else s for i, s in enumerate(x.shape)) if keepdims else (
+            x.shape[:ax] + x.shape[ax + 1:] or (1,))
+        axis = ax
+    return _emit(ctx, op, (x,), shape, x.dtype, (x.numel,), src,
+                 _attrs(axis=axis, keepdims=bool(keepdims)))
+
+
+def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    ax = _axis(x, axis, src)
+    dt = x.dtype if x.dtype.is_float else dtypes.float32
+    return _emit(ctx, Op.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
+
+
+# -- scratch scopes ----------------------------------------------------------------------
+class scratch_scope:  # noqa: N801 - the tl spelling
+    """``with tl.scratch_scope():`` records the scratch cursor and rewinds to it on exit,
+    after waiting for in-flight loads that land in the rewound bytes."""
+
+    __slots__ = ("ctx", "scope")
+
+    def __enter__(self) -> Scope:
+        ctx = self.ctx = current()
+        src = src_here()
+        scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
+        ctx.scopes.append(scope)
+        issue(Cmd(Op.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=_attrs(cursor=scope.saved)))
+        return scope
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        ctx, scope = self.ctx, self.scope
+        hi = ctx.scratch.cursor
+        scope.alive = False
+        ctx.scratch.rewind(scope.saved)
+        if exc_type is None:
+            issue(Cmd(Op.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
+                      attrs=_attrs(hi=hi, lo=scope.saved)))
+        ctx.scopes.pop()
+        return False

@@ -1,0 +1,44 @@
+"""The kernel source line that issued the current tl call (``file:line``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_PKG_PARENT = str(Path(__file__).resolve().parents[2])  # the folder holding kernbench/
+_RECORD_DIR = str(Path(__file__).resolve().parent)
+_TL_FILE = str(Path(__file__).resolve().parents[1] / "tl.py")
+_CACHE: dict[tuple[str, int], str] = {}
+_INTERNAL: dict[str, bool] = {}
+
+
+def _is_internal(filename: str) -> bool:
+    known = _INTERNAL.get(filename)
+    if known is None:
+        real = os.path.realpath(filename)
+        known = _INTERNAL[filename] = real == _TL_FILE or os.path.dirname(real) == _RECORD_DIR
+    return known
+
+
+def display_path(filename: str) -> str:
+    """A stable spelling of a kernel file: package-relative, else cwd-relative, else as is."""
+    real = os.path.realpath(filename)
+    for root in (_PKG_PARENT, os.getcwd()):
+        if real.startswith(root + os.sep):
+            return os.path.relpath(real, root).replace(os.sep, "/")
+    return real
+
+
+def src_here() -> str:
+    """``file:line`` of the innermost frame outside kernbench's tl layers."""
+    f = sys._getframe(1)
+    while f is not None and _is_internal(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return "<unknown>:0"
+    key = (f.f_code.co_filename, f.f_lineno)
+    s = _CACHE.get(key)
+    if s is None:
+        s = _CACHE[key] = f"{display_path(key[0])}:{key[1]}"
+    return s

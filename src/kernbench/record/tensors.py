@@ -1,0 +1,29 @@
+"""``tensors.parquet``: the case's HBM tensors, their placement and how to initialise them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kernbench.case import Case
+from kernbench.record.handle import HbmTensor
+from kernbench.schemas.arrow import TENSORS
+
+
+def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None:
+    """One row per tensor; raw bytes only for ``kb.data`` inits (others are regenerated)."""
+    rows = {f: [] for f in TENSORS.names}
+    for name, spec in case.tensors.items():
+        t = tensors[name]
+        rows["name"].append(name)
+        rows["role"].append(spec.role)
+        rows["pe"].append(t.pe)
+        rows["addr"].append(t.addr)
+        rows["dtype"].append(spec.dtype.name)
+        rows["shape"].append(list(spec.shape))
+        rows["init"].append(spec.init.to_json())
+        rows["data"].append(
+            spec.init.make(spec.shape, spec.dtype).tobytes() if spec.init.kind == "data" else None)
+    pq.write_table(pa.Table.from_pydict(rows, schema=TENSORS), path, compression="zstd")

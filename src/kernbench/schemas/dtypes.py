@@ -1,0 +1,57 @@
+"""Element types: the names stored in traces and their numpy equivalents."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+
+class DType:
+    """A kernel-visible element type (``tl.float32`` ...). Compared by identity."""
+
+    __slots__ = ("name", "np", "itemsize", "is_float")
+
+    def __init__(self, name: str, np_dtype: np.dtype) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.is_float = name in ("float32", "float16", "bfloat16")
+
+    def __repr__(self) -> str:
+        return f"tl.{self.name}"
+
+    def __reduce__(self):  # pragma: no cover - dtypes are singletons
+        return (by_name, (self.name,))
+
+
+float32 = DType("float32", np.float32)
+float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
+int32 = DType("int32", np.int32)
+int8 = DType("int8", np.int8)
+bool_ = DType("bool", np.bool_)
+
+DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
+
+# promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
+_RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+
+
+def by_name(name: str | DType) -> DType:
+    """The DType called ``name``; raises KeyError naming the known dtypes otherwise."""
+    if isinstance(name, DType):
+        return name
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise KeyError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The result dtype of an elementwise op between ``a`` and ``b``."""
+    if a is b:
+        return a
+    ra, rb = _RANK[a.name], _RANK[b.name]
+    if ra == rb:  # bfloat16 with float16
+        return float32
+    return a if ra > rb else b

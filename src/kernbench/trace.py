@@ -1,0 +1,143 @@
+"""A trace directory: atomic creation, manifest, verified reading. Reading never runs code."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.schemas.arrow import SUPPORTED_MAJOR, read_table
+
+DATA_FILES = ("ops.parquet", "tensors.parquet")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_dir(out: Path) -> Iterator[Path]:
+    """Yield a temporary sibling of ``out``; rename it to ``out`` only if the body succeeds.
+
+    An existing trace at ``out`` is replaced; any other existing path is refused.
+    """
+    out = Path(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.exists() and not (out / "manifest.json").is_file():
+        raise BadInputError(f"output {str(out)!r} exists and is not a trace; not overwriting")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"cannot create output folder {str(parent)!r}: {exc.strerror}") from None
+    tmp = parent / f".{out.name}.tmp-{os.getpid()}"
+    try:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+    except OSError as exc:
+        raise BadInputError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = parent / f".{out.name}.old-{os.getpid()}"
+            os.rename(out, old)
+        os.rename(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    mpath = Path(path) / "manifest.json"
+    if not Path(path).is_dir():
+        raise TraceFormatError(f"{path}: not a trace directory")
+    if not mpath.is_file():
+        raise TraceFormatError(f"{path}: no manifest.json; not a trace")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"{mpath}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != "kernbench-trace":
+        raise TraceFormatError(f"{mpath}: not a kernbench trace manifest")
+    version = manifest.get("schema_version")
+    try:
+        major = int(str(version).split(".")[0])
+    except ValueError:
+        major = None
+    if major != SUPPORTED_MAJOR:
+        raise TraceFormatError(f"{mpath}: schema_version {version!r} is not supported "
+                               f"(this kernbench reads major version {SUPPORTED_MAJOR})")
+    return manifest
+
+
+def verify_files(path: Path, manifest: dict[str, Any]) -> None:
+    """Check every data file exists and matches the manifest's sha256."""
+    files = manifest.get("files") or {}
+    for name in DATA_FILES:
+        f = Path(path) / name
+        if not f.is_file():
+            raise TraceFormatError(f"{f}: missing")
+        want = files.get(name)
+        if want is None or file_sha256(f) != want:
+            raise TraceFormatError(f"{f}: sha256 does not match the manifest; the trace was "
+                                   "modified or is corrupt")
+
+
+class Trace:
+    """An opened trace directory. ``ops``/``tensors`` are polars DataFrames."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = path
+        self.manifest = manifest
+
+    @classmethod
+    def open(cls, path: str | Path, verify: bool = True) -> Trace:
+        path = Path(path)
+        manifest = read_manifest(path)
+        if verify:
+            verify_files(path, manifest)
+        return cls(path, manifest)
+
+    @cached_property
+    def ops_table(self) -> pa.Table:
+        return read_table(self.path / "ops.parquet", "kernbench-ops")
+
+    @cached_property
+    def tensors_table(self) -> pa.Table:
+        return read_table(self.path / "tensors.parquet", "kernbench-tensors")
+
+    @property
+    def ops(self) -> pl.DataFrame:
+        return pl.from_arrow(self.ops_table)  # type: ignore[return-value]
+
+    @property
+    def tensors(self) -> pl.DataFrame:
+        return pl.from_arrow(self.tensors_table)  # type: ignore[return-value]
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.manifest["n_ops"])
+
+    @property
+    def t_end_ps(self) -> int:
+        return int(self.manifest["t_end_ps"])
+
+    def __repr__(self) -> str:
+        return f"Trace({str(self.path)!r}, case={self.manifest.get('case')!r}, n_ops={self.n_ops})"
