@@ -1,0 +1,110 @@
+"""Loading a trace for analysis: verified opening, lazy op scans, operand frames.
+
+Every analysis goes through here, so there is one place that knows the file layout and the
+column types polars sees (dictionary columns are read as plain strings).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from kernbench.errors import TraceFormatError
+from kernbench.hw import HwConfig
+from kernbench.schemas.arrow import check_metadata, read_table
+from kernbench.schemas.dtypes import DTYPES
+from kernbench.trace import Trace
+
+#: element size in bytes of every dtype name a trace may hold
+ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
+#: dictionary-encoded op columns, read as strings so comparisons need no categories
+DICT_COLUMNS = ("kind", "name", "engine", "src")
+VALUES_FILE = Path("replay") / "values.parquet"
+
+
+def open_trace(trace_or_path: Trace | str | Path) -> Trace:
+    """A verified ``Trace`` (manifest, sha256) from a Trace or a directory path."""
+    if isinstance(trace_or_path, Trace):
+        return trace_or_path
+    return Trace.open(trace_or_path)
+
+
+def hw_of(trace: Trace) -> HwConfig:
+    """The hardware config stored whole in the manifest."""
+    try:
+        return HwConfig.from_dict(trace.manifest["hw"], where=f"{trace.path}/manifest.json hw")
+    except (KeyError, TypeError) as exc:
+        raise TraceFormatError(f"{trace.path}/manifest.json: no usable hw config ({exc})") from None
+
+
+def _strings(frame: pl.LazyFrame | pl.DataFrame, names: tuple[str, ...]):
+    present = [n for n in names if n in frame.collect_schema().names()]
+    return frame.with_columns(pl.col(present).cast(pl.String))
+
+
+def scan_ops(trace: Trace) -> pl.LazyFrame:
+    """Lazy scan of ``ops.parquet`` after checking its schema metadata (format, version)."""
+    path = trace.path / "ops.parquet"
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, ValueError) as exc:
+        raise TraceFormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    check_metadata(schema.metadata, "kernbench-ops", path)
+    return _strings(pl.scan_parquet(path), DICT_COLUMNS)
+
+
+def load_ops(trace: Trace) -> pl.DataFrame:
+    """The whole op log (operands included) as a DataFrame with string dictionary columns."""
+    return _strings(pl.from_arrow(trace.ops_table), DICT_COLUMNS)  # type: ignore[arg-type]
+
+
+def load_values(trace: Trace) -> pl.DataFrame | None:
+    """``replay/values.parquet`` if Phase 2 wrote one, else None."""
+    path = trace.path / VALUES_FILE
+    if not path.is_file():
+        return None
+    return pl.from_arrow(read_table(path, "kernbench-values"))  # type: ignore[return-value]
+
+
+def nbytes_expr(operand: pl.Expr) -> pl.Expr:
+    """Bytes an operand struct names: ``prod(shape) * itemsize(dtype)``."""
+    return elements_expr(operand) * operand.struct.field("dtype").replace_strict(
+        ITEMSIZE, default=None, return_dtype=pl.Int64)
+
+
+def elements_expr(operand: pl.Expr) -> pl.Expr:
+    """Elements an operand struct names: ``prod(shape)`` (1 for a scalar shape ``[]``)."""
+    return shape_elements(operand.struct.field("shape"))
+
+
+def shape_elements(shape: pl.Expr) -> pl.Expr:
+    """``prod(shape)`` of a list-of-int64 shape column (1 for ``[]``)."""
+    return shape.list.eval(pl.element().product()).list.first().fill_null(1).cast(pl.Int64)
+
+
+def operands(ops: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """One row per operand: op_id, role (``in``/``out``), idx, space, mem_pe, addr, nbytes,
+    shape, dtype, transposed. ``mem_pe`` is the operand's PE (whose memory), not the issuer."""
+    lf = ops.lazy()
+    fields = ["space", "addr", "shape", "dtype", "transposed"]
+    ins = (lf.select("op_id", pl.col("inputs"))
+           .with_columns(idx=pl.int_ranges(pl.col("inputs").list.len()))
+           .explode("inputs", "idx")
+           .filter(pl.col("inputs").is_not_null())
+           .select("op_id", pl.lit("in").alias("role"), pl.col("idx").cast(pl.Int32),
+                   pl.col("inputs").alias("o")))
+    out = (lf.select("op_id", pl.col("output").alias("o"))
+           .filter(pl.col("o").is_not_null())
+           .select("op_id", pl.lit("out").alias("role"), pl.lit(0, pl.Int32).alias("idx"), "o"))
+    both = pl.concat([ins, out])
+    o = pl.col("o")
+    return both.select(
+        "op_id", "role", "idx",
+        *[o.struct.field(f) for f in fields[:2]],
+        o.struct.field("pe").alias("mem_pe"),
+        nbytes_expr(o).alias("nbytes"),
+        *[o.struct.field(f) for f in fields[2:]],
+    ).select("op_id", "role", "idx", "space", "mem_pe", "addr", "nbytes", "shape", "dtype",
+             "transposed")

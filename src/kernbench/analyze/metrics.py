@@ -1,0 +1,158 @@
+"""SPEC §7 metrics: one flat dict (str -> int | float | str) computed with polars.
+
+Only the scalar op columns are scanned (lazily, with projection), never the operand structs.
+Engine sets come from the op vocabulary (``CAPACITY_ONE``), so a new engine appears here
+without touching this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from kernbench.analyze.frames import hw_of, open_trace, scan_ops
+from kernbench.hw import HwConfig
+from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
+from kernbench.trace import Trace
+
+Metrics = dict[str, int | float | str]
+
+#: capacity-1 engines in vocabulary order: every trace reports all of them (0 when unused)
+ENGINES: tuple[Engine, ...] = tuple(e for e in Engine if e in CAPACITY_ONE)
+DMA_ENGINES = frozenset({Engine.DMA_RD, Engine.DMA_WR})
+COMPUTE_ENGINES = frozenset({Engine.GEMM, Engine.MATH})
+
+_COLUMNS = ("op_id", "pe", "kind", "name", "engine", "parent", "t_start_ps", "t_end_ps",
+            "busy_ps", "wait_ps", "nbytes", "flops", "scratch_cursor", "attrs")
+
+#: the ideal time an op needs on its engine, for the roofline bound (ps)
+ROOFLINE: dict[Engine, Callable[[HwConfig], pl.Expr]] = {
+    Engine.DMA_RD: lambda hw: pl.col("nbytes") * 1000.0 / hw.hbm_gbps,
+    Engine.DMA_WR: lambda hw: pl.col("nbytes") * 1000.0 / hw.hbm_gbps,
+    Engine.GEMM: lambda hw: pl.col("busy_ps").cast(pl.Float64),
+    Engine.MATH: lambda hw: pl.col("busy_ps").cast(pl.Float64),
+    Engine.LINK_TX: lambda hw: pl.col("nbytes") * 1000.0 / hw.link_gbps,
+}
+
+
+def lane_expr() -> pl.Expr:
+    """The instance of an engine within a PE: the link direction for ``link_tx`` (attrs
+    ``dir``), else ``""``. (pe, engine, lane) identifies one capacity-1 server."""
+    return pl.col("attrs").str.json_path_match("$.dir").fill_null("").alias("lane")
+
+
+def scalar_ops(trace: Trace, pe: int | None = None) -> pl.DataFrame:
+    """The scalar op columns (plus ``lane``), optionally only one PE's ops."""
+    lf = scan_ops(trace).select(_COLUMNS)
+    if pe is not None:
+        lf = lf.filter(pl.col("pe") == pe)
+    return lf.with_columns(lane_expr()).collect()
+
+
+def _ratio(a: float, b: float) -> float:
+    return float(a) / float(b) if b else 0.0
+
+
+def _engine_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
+    held = ops.filter(pl.col("engine").is_in([e.value for e in ENGINES]))
+    per = held.group_by("pe", "engine", "lane").agg(pl.col("busy_ps").sum())
+    out: Metrics = {}
+    for e in ENGINES:
+        rows = per.filter(pl.col("engine") == e.value)["busy_ps"]
+        total, peak = int(rows.sum() or 0), int(rows.max() or 0)
+        n_servers = max(len(rows), 1)
+        out[f"busy_ps_{e}"] = total
+        out[f"busy_max_ps_{e}"] = peak
+        out[f"util_{e}"] = _ratio(peak, latency)
+        out[f"util_mean_{e}"] = _ratio(total, latency * n_servers)
+    top = per.sort("busy_ps", "pe", descending=[True, False]).head(1)
+    best = int(top["busy_ps"][0]) if top.height else 0
+    out["max_engine_busy_ps"] = best
+    out["bottleneck_engine"] = str(top["engine"][0]) if top.height else ""
+    out["bottleneck_pe"] = int(top["pe"][0]) if top.height else -1
+    out["efficiency"] = _ratio(best, latency)
+    return out
+
+
+def _overlap_metrics(ops: pl.DataFrame) -> Metrics:
+    """Time a DMA channel and a compute engine of one PE are both busy, summed over PEs."""
+    held = ops.filter(pl.col("busy_ps") > 0).select(
+        "pe", t0=pl.col("t_start_ps"), t1=pl.col("t_start_ps") + pl.col("busy_ps"),
+        dma=pl.col("engine").is_in([e.value for e in DMA_ENGINES]).cast(pl.Int64),
+        cmp=pl.col("engine").is_in([e.value for e in COMPUTE_ENGINES]).cast(pl.Int64))
+    events = pl.concat([
+        held.select("pe", t="t0", d_dma="dma", d_cmp="cmp"),
+        held.select("pe", t="t1", d_dma=-pl.col("dma"), d_cmp=-pl.col("cmp")),
+    ])
+    sweep = (events.group_by("pe", "t").agg(pl.col("d_dma", "d_cmp").sum()).sort("pe", "t")
+             .with_columns(n_dma=pl.col("d_dma").cum_sum().over("pe"),
+                           n_cmp=pl.col("d_cmp").cum_sum().over("pe"),
+                           dur=(pl.col("t").shift(-1).over("pe") - pl.col("t")).fill_null(0)))
+    both = sweep.filter((pl.col("n_dma") > 0) & (pl.col("n_cmp") > 0))["dur"].sum()
+    dma = sweep.filter(pl.col("n_dma") > 0)["dur"].sum()
+    return {"dma_active_ps": int(dma or 0), "dma_compute_overlap_ps": int(both or 0),
+            "dma_compute_overlap_frac": _ratio(both or 0, dma or 0)}
+
+
+def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig) -> Metrics:
+    out: Metrics = {}
+    for e in ENGINES:
+        need = (ops.filter(pl.col("engine") == e.value)
+                .group_by("pe", "lane").agg(ROOFLINE[e](hw).sum().alias("ps")))["ps"].max()
+        out[f"roofline_ps_{e}"] = float(need or 0.0)
+    bound = max(ENGINES, key=lambda e: out[f"roofline_ps_{e}"])
+    out["roofline_ps"] = out[f"roofline_ps_{bound}"]
+    out["roofline_bound"] = str(bound) if out["roofline_ps"] else ""
+    return out
+
+
+def _scratch_metrics(ops: pl.DataFrame, n_pe: int | None) -> Metrics:
+    peak = ops.group_by("pe").agg(pl.col("scratch_cursor").max())
+    by_pe = dict(zip(peak["pe"].to_list(), peak["scratch_cursor"].to_list(), strict=True))
+    out: Metrics = {"scratch_peak_bytes": int(max(by_pe.values(), default=0))}
+    if n_pe is not None:
+        for p in range(n_pe):
+            out[f"scratch_peak_bytes_pe{p}"] = int(by_pe.get(p, 0))
+    return out
+
+
+def _count_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
+    top = ops.filter(pl.col("parent").is_null())  # the kernel's own issues: stalls
+    real = ops.filter(pl.col("kind") != Kind.COMPOSITE.value)  # parents would double count
+    rd = real.filter(pl.col("name") == Op.DMA_READ.value)["nbytes"]
+    wr = real.filter(pl.col("name") == Op.DMA_WRITE.value)["nbytes"]
+    moved = int(rd.sum() or 0) + int(wr.sum() or 0)
+    return {
+        "n_ops": ops.height,
+        "n_pe_used": ops["pe"].n_unique(),
+        "dma_read_count": rd.len(), "dma_write_count": wr.len(),
+        "dma_read_bytes": int(rd.sum() or 0), "dma_write_bytes": int(wr.sum() or 0),
+        "hbm_gbps_achieved": _ratio(moved * 1000, latency),
+        "flops": int(real["flops"].sum() or 0),
+        "stall_ps": int(top["wait_ps"].sum() or 0),
+    }
+
+
+def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics:
+    """The SPEC §7 metrics of a trace as a flat dict.
+
+    With ``pe``, the metrics of that PE's ops alone (``latency_ps`` is then the PE's last
+    ``t_end_ps`` and every ratio uses it); per-PE ``scratch_peak_bytes_pe{N}`` keys appear
+    only for the whole trace.
+    """
+    trace = open_trace(trace_or_path)
+    hw = hw_of(trace)
+    ops = scalar_ops(trace, pe)
+    if pe is None:
+        latency = int(trace.manifest.get("t_end_ps") or 0)
+    else:
+        latency = int(ops["t_end_ps"].max() or 0)
+    out: Metrics = {"latency_ps": latency}
+    out.update(_count_metrics(ops, latency))
+    out.update(_engine_metrics(ops, latency))
+    out.update(_overlap_metrics(ops))
+    out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
+    out.update(_roofline_metrics(ops, hw))
+    return out

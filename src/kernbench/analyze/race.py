@@ -1,0 +1,196 @@
+"""The race detector: data hazards found from the op log alone, vectorised.
+
+Every operand names bytes ``[addr, addr + nbytes)`` of a memory ``(space, mem_pe)``. Reads
+happen at an op's ``t_start_ps`` and stay in flight until its ``t_end_ps``; writes land at
+``t_end_ps``; a ``scope_exit`` kills tcm ``[lo, hi)`` at its ``t_start_ps``. Program order
+is ``seq`` within the issuing PE. The hazards (``HAZARDS``):
+
+- ``raw``: a read starts before the last program-order write to its bytes has landed;
+- ``dead_read``: the last program-order event on the bytes is a scope exit (rewound scratch);
+- ``uninit_read``: tcm/stage bytes read with no earlier write on that PE;
+- ``waw``: a write lands before an earlier program-order write to the same bytes;
+- ``late_write``: a write lands after a later scope exit rewound its bytes;
+- ``war``: a write later in program order lands before a read of its bytes completes;
+- ``war_xpe``: a write from another PE lands while a read of its bytes is in flight.
+
+Method: all access ranges of one memory are cut at every range boundary into elementary
+segments; each access becomes one row per segment it covers. Sorting by (segment, PE, seq)
+turns "the last program-order write" into a forward fill and "any later write" into a
+reverse cumulative minimum, both per group; cross-PE windows are binary searches over
+writes sorted by (segment, landing time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from kernbench.analyze.frames import operands
+from kernbench.schemas.ops import Kind, Op
+
+READ, WRITE, KILL = 0, 1, 2
+#: spaces whose bytes hold nothing until written on this PE (hbm has initial contents)
+SCRATCH_SPACES = frozenset({"tcm", "stage"})
+
+#: hazard -> message template (fields: op, other, space, mem_pe, lo, hi, t_op, t_other)
+HAZARDS: dict[str, str] = {
+    "raw": "op {op} reads {space}@pe{mem_pe} [{lo}, {hi}) at {t_op} ps, before op {other}'s "
+           "earlier write to it lands at {t_other} ps",
+    "dead_read": "op {op} reads {space}@pe{mem_pe} [{lo}, {hi}) after scope_exit op {other} "
+                 "rewound it (at {t_other} ps)",
+    "uninit_read": "op {op} reads {space}@pe{mem_pe} [{lo}, {hi}) that no earlier op on this "
+                   "PE wrote",
+    "waw": "op {op}'s write to {space}@pe{mem_pe} [{lo}, {hi}) lands at {t_op} ps, before "
+           "the earlier write of op {other} (lands at {t_other} ps)",
+    "late_write": "op {other}'s write to {space}@pe{mem_pe} [{lo}, {hi}) lands at {t_other} "
+                  "ps, after scope_exit op {op} rewound it at {t_op} ps",
+    "war": "op {other} (later in program order) writes {space}@pe{mem_pe} [{lo}, {hi}) at "
+           "{t_other} ps, before op {op}'s read of it completes at {t_op} ps",
+    "war_xpe": "op {other} writes {space}@pe{mem_pe} [{lo}, {hi}) at {t_other} ps while "
+               "op {op} is reading it (until {t_op} ps)",
+}
+
+_FINDING = {"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
+            "space": pl.String, "mem_pe": pl.Int32, "lo": pl.Int64, "hi": pl.Int64,
+            "t_op": pl.Int64, "t_other": pl.Int64}
+
+
+def accesses(ops: pl.DataFrame) -> pl.DataFrame:
+    """One row per byte range an op reads, writes or kills (composite parents excluded:
+    their children carry the data movement)."""
+    base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps")
+    opnd = (operands(ops).collect()
+            .select("op_id", ev=pl.when(pl.col("role") == "in").then(READ).otherwise(WRITE),
+                    space="space", mem_pe="mem_pe", lo="addr",
+                    hi=pl.col("addr") + pl.col("nbytes")))
+    kills = ops.filter(pl.col("name") == Op.SCOPE_EXIT.value).select(
+        "op_id", ev=pl.lit(KILL), space=pl.lit("tcm"), mem_pe="pe",
+        lo=pl.col("attrs").str.json_path_match("$.lo").cast(pl.Int64),
+        hi=pl.col("attrs").str.json_path_match("$.hi").cast(pl.Int64))
+    acc = pl.concat([opnd.with_columns(pl.col("ev").cast(pl.Int8)),
+                     kills.with_columns(pl.col("ev").cast(pl.Int8))], how="vertical_relaxed")
+    acc = acc.join(base, on="op_id").filter(
+        (pl.col("kind") != Kind.COMPOSITE.value) & (pl.col("hi") > pl.col("lo")))
+    return acc.select("op_id", "pe", "seq", "ev", "space", "mem_pe", "lo", "hi",
+                      t0="t_start_ps", t1="t_end_ps")
+
+
+def segments(acc: pl.DataFrame) -> pl.DataFrame:
+    """``acc`` exploded to one row per elementary segment: adds ``seg`` (globally unique per
+    memory and byte range) and the segment's own ``seg_lo``/``seg_hi``."""
+    mem = acc.select(pl.struct("space", "mem_pe").rank("dense").cast(pl.Int64) - 1)
+    k = mem.to_series().to_numpy()
+    lo, hi = acc["lo"].to_numpy(), acc["hi"].to_numpy()
+    span = int(hi.max()) + 1 if len(hi) else 1
+    bounds = np.unique(np.concatenate([k * span + lo, k * span + hi]))
+    i0 = np.searchsorted(bounds, k * span + lo)
+    i1 = np.searchsorted(bounds, k * span + hi)
+    counts = i1 - i0
+    rep = np.repeat(np.arange(len(counts)), counts)
+    first = np.cumsum(counts) - counts
+    seg = i0[rep] + (np.arange(int(counts.sum())) - first[rep])
+    base = k[rep] * span
+    return acc[rep].with_columns(seg=pl.Series(seg), seg_lo=pl.Series(bounds[seg] - base),
+                                 seg_hi=pl.Series(bounds[seg + 1] - base))
+
+
+def _program_order(seg: pl.DataFrame) -> pl.DataFrame:
+    """Per (segment, PE) in program order: the previous write/kill and the earliest landing
+    of any later write, for every row."""
+    df = seg.sort("seg", "pe", "seq", "ev").with_row_index("pos")
+    grp = ("seg", "pe")
+    wk = pl.when(pl.col("ev") != READ).then(pl.col("pos"))
+    w_end = pl.when(pl.col("ev") == WRITE).then(pl.col("t1"))
+    df = df.with_columns(
+        prev=wk.shift(1).forward_fill().over(grp),
+        next_w_end=w_end.shift(-1).fill_null(np.iinfo(np.int64).max).cum_min(reverse=True)
+        .over(grp),
+    )
+    prev = df.select(prev="pos", p_op="op_id", p_ev="ev", p_t0="t0", p_t1="t1")
+    return df.join(prev.with_columns(pl.col("prev").cast(df["prev"].dtype)), on="prev",
+                   how="left")
+
+
+def _program_order_hazards(po: pl.DataFrame) -> pl.DataFrame:
+    r, w, k = (pl.col("ev") == READ), (pl.col("ev") == WRITE), (pl.col("ev") == KILL)
+    pw, pk = (pl.col("p_ev") == WRITE), (pl.col("p_ev") == KILL)
+    rules = [  # (hazard, condition, op, other, t_op, t_other)
+        ("raw", r & pw & (pl.col("p_t1") > pl.col("t0")), "op_id", "p_op", "t0", "p_t1"),
+        ("dead_read", r & pk, "op_id", "p_op", "t0", "p_t0"),
+        ("uninit_read", r & pl.col("prev").is_null() & pl.col("space").is_in(SCRATCH_SPACES),
+         "op_id", None, "t0", None),
+        ("waw", w & pw & (pl.col("p_t1") > pl.col("t1")), "op_id", "p_op", "t1", "p_t1"),
+        ("late_write", k & pw & (pl.col("p_t1") > pl.col("t0")), "op_id", "p_op", "t0", "p_t1"),
+    ]
+    found = [po.filter(cond).select(
+        hazard=pl.lit(name), op_id=op, other_op_id=pl.col(other) if other else pl.lit(None),
+        space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi", t_op=t_op,
+        t_other=pl.col(t_other) if t_other else pl.lit(None))
+        for name, cond, op, other, t_op, t_other in rules]
+    # war: some later write on this PE lands before the read completes; name each such write
+    late = po.filter(r & (pl.col("next_w_end") < pl.col("t1"))).select(
+        "seg", "pe", "seq", "op_id", "space", "mem_pe", "seg_lo", "seg_hi", "t1")
+    if late.height:
+        writes = po.filter(w).select("seg", "pe", w_seq="seq", other_op_id="op_id", w_t1="t1")
+        found.append(late.join(writes, on=["seg", "pe"])
+                     .filter((pl.col("w_seq") > pl.col("seq")) & (pl.col("w_t1") < pl.col("t1")))
+                     .select(hazard=pl.lit("war"), op_id="op_id", other_op_id="other_op_id",
+                             space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi",
+                             t_op="t1", t_other="w_t1"))
+    return pl.concat([f.cast(_FINDING) for f in found])  # type: ignore[arg-type]
+
+
+def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
+    """Reads with a write from another PE landing strictly inside their (t0, t1) window."""
+    reads = seg.filter(pl.col("ev") == READ)
+    writes = seg.filter(pl.col("ev") == WRITE)
+    empty = pl.DataFrame(schema=_FINDING)
+    if not reads.height or not writes.height or seg["pe"].n_unique() < 2:
+        return empty
+    times = np.unique(np.concatenate([reads["t0"].to_numpy(), reads["t1"].to_numpy(),
+                                      writes["t1"].to_numpy()]))
+    n_t, n_pe = len(times) + 1, int(seg["pe"].max()) + 1
+
+    def rank(col: pl.Series) -> np.ndarray:
+        return np.searchsorted(times, col.to_numpy())
+
+    w_seg, w_pe = writes["seg"].to_numpy(), writes["pe"].to_numpy().astype(np.int64)
+    w_rank = rank(writes["t1"])
+    all_keys = np.sort(w_seg * n_t + w_rank)
+    own_keys = np.sort((w_seg * n_pe + w_pe) * n_t + w_rank)
+    r_seg, r_pe = reads["seg"].to_numpy(), reads["pe"].to_numpy().astype(np.int64)
+    r0, r1 = rank(reads["t0"]), rank(reads["t1"])
+
+    def inside(keys: np.ndarray, base: np.ndarray) -> np.ndarray:
+        return (np.searchsorted(keys, base * n_t + r1, "left")
+                - np.searchsorted(keys, base * n_t + r0, "right"))
+
+    other = inside(all_keys, r_seg) - inside(own_keys, r_seg * n_pe + r_pe)
+    hit = reads.filter(pl.Series(other > 0))
+    if not hit.height:
+        return empty
+    return (hit.join(writes.select("seg", w_pe="pe", other_op_id="op_id", w_t1="t1"), on="seg")
+            .filter((pl.col("w_pe") != pl.col("pe")) & (pl.col("w_t1") > pl.col("t0"))
+                    & (pl.col("w_t1") < pl.col("t1")))
+            .select(hazard=pl.lit("war_xpe"), op_id="op_id", other_op_id="other_op_id",
+                    space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi", t_op="t1",
+                    t_other="w_t1").cast(_FINDING))  # type: ignore[arg-type]
+
+
+def hazards(ops: pl.DataFrame) -> pl.DataFrame:
+    """Every data hazard in an op log: one row per (hazard, op_id, other_op_id) with the
+    merged byte range and a ``message``; sorted by op_id."""
+    acc = accesses(ops)
+    if not acc.height:
+        return pl.DataFrame(schema={**_FINDING, "message": pl.String})
+    seg = segments(acc)
+    found = pl.concat([_program_order_hazards(_program_order(seg)), _cross_pe_hazards(seg)])
+    merged = (found.group_by("hazard", "op_id", "other_op_id", "space", "mem_pe",
+                             maintain_order=True)
+              .agg(pl.col("lo").min(), pl.col("hi").max(), pl.col("t_op").first(),
+                   pl.col("t_other").first())
+              .sort("op_id", "hazard", "other_op_id", nulls_last=True))
+    messages = [HAZARDS[row["hazard"]].format(op=row["op_id"], other=row["other_op_id"], **{
+        k: row[k] for k in ("space", "mem_pe", "lo", "hi", "t_op", "t_other")})
+        for row in merged.iter_rows(named=True)]
+    return merged.with_columns(message=pl.Series(messages, dtype=pl.String))
