@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
@@ -57,7 +58,12 @@ def scan_ops(trace: Trace) -> pl.LazyFrame:
 
 def load_ops(trace: Trace) -> pl.DataFrame:
     """The whole op log (operands included) as a DataFrame with string dictionary columns."""
-    return _strings(pl.from_arrow(trace.ops_table), DICT_COLUMNS)  # type: ignore[arg-type]
+    return ops_frame(trace.ops_table)
+
+
+def ops_frame(table: pa.Table) -> pl.DataFrame:
+    """An ops Arrow table as the DataFrame analyses expect (dictionary columns as strings)."""
+    return _strings(pl.from_arrow(table), DICT_COLUMNS)  # type: ignore[arg-type]
 
 
 def load_values(trace: Trace) -> pl.DataFrame | None:

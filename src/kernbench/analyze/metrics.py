@@ -156,3 +156,15 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
     out.update(_roofline_metrics(ops, hw))
     return out
+
+
+def resolve_metric(name: str, available: dict[str, object] | list[str]) -> str:
+    """The metric key ``name`` refers to: itself, or ``name_ps`` (``latency`` ->
+    ``latency_ps``). Raises KeyError naming close keys otherwise."""
+    keys = list(available)
+    for candidate in (name, f"{name}_ps"):
+        if candidate in keys:
+            return candidate
+    close = [k for k in keys if name in k][:8]
+    hint = f"; similar: {', '.join(close)}" if close else f"; known: {', '.join(keys)}"
+    raise KeyError(f"unknown metric {name!r}{hint}")

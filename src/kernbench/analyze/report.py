@@ -1,0 +1,131 @@
+"""Reports: aligned terminal tables and JSON. ``report(trace)`` is ``kernbench report``.
+
+Every report object the analysis returns has ``to_text()``, ``to_json()`` and ``exit_code``
+(the CLI prints one of the first two and exits with the third).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from kernbench.analyze.frames import open_trace, scan_ops
+from kernbench.analyze.metrics import ENGINES, Metrics, metrics
+from kernbench.trace import Trace
+
+
+def fmt(value: Any) -> str:
+    """One table cell: ints as is, floats with up to 4 decimals, None as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 1e-3:
+            return f"{value:.3g}"
+        return f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: int = 0) -> str:
+    """An aligned text table: numbers right-aligned, text left-aligned, a rule under the
+    header row."""
+    cells = [[fmt(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    right = [bool(rows) and all(_numeric(r[i]) or r[i] is None for r in rows)
+             for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right,
+                                                                      strict=True)]
+        return (" " * indent + "  ".join(parts)).rstrip()
+
+    out = [line(list(headers)), " " * indent + "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def to_json(obj: Any) -> str:
+    """Stable, indented JSON (sorted keys stay off so tables keep their order)."""
+    return json.dumps(obj, indent=2, default=str)
+
+
+#: the summary rows of ``kernbench report``, in order: (label, metric key)
+SUMMARY: tuple[tuple[str, str], ...] = (
+    ("latency (ps)", "latency_ps"), ("efficiency", "efficiency"),
+    ("bottleneck engine", "bottleneck_engine"), ("max engine busy (ps)", "max_engine_busy_ps"),
+    ("roofline bound", "roofline_bound"), ("roofline (ps)", "roofline_ps"),
+    ("stall (ps)", "stall_ps"), ("ops", "n_ops"), ("PEs used", "n_pe_used"),
+    ("dma reads", "dma_read_count"), ("dma read bytes", "dma_read_bytes"),
+    ("dma writes", "dma_write_count"), ("dma write bytes", "dma_write_bytes"),
+    ("HBM GB/s achieved", "hbm_gbps_achieved"), ("flops", "flops"),
+    ("DMA active (ps)", "dma_active_ps"), ("DMA/compute overlap (ps)", "dma_compute_overlap_ps"),
+    ("DMA/compute overlap (frac)", "dma_compute_overlap_frac"),
+    ("scratch peak (bytes)", "scratch_peak_bytes"),
+)
+
+
+def op_breakdown(trace: Trace) -> pl.DataFrame:
+    """Per (kind, name): count, total busy_ps, total nbytes, total wait_ps."""
+    return (scan_ops(trace).group_by("kind", "name")
+            .agg(count=pl.len(), busy_ps=pl.col("busy_ps").sum(), nbytes=pl.col("nbytes").sum(),
+                 wait_ps=pl.col("wait_ps").sum())
+            .sort("busy_ps", "kind", "name", descending=[True, False, False]).collect())
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    """``kernbench report``: the metrics of one trace, plus its per-op breakdown."""
+
+    path: str
+    case: str
+    metrics: Metrics
+    by_op: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int = 0
+
+    def engine_rows(self) -> list[list[Any]]:
+        m = self.metrics
+        return [[str(e), m[f"busy_ps_{e}"], m[f"busy_max_ps_{e}"], m[f"util_{e}"],
+                 m[f"util_mean_{e}"], m[f"roofline_ps_{e}"]] for e in ENGINES]
+
+    def to_text(self) -> str:
+        m = self.metrics
+        scratch = sorted(k for k in m if k.startswith("scratch_peak_bytes_pe"))
+        parts = [
+            f"trace {self.path} (case {self.case})",
+            format_table(["metric", "value"], [[label, m[key]] for label, key in SUMMARY]),
+            "engines",
+            format_table(["engine", "busy_ps", "busy_max_ps", "util", "util_mean",
+                          "roofline_ps"], self.engine_rows()),
+            "ops",
+            format_table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
+                         [list(r.values()) for r in self.by_op]),
+        ]
+        if scratch:
+            parts += ["scratch per PE", format_table(
+                ["pe", "peak_bytes"], [[int(k.removeprefix("scratch_peak_bytes_pe")), m[k]]
+                                       for k in scratch])]
+        return "\n\n".join(parts) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trace": self.path, "case": self.case, "metrics": self.metrics,
+                "by_op": self.by_op}
+
+    def to_json(self) -> str:
+        return to_json(self.to_dict())
+
+
+def report(trace_or_path: Trace | str | Path) -> MetricsReport:
+    """The ``kernbench report`` of a trace."""
+    trace = open_trace(trace_or_path)
+    return MetricsReport(str(trace.path), str(trace.manifest.get("case")), metrics(trace),
+                         op_breakdown(trace).to_dicts())

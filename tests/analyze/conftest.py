@@ -1,0 +1,121 @@
+"""Fixtures for the analysis tests: recorded traces, hand-edited copies, synthetic op logs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import kernbench as kb
+from kernbench.analyze.frames import ops_frame
+from kernbench.case import build_case
+from kernbench.schemas.arrow import OPS, VALUES
+from kernbench.schemas.ops import ENGINE, KIND, Op
+from kernbench.trace import file_sha256
+
+
+@pytest.fixture(scope="session")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """``traces(case, **params)``: a trace recorded once per session per (case, params)."""
+    root = tmp_path_factory.mktemp("traces")
+    made: dict[str, Path] = {}
+
+    def get(case: str, **params: Any) -> Path:
+        key = f"{case}-" + "-".join(f"{k}{v}" for k, v in sorted(params.items()))
+        if key not in made:
+            kb.record(build_case(case, params), root / f"{key}.ktrace")
+            made[key] = root / f"{key}.ktrace"
+        return made[key]
+
+    return get
+
+
+def restamp(path: Path, **manifest_updates: Any) -> None:
+    """Recompute the manifest's sha256 of every data file (after a hand edit)."""
+    mpath = path / "manifest.json"
+    manifest = json.loads(mpath.read_text())
+    manifest.update(manifest_updates)
+    for name in manifest["files"]:
+        manifest["files"][name] = file_sha256(path / name)
+    mpath.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def write_ops(df: pl.DataFrame, path: Path) -> None:
+    """Write an ops DataFrame back as a schema-exact ``ops.parquet``."""
+    table = df.to_arrow()
+    cols = [table.column(f.name).cast(f.type) for f in OPS]
+    pq.write_table(pa.Table.from_arrays(cols, schema=OPS), path)
+
+
+@pytest.fixture
+def edit_trace(tmp_path: Path) -> Callable[..., Path]:
+    """``edit_trace(src, fn, **manifest_updates)``: a copy of ``src`` whose op log is
+    ``fn(ops DataFrame)``, re-stamped so it opens."""
+    count = iter(range(1000))
+
+    def edit(src: Path, fn: Callable[[pl.DataFrame], pl.DataFrame], **updates: Any) -> Path:
+        dst = tmp_path / f"edited{next(count)}.ktrace"
+        shutil.copytree(src, dst)
+        ops = ops_frame(pq.read_table(dst / "ops.parquet"))
+        write_ops(fn(ops), dst / "ops.parquet")
+        restamp(dst, **updates)
+        return dst
+
+    return edit
+
+
+def set_cell(df: pl.DataFrame, op_id: int, **values: Any) -> pl.DataFrame:
+    """``df`` with columns of row ``op_id`` replaced."""
+    hit = pl.col("op_id") == op_id
+    return df.with_columns(**{k: pl.when(hit).then(pl.lit(v, df.schema[k])).otherwise(pl.col(k))
+                              for k, v in values.items()})
+
+
+def write_values(path: Path, checksums: dict[int, int]) -> None:
+    """A ``replay/values.parquet`` with the given op_id -> checksum."""
+    (path / "replay").mkdir(exist_ok=True)
+    ids = sorted(checksums)
+    table = pa.Table.from_pydict({
+        "op_id": ids, "checksum": [checksums[i] for i in ids], "min": [0.0] * len(ids),
+        "max": [1.0] * len(ids), "mean": [0.5] * len(ids), "nonfinite": [0] * len(ids),
+    }, schema=VALUES)
+    pq.write_table(table, path / "replay" / "values.parquet")
+
+
+def operand(space: str, addr: int, nbytes: int, pe: int = 0) -> dict[str, Any]:
+    """A float32 operand of ``nbytes`` bytes (a multiple of 4)."""
+    return {"space": space, "pe": pe, "addr": addr, "shape": [nbytes // 4],
+            "dtype": "float32", "transposed": False}
+
+
+def fake_ops(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A synthetic op log: each row needs ``name``, ``pe``, ``t`` (t_start) and ``busy``;
+    optional ``end`` (t_end, default t + busy), ``ins``, ``out``, ``attrs``. op_id and seq
+    follow list order."""
+    seq: dict[int, int] = {}
+    cols: dict[str, list[Any]] = {f.name: [] for f in OPS}
+    for i, r in enumerate(rows):
+        op = Op(r["name"])
+        pe = r.get("pe", 0)
+        seq[pe] = seq.get(pe, -1) + 1
+        out = r.get("out")
+        t = r["t"]
+        values = {
+            "op_id": i, "pe": pe, "program": pe, "seq": seq[pe], "kind": KIND[op].value,
+            "name": op.value, "engine": ENGINE[op].value, "parent": r.get("parent"),
+            "t_issue_ps": t, "t_start_ps": t, "t_end_ps": r.get("end", t + r["busy"]),
+            "busy_ps": r["busy"], "wait_ps": 0, "inputs": r.get("ins", []), "output": out,
+            "num_elements": out["shape"][0] if out else 0,
+            "nbytes": out["shape"][0] * 4 if out else 0, "flops": 0, "scratch_cursor": 0,
+            "scope_depth": 0, "attrs": r.get("attrs", "{}"), "src": f"k.py:{i + 1}",
+        }
+        for k, v in values.items():
+            cols[k].append(v)
+    return ops_frame(pa.Table.from_pydict(cols, schema=OPS))
