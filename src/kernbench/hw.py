@@ -45,11 +45,13 @@ class HwConfig:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name != "name" and (not isinstance(value, int | float) or value < 0):
-                raise BadInputError(f"hw field {f.name} must be a non-negative number, got {value!r}")
+                raise BadInputError(
+                    f"hw field {f.name} must be a non-negative number, got {value!r}")
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
                          "link_gbps", "ipcq_depth", "tcm_align"):
             if getattr(self, positive) <= 0:
-                raise BadInputError(f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
+                raise BadInputError(
+                    f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
 
     @property
     def cycle_ps(self) -> int:

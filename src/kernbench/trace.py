@@ -42,7 +42,8 @@ def atomic_dir(out: Path) -> Iterator[Path]:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BadInputError(f"cannot create output folder {str(parent)!r}: {exc.strerror}") from None
+        raise BadInputError(
+            f"cannot create output folder {str(parent)!r}: {exc.strerror}") from None
     tmp = parent / f".{out.name}.tmp-{os.getpid()}"
     try:
         if tmp.exists():

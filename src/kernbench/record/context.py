@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from greenlet import getcurrent, greenlet
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 class KernelContext:
     """What one program of the grid needs while it runs: its PE driver, ids, scratch, scopes."""
 
-    __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw")
+    __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue")
 
     def __init__(self, driver: PEDriver, program: int, grid: tuple[int, ...]) -> None:
         self.driver = driver
@@ -32,6 +33,8 @@ class KernelContext:
         self.pids = tuple(pids)
         self.scratch: ScratchAllocator = driver.scratch
         self.scopes: list[Scope] = []
+        #: hands a command to the PE driver's greenlet and resumes with its answer
+        self.issue: Callable[[object], object] = _outside_driver
 
     @property
     def scope(self) -> Scope | None:
@@ -52,7 +55,5 @@ def current() -> KernelContext:
         raise KernelError("tl calls are only valid inside a kernel being recorded") from None
 
 
-def issue(cmd: object) -> object:
-    """Hand a command to the PE driver (the parent greenlet) and resume with its answer."""
-    g = getcurrent()
-    return g.parent.switch(cmd)
+def _outside_driver(cmd: object) -> object:
+    raise KernelError("this kernel context is not attached to a PE driver")

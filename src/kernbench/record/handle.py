@@ -7,6 +7,11 @@ from typing import Any
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import Op
 
+# enum members bound once: attribute access on an Enum class is slow on the per-op path
+_ADD, _SUB, _MUL, _DIV = Op.ADD, Op.SUB, Op.MUL, Op.DIV
+_LT, _LE, _GT, _GE, _EQ, _NE = Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE
+_NEG, _ABS = Op.NEG, Op.ABS
+
 
 class HbmTensor:
     """One HBM tensor of the case, as laid out for this recording."""
@@ -77,11 +82,13 @@ class TensorHandle:
     completion seen through one view is seen through all of them.
     """
 
-    __slots__ = ("buf", "shape", "dtype", "transposed")
+    __slots__ = ("buf", "shape", "dtype", "transposed", "operand")
 
     def __init__(self, buf: Buffer, shape: tuple[int, ...], dtype: DType,
                  transposed: bool = False) -> None:
         self.buf, self.shape, self.dtype, self.transposed = buf, shape, dtype, transposed
+        #: the operand as the op log stores it (space, pe, addr, shape, dtype, transposed)
+        self.operand = (buf.space, buf.pe, buf.addr, shape, dtype.name, transposed)
 
     @property
     def space(self) -> str:
@@ -123,22 +130,22 @@ class TensorHandle:
                 f"{list(self.shape)}, {self.dtype.name}{t})")
 
     # elementwise arithmetic and comparisons (numpy broadcasting, scalars on either side)
-    def __add__(self, o): return _sem.binary(Op.ADD, self, o)
-    def __radd__(self, o): return _sem.binary(Op.ADD, o, self)
-    def __sub__(self, o): return _sem.binary(Op.SUB, self, o)
-    def __rsub__(self, o): return _sem.binary(Op.SUB, o, self)
-    def __mul__(self, o): return _sem.binary(Op.MUL, self, o)
-    def __rmul__(self, o): return _sem.binary(Op.MUL, o, self)
-    def __truediv__(self, o): return _sem.binary(Op.DIV, self, o)
-    def __rtruediv__(self, o): return _sem.binary(Op.DIV, o, self)
-    def __lt__(self, o): return _sem.binary(Op.LT, self, o)
-    def __le__(self, o): return _sem.binary(Op.LE, self, o)
-    def __gt__(self, o): return _sem.binary(Op.GT, self, o)
-    def __ge__(self, o): return _sem.binary(Op.GE, self, o)
-    def __eq__(self, o): return _sem.binary(Op.EQ, self, o)  # type: ignore[override]
-    def __ne__(self, o): return _sem.binary(Op.NE, self, o)  # type: ignore[override]
-    def __neg__(self): return _sem.unary(Op.NEG, self)
-    def __abs__(self): return _sem.unary(Op.ABS, self)
+    def __add__(self, o): return _sem.binary(_ADD, self, o)
+    def __radd__(self, o): return _sem.binary(_ADD, o, self)
+    def __sub__(self, o): return _sem.binary(_SUB, self, o)
+    def __rsub__(self, o): return _sem.binary(_SUB, o, self)
+    def __mul__(self, o): return _sem.binary(_MUL, self, o)
+    def __rmul__(self, o): return _sem.binary(_MUL, o, self)
+    def __truediv__(self, o): return _sem.binary(_DIV, self, o)
+    def __rtruediv__(self, o): return _sem.binary(_DIV, o, self)
+    def __lt__(self, o): return _sem.binary(_LT, self, o)
+    def __le__(self, o): return _sem.binary(_LE, self, o)
+    def __gt__(self, o): return _sem.binary(_GT, self, o)
+    def __ge__(self, o): return _sem.binary(_GE, self, o)
+    def __eq__(self, o): return _sem.binary(_EQ, self, o)  # type: ignore[override]
+    def __ne__(self, o): return _sem.binary(_NE, self, o)  # type: ignore[override]
+    def __neg__(self): return _sem.unary(_NEG, self)
+    def __abs__(self): return _sem.unary(_ABS, self)
 
     __hash__ = object.__hash__
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from pathlib import Path
@@ -59,7 +60,15 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
         programs = list(range(d.index, n_programs, hw.n_pe))
         if programs:
             env.process(d.process(programs, grid, run))
-    env.run()
+    # The per-op path allocates many small acyclic objects; the cyclic GC would rescan the
+    # pending row batch again and again. Nothing on that path makes cycles, so pause it.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        env.run()
+    finally:
+        if was_enabled:
+            gc.enable()
     return drivers
 
 

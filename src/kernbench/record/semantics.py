@@ -18,13 +18,13 @@ from kernbench.errors import (
     SpaceError,
 )
 from kernbench.record.commands import Cmd
-from kernbench.record.context import KernelContext, current, issue
+from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import Buffer, Pointer, Scope, TensorHandle
 from kernbench.record.pe import Wait
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, ops
 from kernbench.schemas.dtypes import DType
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import OP, Op
 
 __all__ = ["src_here"]
 
@@ -32,8 +32,18 @@ _SCALARS = (int, float, bool)
 
 
 # -- helpers -----------------------------------------------------------------------------
+_ATTRS: dict[tuple, str] = {}
+
+
 def _attrs(**kw: Any) -> str:
-    return json.dumps(kw, sort_keys=True, separators=(",", ":"))
+    """Canonical JSON of op arguments (values must be hashable: tuples, not lists)."""
+    key = tuple(kw.items())
+    s = _ATTRS.get(key)
+    if s is None:
+        if len(_ATTRS) > 4096:
+            _ATTRS.clear()
+        s = _ATTRS[key] = json.dumps(kw, sort_keys=True, separators=(",", ":"))
+    return s
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -77,10 +87,14 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
           dtype: DType, work: tuple[int, ...], src: str, attrs: str = "{}",
           flops: int = 0) -> TensorHandle:
     """Allocate a fresh scratch output, issue the command, return the output handle."""
-    n = _prod(shape)
+    n = 1
+    for d in shape:
+        n *= d
     nbytes = n * dtype.itemsize
-    out = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dtype)
-    issue(Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
+    scopes = ctx.scopes
+    out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),
+                       shape, dtype)
+    ctx.issue(Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
     return out
 
 
@@ -152,22 +166,22 @@ def load(ptr: Pointer, shape: Any, dtype: Any, *, out: TensorHandle | None = Non
             raise ShapeError(f"load out= is {list(out.shape)} {out.dtype.name}, the load is "
                              f"{list(shape)} {dt.name}", src)
         dst = TensorHandle(out.buf, shape, dt)
-    issue(Cmd(Op.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
+    ctx.issue(Cmd(OP.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
     return dst
 
 
 def store(ptr: Pointer, value: TensorHandle) -> None:
     """Write ``value`` contiguously at ``ptr``, converted to the tensor's dtype (blocking)."""
-    ctx = current()  # noqa: F841 - asserts we are inside a kernel
+    ctx = current()
     src = src_here()
     _live(value, src, "store value")
     hbm = _hbm_operand(ptr, value.shape, "store", src)
-    issue(Cmd(Op.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,), src))
+    ctx.issue(Cmd(OP.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,), src))
 
 
 def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
     """Copy ``src_h``'s bytes into ``dst`` (both TCM, same shape and dtype): ``math/copy``."""
-    current()
+    ctx = current()
     src = src_here()
     _live(dst, src, "copy_to dst")
     _live(src_h, src, "copy_to src")
@@ -183,14 +197,14 @@ def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
     if dst.transposed:
         raise SpaceError("copy_to dst must not be a transposed view", src)
     n = dst.numel
-    issue(Cmd(Op.COPY, (src_h,), dst, n, dst.nbytes, (n,), src))
+    ctx.issue(Cmd(OP.COPY, (src_h,), dst, n, dst.nbytes, (n,), src))
 
 
 def wait(*handles: TensorHandle) -> None:
     """Stall until the pending completions of ``handles`` have landed."""
-    current()
+    ctx = current()
     src = src_here()
-    issue(Wait([_live(h, src).buf for h in handles]))
+    ctx.issue(Wait([_live(h, src).buf for h in handles]))
 
 
 # -- creation ----------------------------------------------------------------------------
@@ -201,7 +215,7 @@ def full(shape: Any, value: Any, dtype: Any) -> TensorHandle:
     if not isinstance(value, _SCALARS):
         raise KernelError(f"full value must be a Python scalar, got {value!r}", src)
     n = _prod(shape)
-    return _emit(ctx, Op.FILL, (), shape, dt, (n,), src, _attrs(value=value))
+    return _emit(ctx, OP.FILL, (), shape, dt, (n,), src, _attrs(value=value))
 
 
 def zeros(shape: Any, dtype: Any) -> TensorHandle:
@@ -214,7 +228,7 @@ def arange(start: int, end: int) -> TensorHandle:
     if end <= start:
         raise ShapeError(f"arange({start}, {end}) is empty", src)
     n = int(end) - int(start)
-    return _emit(ctx, Op.ARANGE, (), (n,), dtypes.int32, (n,), src, _attrs(start=int(start)))
+    return _emit(ctx, OP.ARANGE, (), (n,), dtypes.int32, (n,), src, _attrs(start=int(start)))
 
 
 # -- layout views (no op is logged) --------------------------------------------------------
@@ -255,8 +269,8 @@ def broadcast(x: TensorHandle, new_shape: Any) -> TensorHandle:
     if not ok:
         raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(new_shape)}", src)
     n = _prod(new_shape)
-    return _emit(ctx, Op.BROADCAST, (x,), new_shape, x.dtype, (n,), src,
-                 _attrs(shape=list(new_shape)))
+    return _emit(ctx, OP.BROADCAST, (x,), new_shape, x.dtype, (n,), src,
+                 _attrs(shape=new_shape))
 
 
 def repeat(x: TensorHandle, axis: int, n: int) -> TensorHandle:
@@ -290,36 +304,47 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
         if acc.shape != (m, n):
             raise ShapeError(f"dot acc is {list(acc.shape)}, result is {[m, n]}", src)
         inputs = (a, b, acc)
-    return _emit(ctx, Op.DOT, inputs, (m, n), dt, (m, n, k), src, flops=2 * m * n * k)
+    return _emit(ctx, OP.DOT, inputs, (m, n), dt, (m, n, k), src, flops=2 * m * n * k)
 
 
 # -- MATH --------------------------------------------------------------------------------
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
     ctx = current()
     src = src_here()
-    handles, scalars = [], []
-    for pos, v in enumerate((x, y)):
-        if isinstance(v, TensorHandle):
-            handles.append(_live(v, src))
-        elif isinstance(v, _SCALARS) or hasattr(v, "item"):
-            scalars.append([pos, v.item() if hasattr(v, "item") else v])
-        else:
-            raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar", src)
-    if not handles:
-        raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
-    if len(handles) == 2:
-        shape = broadcast_shapes(handles[0].shape, handles[1].shape, src)
-        dt = dtypes.promote(handles[0].dtype, handles[1].dtype)
+    if type(x) is TensorHandle and type(y) is TensorHandle:  # the common case, kept lean
+        sx, sy = x.buf.scope, y.buf.scope
+        if (sx is not None and not sx.alive) or (sy is not None and not sy.alive):
+            _live(x, src)
+            _live(y, src)
+        handles: tuple[TensorHandle, ...] = (x, y)
+        shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
+        dt = x.dtype if x.dtype is y.dtype else dtypes.promote(x.dtype, y.dtype)
+        attrs = "{}"
     else:
-        shape, dt = handles[0].shape, handles[0].dtype
+        hs, scalars = [], []
+        for pos, v in enumerate((x, y)):
+            if type(v) is TensorHandle:
+                hs.append(_live(v, src))
+            elif isinstance(v, _SCALARS) or hasattr(v, "item"):
+                scalars.append((pos, v.item() if hasattr(v, "item") else v))
+            else:
+                raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar",
+                                  src)
+        if not hs:
+            raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
+        handles = tuple(hs)
+        shape, dt = hs[0].shape, hs[0].dtype
         if not dt.is_float and isinstance(scalars[0][1], float):
             dt = dtypes.float32
+        attrs = _attrs(scalars=tuple(scalars))
     if op in ops.COMPARISONS:
         dt = dtypes.bool_
-    elif op is Op.DIV and not dt.is_float:
+    elif op is OP.DIV and not dt.is_float:
         dt = dtypes.float32
-    attrs = _attrs(scalars=scalars) if scalars else "{}"
-    return _emit(ctx, op, tuple(handles), shape, dt, (_prod(shape),), src, attrs)
+    n = 1
+    for d in shape:
+        n *= d
+    return _emit(ctx, op, handles, shape, dt, (n,), src, attrs)
 
 
 def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
@@ -335,13 +360,13 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
             shape = broadcast_shapes(shape, v.shape, src)
             dt = v.dtype if dt is None else dtypes.promote(dt, v.dtype)
         elif isinstance(v, _SCALARS):
-            scalars.append([pos, v])
+            scalars.append((pos, v))
         else:
             raise KernelError(f"where: operand {v!r} is neither a handle nor a scalar", src)
     if dt is None:
         dt = dtypes.float32
-    return _emit(ctx, Op.WHERE, tuple(handles), shape, dt, (_prod(shape),), src,
-                 _attrs(scalars=scalars) if scalars else "{}")
+    return _emit(ctx, OP.WHERE, tuple(handles), shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=tuple(scalars)) if scalars else "{}")
 
 
 def unary(op: Op, x: TensorHandle) -> TensorHandle:
@@ -359,7 +384,7 @@ def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
     src = src_here()
     _live(x, src)
     dt = _dtype(dtype, src)
-    return _emit(ctx, Op.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
+    return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
 
 
 def _axis(x: TensorHandle, axis: int, src: str) -> int:
@@ -390,7 +415,7 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     _live(x, src)
     ax = _axis(x, axis, src)
     dt = x.dtype if x.dtype.is_float else dtypes.float32
-    return _emit(ctx, Op.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
+    return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
 
 
 # -- scratch scopes ----------------------------------------------------------------------
@@ -405,7 +430,7 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         src = src_here()
         scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
         ctx.scopes.append(scope)
-        issue(Cmd(Op.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=_attrs(cursor=scope.saved)))
+        ctx.issue(Cmd(OP.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=_attrs(cursor=scope.saved)))
         return scope
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -414,7 +439,7 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         scope.alive = False
         ctx.scratch.rewind(scope.saved)
         if exc_type is None:
-            issue(Cmd(Op.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
+            ctx.issue(Cmd(OP.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
                       attrs=_attrs(hi=hi, lo=scope.saved)))
         ctx.scopes.pop()
         return False

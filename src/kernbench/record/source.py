@@ -33,7 +33,14 @@ def display_path(filename: str) -> str:
 def src_here() -> str:
     """``file:line`` of the innermost frame outside kernbench's tl layers."""
     f = sys._getframe(1)
-    while f is not None and _is_internal(f.f_code.co_filename):
+    internal = _INTERNAL
+    while f is not None:
+        fn = f.f_code.co_filename
+        known = internal.get(fn)
+        if known is None:
+            known = _is_internal(fn)
+        if not known:
+            break
         f = f.f_back
     if f is None:
         return "<unknown>:0"

@@ -5,8 +5,11 @@ The per-op path appends one tuple; columns are built only when a batch is flushe
 
 from __future__ import annotations
 
+from itertools import accumulate, chain
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -27,27 +30,46 @@ ROW_FIELDS = (
 DERIVED_FIELDS = ("op_id", "kind", "engine")
 
 _OPERAND_FIELDS = list(OPERAND)
+_COLUMN_GETTERS = [itemgetter(i) for i in range(len(ROW_FIELDS))]
 _NULL = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32)
 
 
-def _operand_arrays(handles: list[TensorHandle]) -> list[pa.Array]:
-    space, pe, addr, dtype, transposed, shape_off, shape_vals = [], [], [], [], [], [0], []
-    for h in handles:
-        b = h.buf
-        space.append(b.space)
-        pe.append(b.pe)
-        addr.append(b.addr)
-        dtype.append(h.dtype.name)
-        transposed.append(h.transposed)
-        shape_vals.extend(h.shape)
-        shape_off.append(len(shape_vals))
-    shape = pa.ListArray.from_arrays(pa.array(shape_off, pa.int32()),
-                                     pa.array(shape_vals, pa.int64()))
-    return [pa.array(space, pa.string()), pa.array(pe, pa.int32()), pa.array(addr, pa.int64()),
-            shape, pa.array(dtype, pa.string()), pa.array(transposed, pa.bool_())]
+_OPERAND = attrgetter("operand")
 
 
-def _dict(values: tuple) -> pa.Array:
+def _operand_struct(handles: list[TensorHandle], mask: pa.Array | None = None) -> pa.Array:
+    """The OPERAND struct array of ``handles``. Distinct operands are converted once and
+    gathered with numpy (a loop re-uses the same few operands again and again)."""
+    keys = list(map(_OPERAND, handles))
+    index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    idx = np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
+    uniq = list(index)
+    space, pe, addr, shapes, dtype, transposed = (list(map(itemgetter(i), uniq))
+                                                  for i in range(6))
+    u_len = np.fromiter(map(len, shapes), np.int64, len(shapes))
+    u_off = np.concatenate(([0], np.cumsum(u_len)))
+    u_vals = np.fromiter(chain.from_iterable(shapes), np.int64, int(u_off[-1]))
+    lens = u_len[idx]
+    offsets = np.concatenate(([0], np.cumsum(lens)))
+    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
+    shape = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(u_vals[pos]))
+    children = [
+        pa.array(np.array(space, dtype=object)[idx], pa.string()),
+        pa.array(np.array(pe, np.int32)[idx]),
+        pa.array(np.array(addr, np.int64)[idx]),
+        shape,
+        pa.array(np.array(dtype, dtype=object)[idx], pa.string()),
+        pa.array(np.array(transposed, np.bool_)[idx]),
+    ]
+    return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask)
+
+
+_NAME_STR = {op: op.value for op in KIND}
+_KIND_STR = {op: k.value for op, k in KIND.items()}
+_ENGINE_STR = {op: e.value for op, e in ENGINE.items()}
+
+
+def _dict(values: list | tuple) -> pa.Array:
     return pa.array(values, pa.string()).dictionary_encode()
 
 
@@ -62,7 +84,7 @@ class OpWriter:
         self.t_end_ps = 0
         self._flushed = 0
         self._pq = pq.ParquetWriter(
-            self.path, OPS, compression="zstd", compression_level=9,
+            self.path, OPS, compression="zstd",
             use_dictionary=["kind", "name", "engine", "src", "attrs",
                             "inputs.list.element.space", "inputs.list.element.dtype",
                             "output.space", "output.dtype"],
@@ -84,29 +106,28 @@ class OpWriter:
     def flush(self) -> None:
         if not self.rows:
             return
-        cols = list(zip(*self.rows, strict=True))
+        rows = self.rows
+        cols = [list(map(getter, rows)) for getter in _COLUMN_GETTERS]  # zip(*rows) is slower
         n = len(self.rows)
         (pe, program, seq, name, parent, t_issue, t_start, t_end, busy, wait, inputs, output,
          num_elements, nbytes, flops, cursor, depth, attrs, src) = cols
-        flat: list[TensorHandle] = [h for ins in inputs for h in ins]
-        offsets = [0]
-        for ins in inputs:
-            offsets.append(offsets[-1] + len(ins))
-        in_struct = pa.StructArray.from_arrays(_operand_arrays(flat), fields=_OPERAND_FIELDS)
-        inputs_arr = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), in_struct)
-        if None in output:  # null rows get placeholder children under a null mask
+        flat: list[TensorHandle] = list(chain.from_iterable(inputs))
+        offsets = list(accumulate(map(len, inputs), initial=0))
+        inputs_arr = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                              _operand_struct(flat))
+        if any(o is None for o in output):  # null rows get placeholder children under a mask
             mask = pa.array([o is None for o in output], pa.bool_())
-            output = tuple(_NULL if o is None else o for o in output)
+            output = [_NULL if o is None else o for o in output]
         else:
             mask = None
-        out_struct = pa.StructArray.from_arrays(_operand_arrays(output), fields=_OPERAND_FIELDS,
-                                                mask=mask)
+        out_struct = _operand_struct(output, mask)
         start = self._flushed
         arrays = [
             pa.array(range(start, start + n), pa.int64()),
             pa.array(pe, pa.int32()), pa.array(program, pa.int32()), pa.array(seq, pa.int64()),
-            _dict(tuple(KIND[o].value for o in name)), _dict(tuple(o.value for o in name)),
-            _dict(tuple(ENGINE[o].value for o in name)),
+            _dict(list(map(_KIND_STR.__getitem__, name))),
+            _dict(list(map(_NAME_STR.__getitem__, name))),
+            _dict(list(map(_ENGINE_STR.__getitem__, name))),
             pa.array(parent, pa.int64()),
             pa.array(t_issue, pa.int64()), pa.array(t_start, pa.int64()),
             pa.array(t_end, pa.int64()), pa.array(busy, pa.int64()), pa.array(wait, pa.int64()),
@@ -119,14 +140,14 @@ class OpWriter:
         self.t_end_ps = max(self.t_end_ps, max(t_end))
         self._flushed += n
         self.n_ops = self._flushed
-        self.rows = []
+        rows.clear()  # in place: PE drivers hold this list
 
     def close(self) -> None:
         self.flush()
         self._pq.close()
 
     def abort(self) -> None:
-        self.rows = []
+        self.rows.clear()
         try:
             self._pq.close()
         except Exception:  # noqa: BLE001 - best effort on the failure path

@@ -6,6 +6,7 @@ Other modules ask membership of these groups; they never compare op-name strings
 from __future__ import annotations
 
 from enum import StrEnum
+from types import SimpleNamespace
 
 
 class Kind(StrEnum):
@@ -74,6 +75,10 @@ class Op(StrEnum):
     # composite parent
     GEMM = "gemm"
 
+
+#: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is
+#: too slow for the per-op path of record and replay; ``OP.X is Op.X``.
+OP = SimpleNamespace(**Op.__members__)
 
 COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAXIMUM, Op.MINIMUM}) | COMPARISONS

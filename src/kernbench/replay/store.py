@@ -1,0 +1,229 @@
+"""MemoryStore: flat byte-addressed memory per (space, pe) with a per-byte valid map.
+
+HBM regions come from ``tensors.parquet``; TCM and staging are sized from the recorded
+hardware config. The set of spaces is the table ``SPACES``: a later space (``ipcq``) joins by
+adding a row. Operands are resolved once per distinct (space, pe, addr, shape, dtype,
+transposed) into an ``Operand`` that holds its byte range and a live numpy view; the per-op
+check is then one ``bytearray.find`` over the valid map.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import ReplayError, TraceFormatError
+from kernbench.schemas.dtypes import DTYPES
+
+#: numpy dtype of each trace dtype name, looked up once per distinct operand
+NP_DTYPES: dict[str, np.dtype] = {name: d.np for name, d in DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class SpaceSpec:
+    """One memory space: whether each PE has its own, and how big one instance is."""
+
+    name: str
+    per_pe: bool
+    #: bytes of one instance from the recorded hw dict; None: sized by its regions (HBM)
+    size: Callable[[Mapping[str, Any]], int] | None
+
+
+def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
+    def size(hw: Mapping[str, Any]) -> int:
+        try:
+            return int(hw[field]) * 1024
+        except (KeyError, TypeError, ValueError):
+            raise TraceFormatError(f"manifest hw has no usable {field!r}") from None
+
+    return size
+
+
+SPACES: dict[str, SpaceSpec] = {
+    "hbm": SpaceSpec("hbm", per_pe=False, size=None),
+    "tcm": SpaceSpec("tcm", per_pe=True, size=_kib("kernel_scratch_kib")),
+    "stage": SpaceSpec("stage", per_pe=True, size=_kib("stage_kib")),
+}
+
+
+class Memory:
+    """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
+
+    __slots__ = ("space", "pe", "size", "buf", "data", "valid", "regions", "_starts")
+
+    def __init__(self, space: str, pe: int, size: int,
+                 regions: list[tuple[int, int, str]]) -> None:
+        self.space, self.pe, self.size = space, pe, size
+        self.buf = bytearray(size)
+        self.data = np.frombuffer(self.buf, dtype=np.uint8)
+        self.valid = bytearray(size)
+        self.regions = sorted(regions)
+        self._starts = [r[0] for r in self.regions]
+
+    def region_of(self, lo: int, hi: int) -> tuple[int, int, str] | None:
+        """The region holding all of ``[lo, hi)``, or None."""
+        k = bisect.bisect_right(self._starts, lo) - 1
+        if k < 0:
+            return None
+        r = self.regions[k]
+        return r if r[0] <= lo and hi <= r[1] else None
+
+    def invalidate(self, lo: int, hi: int) -> None:
+        lo, hi = max(lo, 0), min(hi, self.size)
+        if hi > lo:
+            self.valid[lo:hi] = bytes(hi - lo)
+
+    def first_invalid(self, lo: int, hi: int) -> int:
+        return self.valid.find(0, lo, hi)
+
+
+class Operand:
+    """A resolved operand: its bytes ``[lo, hi)`` in ``mem`` and a live view of them.
+
+    ``view`` has the operand's value layout (a transposed operand is the ``.T`` of the
+    row-major bytes). ``error`` is set instead when the operand cannot be placed; ops using
+    it fail when replay reaches them.
+    """
+
+    __slots__ = ("space", "pe", "addr", "shape", "dtype", "transposed", "lo", "hi", "nbytes",
+                 "mem", "valid", "view", "mv", "ones", "error")
+
+    def __init__(self, space: str, pe: int, addr: int, shape: tuple[int, ...], dtype: str,
+                 transposed: bool) -> None:
+        self.space, self.pe, self.addr, self.shape = space, pe, addr, shape
+        self.dtype, self.transposed = dtype, transposed
+        self.lo = addr
+        self.nbytes = 0
+        self.hi = addr
+        self.mem: Memory | None = None
+        self.valid: bytearray = bytearray(1)  # a failing op never reads through this
+        self.view: np.ndarray | None = None
+        self.mv: memoryview | None = None
+        self.ones: memoryview | None = None  # nbytes of 0x01, set by the engine
+        self.error: str | None = None
+
+    def describe(self) -> str:
+        t = " transposed" if self.transposed else ""
+        return (f"{self.space}@pe{self.pe} [{self.lo}, {self.hi}) {list(self.shape)} "
+                f"{self.dtype}{t}")
+
+
+class MemoryStore:
+    """Every (space, pe) memory of one replay. Memories are made on first use."""
+
+    def __init__(self, hw: Mapping[str, Any], hbm_regions: list[tuple[int, int, str]],
+                 spaces: Mapping[str, SpaceSpec] = SPACES) -> None:
+        self.hw = hw
+        self.spaces = dict(spaces)
+        try:
+            self.n_pe = int(hw["n_pe"])
+        except (KeyError, TypeError, ValueError):
+            raise TraceFormatError("manifest hw has no usable 'n_pe'") from None
+        self.hbm_regions = list(hbm_regions)
+        self.memories: dict[tuple[str, int], Memory] = {}
+        self._operands: dict[tuple, Operand] = {}
+
+    # -- memories --------------------------------------------------------------------
+    def memory(self, space: str, pe: int) -> Memory:
+        """The memory of (space, pe); KeyError/ValueError with a message when there is none."""
+        key = (space, pe)
+        mem = self.memories.get(key)
+        if mem is not None:
+            return mem
+        spec = self.spaces.get(space)
+        if spec is None:
+            raise KeyError(f"unknown memory space {space!r} (known: {', '.join(self.spaces)})")
+        if spec.per_pe and not 0 <= pe < self.n_pe:
+            raise ValueError(f"{space} of pe {pe} does not exist (n_pe = {self.n_pe})")
+        if not spec.per_pe and pe != 0:
+            raise ValueError(f"{space} is one shared space (pe 0), not pe {pe}")
+        if spec.size is None:
+            regions = self.hbm_regions
+            size = max((hi for _, hi, _ in regions), default=0)
+        else:
+            size = spec.size(self.hw)
+            regions = [(0, size, space)]
+        mem = self.memories[key] = Memory(space, pe, size, regions)
+        return mem
+
+    def fill(self, space: str, pe: int, addr: int, data: bytes | memoryview) -> None:
+        """Write initial bytes (valid from the start)."""
+        mem = self.memory(space, pe)
+        n = len(data)
+        mem.buf[addr:addr + n] = data
+        mem.valid[addr:addr + n] = b"\x01" * n
+
+    def read_bytes(self, space: str, pe: int, lo: int, hi: int) -> bytes:
+        return bytes(self.memory(space, pe).buf[lo:hi])
+
+    # -- operands --------------------------------------------------------------------
+    def operand(self, space: str, pe: int, addr: int, shape: tuple[int, ...], dtype: str,
+                transposed: bool) -> Operand:
+        """The resolved operand for these fields (cached; never raises)."""
+        key = (space, pe, addr, shape, dtype, transposed)
+        op = self._operands.get(key)
+        if op is None:
+            op = self._operands[key] = self._resolve(Operand(*key))
+        return op
+
+    def _resolve(self, o: Operand) -> Operand:
+        npd = NP_DTYPES.get(o.dtype)
+        if npd is None:
+            o.error = f"unknown dtype {o.dtype!r}"
+            return o
+        count = 1
+        for s in o.shape:
+            count *= s
+        if count <= 0 or any(s <= 0 for s in o.shape):
+            o.error = f"shape {list(o.shape)} is empty or negative"
+            return o
+        o.nbytes = count * npd.itemsize
+        o.hi = o.lo + o.nbytes
+        try:
+            mem = self.memory(o.space, o.pe)
+        except (KeyError, ValueError) as exc:
+            o.error = str(exc.args[0])
+            return o
+        if mem.region_of(o.lo, o.hi) is None:
+            o.error = (f"bytes [{o.lo}, {o.hi}) are not inside one region of {o.space}@pe{o.pe} "
+                       f"({_regions_text(mem)})")
+            return o
+        view = np.frombuffer(mem.buf, dtype=npd, count=count, offset=o.lo)
+        o.view = view.reshape(o.shape[::-1]).T if o.transposed else view.reshape(o.shape)
+        o.mem, o.valid = mem, mem.valid
+        o.mv = memoryview(mem.buf)[o.lo:o.hi]
+        return o
+
+    @property
+    def n_operands(self) -> int:
+        return len(self._operands)
+
+
+def _regions_text(mem: Memory, limit: int = 4) -> str:
+    near = [f"{n} [{lo}, {hi})" for lo, hi, n in mem.regions[:limit]]
+    more = f", ... {len(mem.regions) - limit} more" if len(mem.regions) > limit else ""
+    return ", ".join(near) + more if near else "no regions"
+
+
+def check_read(o: Operand, where: str, index: int) -> np.ndarray:
+    """The view of input ``index`` of the op ``where``, or a ReplayError naming the bytes.
+
+    The engine inlines the common case (one ``find`` on the valid map) and calls this to
+    build the message; tests call it directly.
+    """
+    if o.error is not None:
+        raise ReplayError(f"{where}: input {index} {o.describe()}: {o.error}")
+    bad = o.valid.find(0, o.lo, o.hi)
+    if bad >= 0:
+        raise ReplayError(f"{where}: input {index} {o.describe()}: read of invalid bytes "
+                          f"(first invalid byte at {bad}, {_invalid_count(o)} of {o.nbytes} "
+                          "invalid)")
+    return o.view  # type: ignore[return-value]
+
+
+def _invalid_count(o: Operand) -> int:
+    return o.hi - o.lo - sum(o.valid[o.lo:o.hi])

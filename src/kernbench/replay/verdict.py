@@ -1,0 +1,168 @@
+"""The reference, dtype-aware comparison, and ``verdict.json``.
+
+The reference comes from the built-in case registry (looked up by the manifest's ``case``
+name in a fixed dict) or from a factory the user names; never from a module named in the
+trace. It is called with the trace's initial input/inout arrays.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernbench.case import Case, CaseFactory, build_case, registry
+from kernbench.errors import BadInputError
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|actual - expected| <= atol + rtol * |expected|`` elementwise (NaN equals NaN)."""
+
+    rtol: float
+    atol: float
+
+
+#: by output dtype: a few ulps of the dtype, floor for values near zero
+TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(rtol=1e-4, atol=1e-5),
+    "float16": Tolerance(rtol=2e-3, atol=1e-3),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=1e-3),
+    "int32": Tolerance(0.0, 0.0),
+    "int8": Tolerance(0.0, 0.0),
+    "bool": Tolerance(0.0, 0.0),
+}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Where expected outputs come from; ``fn`` None means there is no reference."""
+
+    label: str | None
+    fn: Callable[..., Mapping[str, Any]] | None
+    note: str | None = None
+
+
+def load_factory(spec: str) -> CaseFactory:
+    """The callable named ``module:qualname`` (the user's ``--case``); BadInputError otherwise."""
+    module_name, sep, qualname = spec.partition(":")
+    if not sep or not module_name or not qualname:
+        raise BadInputError(f"--case {spec!r} is not MODULE:FUNC")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BadInputError(f"--case {spec!r}: cannot import {module_name!r} ({exc})") from None
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise BadInputError(f"--case {spec!r}: {module_name!r} has no {qualname!r}")
+    if not callable(obj):
+        raise BadInputError(f"--case {spec!r} is not callable")
+    return obj
+
+
+def factory_spec(factory: Callable[..., Any]) -> str | None:
+    """``module:qualname`` that imports back to ``factory`` in another process, else None."""
+    module = getattr(factory, "__module__", None)
+    qualname = getattr(factory, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    spec = f"{module}:{qualname}"
+    try:
+        return spec if load_factory(spec) is factory else None
+    except BadInputError:
+        return None
+
+
+def _build(factory: CaseFactory, params: Mapping[str, Any] | None, what: str) -> Case:
+    try:
+        case = factory(**params) if params is not None else factory()
+    except BadInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code; report it as bad input in one line
+        raise BadInputError(f"{what}: building the case failed: {type(exc).__name__}: {exc}"
+                            ) from None
+    if not isinstance(case, Case):
+        raise BadInputError(f"{what} returned {type(case).__name__}, not a kernbench Case")
+    return case
+
+
+def resolve_reference(manifest: Mapping[str, Any],
+                      case: str | Callable[..., Any] | None) -> Reference:
+    """The reference for a trace: the named factory, else the built-in case of that name."""
+    params = manifest.get("case_params")
+    if params is not None and not isinstance(params, dict):
+        raise BadInputError(f"manifest case_params {params!r} is not an object")
+    if case is not None:
+        label = case if isinstance(case, str) else (
+            factory_spec(case) or getattr(case, "__qualname__", repr(case)))
+        factory = load_factory(case) if isinstance(case, str) else case
+        built = _build(factory, params, f"--case {label}")
+    else:
+        name = manifest.get("case")
+        if not isinstance(name, str) or name not in registry():
+            return Reference(None, None, f"case {name!r} is not a built-in case; pass "
+                                         "--case MODULE:FUNC to check against a reference")
+        label = f"registry:{name}"
+        built = build_case(name, params)
+    if built.reference is None:
+        return Reference(label, None, f"case {built.name!r} has no reference")
+    return Reference(label, built.reference)
+
+
+def expected_outputs(ref: Reference, inputs: Mapping[str, np.ndarray]
+                     ) -> dict[str, np.ndarray]:
+    """Call the reference on copies of the inputs; any failure is a ValueError with a message."""
+    assert ref.fn is not None
+    try:
+        got = ref.fn(**{k: v.copy() for k, v in inputs.items()})
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise ValueError(f"the reference raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(got, Mapping):
+        raise ValueError(f"the reference returned {type(got).__name__}, not a dict")
+    return {str(k): np.asarray(v) for k, v in got.items()}
+
+
+def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, Any]:
+    """Errors of ``actual`` against ``expected`` under the dtype's tolerance."""
+    tol = TOLERANCES.get(dtype, TOLERANCES["float32"])
+    out: dict[str, Any] = {"rtol": tol.rtol, "atol": tol.atol}
+    if expected.shape != actual.shape:
+        out.update(ok=False, max_abs_err=None, max_rel_err=None, mismatches=int(actual.size),
+                   message=f"reference shape {list(expected.shape)} != output shape "
+                           f"{list(actual.shape)}")
+        return out
+    with np.errstate(all="ignore"):
+        a = actual.astype(np.float64)
+        e = expected.astype(np.float64)
+        same = (a == e) | (np.isnan(a) & np.isnan(e))
+        err = np.where(same, 0.0, np.abs(a - e))
+        err = np.where(np.isnan(err), np.inf, err)
+        rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
+        bad = ~same & ~(err <= tol.atol + tol.rtol * np.abs(e))
+    n_bad = int(np.count_nonzero(bad))
+    out.update(ok=n_bad == 0, max_abs_err=float(err.max()) if err.size else 0.0,
+               max_rel_err=float(rel.max()) if rel.size else 0.0, mismatches=n_bad)
+    if n_bad:
+        first = tuple(int(x) for x in np.argwhere(bad)[0])
+        out["first_mismatch"] = {"index": list(first), "actual": float(a[first]),
+                                 "expected": float(e[first])}
+    return out
+
+
+def check_outputs(actual: Mapping[str, np.ndarray], dtypes: Mapping[str, str],
+                  expected: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], str | None]:
+    """Per-output comparison; the error names reference outputs the trace does not have."""
+    extra = sorted(set(expected) - set(actual))
+    report: dict[str, Any] = {}
+    for name, arr in actual.items():
+        if name in expected:
+            report[name] = {"checked": True, **compare(arr, expected[name], dtypes[name])}
+        else:
+            report[name] = {"checked": False, "ok": True}
+    error = (f"the reference returns {extra}, which are not output tensors of the trace"
+             if extra else None)
+    return report, error
