@@ -93,7 +93,7 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
             check_read(exc.operand, program.where(i), exc.index)
         except ReplayError as err:
             return RunOutcome(k, err, i)
-        raise AssertionError("an invalid read that check_read accepts") from None  # pragma: no cover
+        raise AssertionError("check_read accepted an invalid read") from None  # pragma: no cover
     except ReplayError as err:
         return RunOutcome(k, err, i)
     except (ValueError, TypeError, ArithmeticError, IndexError) as exc:

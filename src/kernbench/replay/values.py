@@ -81,7 +81,7 @@ class ValueLog:
                     for j in np.flatnonzero(~np.isfinite(sums)).tolist():
                         seg = vals[at[j]:at[j] + sizes[j] // npd.itemsize]
                         nonfinite[ks[j]] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
-            buf.clear()
+            self.bufs[dtype] = bytearray()  # numpy views still hold the old one
         if self.first_nonfinite is None:
             bad = np.flatnonzero(nonfinite)
             if len(bad):

@@ -20,7 +20,9 @@ from kernbench.errors import BadInputError
 
 @dataclass(frozen=True)
 class Tolerance:
-    """``|actual - expected| <= atol + rtol * |expected|`` elementwise (NaN equals NaN)."""
+    """``|actual - expected| <= atol * scale + rtol * |expected|`` elementwise, where
+    ``scale = max(1, max |expected|)`` (so a GEMM's near-zero entries are judged against the
+    output's magnitude, not their own). NaN equals NaN; infinities must match exactly."""
 
     rtol: float
     atol: float
@@ -129,7 +131,7 @@ def expected_outputs(ref: Reference, inputs: Mapping[str, np.ndarray]
 def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, Any]:
     """Errors of ``actual`` against ``expected`` under the dtype's tolerance."""
     tol = TOLERANCES.get(dtype, TOLERANCES["float32"])
-    out: dict[str, Any] = {"rtol": tol.rtol, "atol": tol.atol}
+    out: dict[str, Any] = {"rtol": tol.rtol, "atol": tol.atol, "atol_scale": 1.0}
     if expected.shape != actual.shape:
         out.update(ok=False, max_abs_err=None, max_rel_err=None, mismatches=int(actual.size),
                    message=f"reference shape {list(expected.shape)} != output shape "
@@ -142,9 +144,11 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
         err = np.where(same, 0.0, np.abs(a - e))
         err = np.where(np.isnan(err), np.inf, err)
         rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
-        bad = ~same & ~(err <= tol.atol + tol.rtol * np.abs(e))
+        finite = np.abs(e[np.isfinite(e)])
+        scale = max(1.0, float(finite.max()) if finite.size else 1.0)
+        bad = ~same & ~(err <= tol.atol * scale + tol.rtol * np.abs(e))
     n_bad = int(np.count_nonzero(bad))
-    out.update(ok=n_bad == 0, max_abs_err=float(err.max()) if err.size else 0.0,
+    out.update(atol_scale=scale, ok=n_bad == 0, max_abs_err=float(err.max()) if err.size else 0.0,
                max_rel_err=float(rel.max()) if rel.size else 0.0, mismatches=n_bad)
     if n_bad:
         first = tuple(int(x) for x in np.argwhere(bad)[0])
