@@ -50,7 +50,8 @@ def restamp(path: Path, **manifest_updates: Any) -> None:
 def write_ops(df: pl.DataFrame, path: Path) -> None:
     """Write an ops DataFrame back as a schema-exact ``ops.parquet``."""
     table = df.to_arrow()
-    cols = [table.column(f.name).cast(f.type) for f in OPS]
+    cols = [pa.array(table.column(f.name).to_pylist(), f.type) if pa.types.is_nested(f.type)
+            else table.column(f.name).cast(f.type) for f in OPS]
     pq.write_table(pa.Table.from_arrays(cols, schema=OPS), path)
 
 

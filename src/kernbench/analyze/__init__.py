@@ -1,8 +1,30 @@
-"""Analysis (SPEC §7): polars queries over traces — metrics, invariants, diff, report,
-Perfetto export, SQL."""
+"""Analysis (SPEC §7): polars queries over traces — metrics, invariants, rules, diff,
+report, Perfetto export, SQL.
+
+Every command-level function returns a report object with ``to_text()``, ``to_json()`` and
+``exit_code``; ``metrics`` returns a flat dict.
+"""
 
 from __future__ import annotations
 
+# submodules first, then the functions that share their names
+from kernbench.analyze import check as _check_mod  # noqa: F401
+from kernbench.analyze import diff as _diff_mod  # noqa: F401
+from kernbench.analyze import export as _export_mod  # noqa: F401
+from kernbench.analyze import metrics as _metrics_mod  # noqa: F401
+from kernbench.analyze import sql as _sql_mod  # noqa: F401
+from kernbench.analyze.check import CheckReport, check
+from kernbench.analyze.diff import DiffReport, diff
+from kernbench.analyze.export import ExportReport, export_perfetto
+from kernbench.analyze.invariants import INVARIANTS
 from kernbench.analyze.metrics import metrics
+from kernbench.analyze.race import hazards
+from kernbench.analyze.report import MetricsReport, report
+from kernbench.analyze.rules import Rule, load_rules
+from kernbench.analyze.sql import SqlResult, sql
 
-__all__ = ["metrics"]
+__all__ = [
+    "metrics", "check", "diff", "report", "export_perfetto", "sql", "hazards", "load_rules",
+    "Rule", "INVARIANTS", "CheckReport", "DiffReport", "MetricsReport", "ExportReport",
+    "SqlResult",
+]
