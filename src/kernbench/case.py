@@ -180,7 +180,30 @@ def build_case(name: str, params: Mapping[str, Any] | None = None,
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise BadInputError(f"case {name!r} has no parameter(s) {unknown}; known: {sorted(known)}")
-    case = factory(**params)
+    for key, value in params.items():
+        default = known[key]
+        want = type(default)
+        ok = (isinstance(value, want) and not (want is int and isinstance(value, bool))) or (
+            want is float and isinstance(value, int) and not isinstance(value, bool))
+        if default is not None and not ok:
+            raise BadInputError(f"case {name!r} parameter {key} expects {want.__name__} "
+                                f"(default {default!r}), got {value!r}")
+    try:
+        case = factory(**params)
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise BadInputError(f"case {name!r} rejected its parameters {params}: {exc}") from None
     full = {**known, **params}
     return Case(case.name, case.kernel, case.grid, case.tensors, case.params, case.reference,
                 case_params=full)
+
+
+def describe_cases() -> str:
+    """One block per built-in case: name, first doc line, parameters with defaults."""
+    lines = []
+    for name, factory in sorted(registry().items()):
+        doc = (factory.__doc__ or "").strip().splitlines()
+        lines.append(f"{name}  {doc[0] if doc else ''}".rstrip())
+        params = factory_params(factory)
+        if params:
+            lines.append("    " + "  ".join(f"{k}={v}" for k, v in params.items()))
+    return "\n".join(lines)

@@ -94,3 +94,34 @@ def softmax_case(rows: int = 64, n: int = 1024, programs: int = 8) -> kb.Case:
         params={"rows_per_program": rows // programs, "n": n},
         reference=reference,
     )
+
+
+@kb.kernel
+def small_ops(x, y, *, iters: int, width: int):
+    acc = tl.load(x, (width,), tl.float32)
+    for _ in range(iters):
+        with tl.scratch_scope():
+            t = acc * 0.5
+            t = t + acc
+            tl.copy_to(acc, tl.exp(t * -0.25))
+    tl.store(y, acc)
+
+
+@kb.register_case("small-ops")
+def small_ops_case(iters: int = 1000, width: int = 16) -> kb.Case:
+    """A long chain of tiny MATH ops (the recorder's and replayer's throughput benchmark)."""
+
+    def reference(x):
+        acc = x.astype(np.float32)
+        for _ in range(iters):
+            t = acc * np.float32(0.5) + acc
+            acc = np.exp(t * np.float32(-0.25))
+        return {"y": acc}
+
+    return kb.Case(
+        name="small-ops", kernel=small_ops, grid=(1,),
+        tensors={"x": kb.tensor((width,), "float32", init=kb.randn(seed=4)),
+                 "y": kb.tensor((width,), "float32", role="output")},
+        params={"iters": iters, "width": width},
+        reference=reference,
+    )

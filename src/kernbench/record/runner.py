@@ -12,7 +12,7 @@ import simpy
 
 from kernbench import __version__
 from kernbench.case import Case
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, KernbenchError
 from kernbench.hw import HwConfig, load_hw
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
@@ -66,6 +66,10 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     gc.disable()
     try:
         env.run()
+    except KernbenchError as exc:  # SimPy re-raises a copy; hand the caller the original
+        if type(exc.__cause__) is type(exc):
+            raise exc.__cause__ from None
+        raise
     finally:
         if was_enabled:
             gc.enable()

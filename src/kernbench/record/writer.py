@@ -76,9 +76,9 @@ def _dict(values: list | tuple) -> pa.Array:
 class OpWriter:
     """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time."""
 
-    def __init__(self, path: str | Path, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(self, path: str | Path, batch_rows: int | None = None) -> None:
         self.path = Path(path)
-        self.batch_rows = batch_rows
+        self.batch_rows = batch_rows or BATCH_ROWS
         self.rows: list[tuple] = []
         self.n_ops = 0
         self.t_end_ps = 0

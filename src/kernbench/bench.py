@@ -1,0 +1,88 @@
+"""``kernbench bench``: the performance harness (SPEC §9). Figures, never timed tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+OPS_PER_ITER = 7  # small-ops: scope_enter, mul, add, mul, exp, copy, scope_exit
+
+
+def _record_small_ops(iters: int, out: Path) -> tuple[float, Any]:
+    from kernbench.case import build_case
+    from kernbench.record.runner import record
+
+    case = build_case("small-ops", {"iters": iters})
+    t0 = time.perf_counter()
+    trace = record(case, out)
+    return time.perf_counter() - t0, trace
+
+
+def rss_child(iters: int) -> None:
+    """Entry point of the child process that measures peak RSS of one recording."""
+    import resource
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _, trace = _record_small_ops(iters, Path(tmp) / "rss.ktrace")
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps({"n_ops": trace.n_ops, "peak_rss_mb": peak_mb}))
+
+
+def _peak_rss(iters: int) -> dict[str, Any]:
+    code = f"from kernbench.bench import rss_child; rss_child({iters})"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_record(quick: bool = False) -> dict[str, Any]:
+    """Record throughput and trace size on >= 100k small ops; peak RSS small vs 100x."""
+    iters = 2_000 if quick else 20_000
+    with tempfile.TemporaryDirectory() as tmp:
+        seconds, trace = _record_small_ops(iters, Path(tmp) / "bench.ktrace")
+        size = (trace.path / "ops.parquet").stat().st_size
+        n_ops = trace.n_ops
+    small_iters = 200 if quick else 2_000
+    small, large = _peak_rss(small_iters), _peak_rss(small_iters * 100)
+    return {
+        "record_ops": n_ops,
+        "record_ops_per_s": round(n_ops / seconds),
+        "trace_bytes_per_op": round(size / n_ops, 2),
+        "record_peak_rss_mb_small": round(small["peak_rss_mb"], 1),
+        "record_peak_rss_mb_large": round(large["peak_rss_mb"], 1),
+        "record_rss_ops_small": small["n_ops"],
+        "record_rss_ops_large": large["n_ops"],
+        "record_peak_rss_ratio": round(large["peak_rss_mb"] / small["peak_rss_mb"], 3),
+    }
+
+
+#: the sections of the harness, each contributing keys to one flat JSON object
+SECTIONS: list[tuple[str, str]] = [
+    ("record", "kernbench.bench:bench_record"),
+    ("replay", "kernbench.replay.bench:measure"),
+    ("decode", "kernbench.kernels.bench:measure"),
+]
+
+
+def run_bench(quick: bool = False, progress: Callable[[str], Any] | None = None
+              ) -> dict[str, Any]:
+    """Run every available section; a section whose module is not built yet is skipped."""
+    import importlib
+
+    result: dict[str, Any] = {}
+    for label, target in SECTIONS:
+        module, _, func = target.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module), func)
+        except (ImportError, AttributeError):
+            continue
+        if progress:
+            progress(f"bench: {label} ...")
+        result.update(fn(quick=quick))
+    return result

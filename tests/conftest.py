@@ -1,0 +1,33 @@
+"""Shared helpers: record a one-off kernel into a temporary trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kernbench as kb
+
+
+@pytest.fixture
+def rec(tmp_path: Path):
+    """``rec(kernel, tensors, grid=(1,), params=None, hw=None, name="t")`` -> kb.Trace."""
+    counter = iter(range(10**6))
+
+    def _record(kernel: Any, tensors: dict, grid: tuple[int, ...] = (1,),
+                params: dict | None = None, hw: Any = None, reference: Any = None,
+                name: str = "t") -> kb.Trace:
+        case = kb.Case(name=name, kernel=kernel, grid=grid, tensors=tensors,
+                       params=params or {}, reference=reference)
+        return kb.record(case, tmp_path / f"{name}{next(counter)}.ktrace", hw=hw)
+
+    return _record
+
+
+def rows(trace: kb.Trace, name: str | None = None) -> list[dict]:
+    """The op rows (optionally only ``name``) as dicts, in op_id order."""
+    ops = trace.ops
+    if name is not None:
+        ops = ops.filter(ops["name"].cast(str) == name)
+    return ops.to_dicts()
