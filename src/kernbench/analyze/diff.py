@@ -205,7 +205,8 @@ class DiffReport:
     def to_text(self) -> str:
         head = f"diff {self.a} -> {self.b}"
         if self.identical and not self.thresholds:
-            return f"{head}\n\nno differences\n"
+            values = "" if self.values_compared else " (replayed values not compared)"
+            return f"{head}\n\nno differences{values}\n"
         parts = [head, _metric_table(self)]
         ops = [r for r in self.by_op if r["d_count"] or r["d_busy_ps"]]
         if ops:
