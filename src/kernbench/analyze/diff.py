@@ -91,9 +91,8 @@ def _structure(ops: pl.DataFrame) -> pl.DataFrame:
 
 
 def _side(row: dict[str, Any], suffix: str) -> dict[str, Any] | None:
-    if row[f"op_id{suffix}"] is None:
-        return None
-    return {k: row[f"{k}{suffix}"] for k in ("op_id", "src", *_STRUCT_FIELDS)}
+    keys = ("op_id", "src", *_STRUCT_FIELDS)
+    return None if row[f"op_id{suffix}"] is None else {k: row[f"{k}{suffix}"] for k in keys}
 
 
 def first_structural_difference(a: pl.DataFrame, b: pl.DataFrame) -> dict[str, Any] | None:
@@ -139,8 +138,7 @@ def _by_op(a: Trace, b: Trace) -> list[dict[str, Any]]:
     keep = ["kind", "name", "count", "busy_ps"]
     j = (op_breakdown(a).select(keep).join(op_breakdown(b).select(keep), on=["kind", "name"],
                                            how="full", coalesce=True, suffix="_b")
-         .fill_null(0)
-         .select("kind", "name", count_a="count", count_b="count_b",
+         .fill_null(0).select("kind", "name", count_a="count", count_b="count_b",
                  d_count=pl.col("count_b") - pl.col("count"), busy_ps_a="busy_ps",
                  busy_ps_b="busy_ps_b", d_busy_ps=pl.col("busy_ps_b") - pl.col("busy_ps"))
          .sort("kind", "name"))
