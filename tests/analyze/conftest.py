@@ -120,3 +120,29 @@ def fake_ops(rows: list[dict[str, Any]]) -> pl.DataFrame:
         for k, v in values.items():
             cols[k].append(v)
     return ops_frame(pa.Table.from_pydict(cols, schema=OPS))
+
+
+def composite_ops() -> pl.DataFrame:
+    """A composite GEMM on PE 0: parent row 1, two streamed tiles (dma_read to staging, dot
+    into the result), after a first load of ``a``. Children are real; the parent is
+    bookkeeping (engine none, busy 0) that repeats the operands."""
+    a, res = operand("tcm", 0, 64), operand("tcm", 64, 128)
+    b = operand("hbm", 0, 128)
+    rows = [
+        dict(name="dma_read", t=0, busy=10, end=50, ins=[operand("hbm", 4096, 64)], out=a),
+        dict(name="gemm", t=50, busy=0, end=300, ins=[a, b], out=res),
+        dict(name="dma_read", t=50, busy=10, end=100, ins=[operand("hbm", 0, 64)],
+             out=operand("stage", 0, 64), parent=1),
+        dict(name="dma_read", t=60, busy=10, end=110, ins=[operand("hbm", 64, 64)],
+             out=operand("stage", 64, 64), parent=1),
+        dict(name="dot", t=100, busy=50, ins=[a, operand("stage", 0, 64)],
+             out=operand("tcm", 64, 64), parent=1),
+        dict(name="dot", t=150, busy=50, ins=[a, operand("stage", 64, 64)],
+             out=operand("tcm", 128, 64), parent=1),
+        dict(name="exp", t=300, busy=10, ins=[res], out=operand("tcm", 256, 128)),
+    ]
+    df = fake_ops(rows)
+    return df.with_columns(flops=pl.when(pl.col("name").is_in(["dot", "gemm"]))
+                           .then(pl.lit(100, pl.Int64)).otherwise(pl.col("flops")),
+                           wait_ps=pl.when(pl.col("op_id") >= 1).then(pl.lit(5, pl.Int64))
+                           .otherwise(pl.col("wait_ps")))

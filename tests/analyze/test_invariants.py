@@ -137,3 +137,14 @@ def test_overlap_names_the_op_still_holding_the_engine() -> None:
     bad = run_invariants(TraceData(None, fake_ops(rows), HwConfig()),  # type: ignore[arg-type]
                          ["engine_overlap"])["engine_overlap"]
     assert bad.select("op_id", "other_op_id").rows() == [(1, 0), (2, 0)]
+
+
+def test_composite_parent_and_children(traces, edit_trace) -> None:
+    from .conftest import composite_ops
+
+    ops = composite_ops()
+    path = edit_trace(traces("scale-exp"), lambda df: ops, n_ops=ops.height,
+                      t_end_ps=int(ops["t_end_ps"].max()), scratch_peak_bytes=0)
+    assert failing(check(path)) == {}
+    orphan = edit_trace(path, lambda df: set_cell(df, 6, parent=0))
+    assert failing(check(orphan, invariants=["parents"])) == {"parents": [(6, 0)]}

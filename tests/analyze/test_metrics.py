@@ -103,3 +103,16 @@ def test_resolve_metric_aliases_and_errors() -> None:
 def test_not_a_trace(tmp_path) -> None:
     with pytest.raises(TraceFormatError, match="no manifest.json"):
         metrics(tmp_path)
+
+
+def test_composite_children_count_and_parents_do_not(traces, edit_trace) -> None:
+    from .conftest import composite_ops
+
+    ops = composite_ops()
+    path = edit_trace(traces("scale-exp"), lambda df: ops, n_ops=ops.height,
+                      t_end_ps=int(ops["t_end_ps"].max()), scratch_peak_bytes=0)
+    m = metrics(path)
+    assert m["dma_read_count"] == 3 and m["dma_read_bytes"] == 3 * 64
+    assert m["flops"] == 200  # the two child dots, not the parent
+    assert m["stall_ps"] == 2 * 5  # the parent and the exp; children are the scheduler's
+    assert m["busy_ps_gemm"] == 100 and m["busy_max_ps_gemm"] == 100
