@@ -31,3 +31,24 @@ def rows(trace: kb.Trace, name: str | None = None) -> list[dict]:
     if name is not None:
         ops = ops.filter(ops["name"].cast(str) == name)
     return ops.to_dicts()
+
+
+def rewrite_ops(path: Path, edit) -> None:
+    """Hand-edit a trace: ``edit(list_of_row_dicts)`` in place, then rewrite ops.parquet with
+    the OPS schema and re-stamp the manifest's sha256 so the trace still opens."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kernbench.schemas.arrow import OPS
+    from kernbench.trace import file_sha256
+
+    path = Path(path)
+    table = pq.read_table(path / "ops.parquet")
+    rows_ = table.to_pylist()
+    edit(rows_)
+    pq.write_table(pa.Table.from_pylist(rows_, schema=OPS), path / "ops.parquet")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["ops.parquet"] = file_sha256(path / "ops.parquet")
+    (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
