@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from kernbench import tl  # noqa: E402
+from kernbench import analyze, tl  # noqa: E402
 from kernbench.case import (  # noqa: E402
     Case,
     arange,
@@ -31,7 +31,7 @@ from kernbench.record.runner import record  # noqa: E402
 from kernbench.trace import Trace  # noqa: E402
 
 __all__ = [
-    "__version__", "tl", "Case", "tensor", "randn", "zeros", "arange", "data", "register_case",
+    "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data", "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
     "load_hw", "kernel", "record", "Trace",

@@ -62,6 +62,88 @@ def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None
                f"-> {trace.path}")
 
 
+def _emit(result: Any, as_json: bool = False) -> None:
+    """Print an analysis report (table or JSON) and exit with its code."""
+    click.echo(result.to_json() if as_json else result.to_text(), nl=as_json)
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--case", "case", default=None, metavar="MODULE:FUNC",
+              help="Case factory giving the reference [default: the built-in case].")
+@_one_line
+def replay(trace: str, case: str | None) -> None:
+    """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
+    from kernbench.replay import replay as do_replay
+    from kernbench.replay.__main__ import summary
+
+    result = do_replay(trace, case=case)
+    click.echo(summary(result))
+    sys.exit(0 if result.ok else 1)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--rules", type=click.Path(), default=None, help="TOML file of [[rule]] tables.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_one_line
+def check(trace: str, rules: str | None, as_json: bool) -> None:
+    """Check a trace's invariants (and rules); exit 1 on a violation."""
+    from kernbench.analyze import check as run
+
+    _emit(run(trace, rules=rules), as_json)
+
+
+@main.command()
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option("--fail-on", "fail_on", multiple=True, metavar="KEY=±X%",
+              help="Exit 1 if metric KEY changed by more than X% (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_one_line
+def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
+    """Compare trace A (before) with trace B (after)."""
+    from kernbench.analyze import diff as run
+
+    _emit(run(a, b, fail_on=list(fail_on)), as_json)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_one_line
+def report(trace: str, as_json: bool) -> None:
+    """The metrics of a trace, as a table (or JSON)."""
+    from kernbench.analyze import report as run
+
+    _emit(run(trace), as_json)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("-o", "--out", required=True, type=click.Path(), help="Output .json file.")
+@_one_line
+def export(trace: str, out: str) -> None:
+    """Write a Perfetto (Chrome JSON) timeline of a trace."""
+    from kernbench.analyze import export_perfetto
+
+    _emit(export_perfetto(trace, out))
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.argument("query")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_one_line
+def sql(trace: str, query: str, as_json: bool) -> None:
+    """Run SQL over the tables ops, operands, tensors and values."""
+    from kernbench.analyze import sql as run
+
+    _emit(run(trace, query), as_json)
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--quick", is_flag=True, help="Smaller workloads (a smoke run, not the figures).")

@@ -45,7 +45,7 @@ def test_two_recordings_give_byte_identical_ops_parquet(tmp_path, name):
 
 @kb.kernel
 def dies_midway(x, *, after: int):
-    for i in range(after):
+    for _i in range(after):
         tl.exp(tl.load(x, (4,), tl.float32))
     raise RuntimeError("kernel bug")
 

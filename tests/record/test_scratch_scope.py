@@ -16,7 +16,7 @@ from tests.conftest import rewrite_ops, rows
 
 @kb.kernel
 def tiles_loop(x, *, n: int, scoped: bool):
-    for j in range(n):
+    for _j in range(n):
         if scoped:
             with tl.scratch_scope():
                 tl.exp(tl.load(x, (256,), tl.float32) * 2.0)

@@ -32,12 +32,12 @@ _SCALARS = (int, float, bool)
 
 
 # -- helpers -----------------------------------------------------------------------------
-_ATTRS: dict[tuple, str] = {}
+_ATTRS: dict[str, str] = {}
 
 
 def _attrs(**kw: Any) -> str:
-    """Canonical JSON of op arguments (values must be hashable: tuples, not lists)."""
-    key = tuple(kw.items())
+    """Canonical JSON of op arguments, cached by their repr."""
+    key = repr(kw)  # repr, not the items: 2 == 2.0 and True == 1 must stay distinct
     s = _ATTRS.get(key)
     if s is None:
         if len(_ATTRS) > 4096:
@@ -430,7 +430,7 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         src = src_here()
         scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
         ctx.scopes.append(scope)
-        ctx.issue(Cmd(OP.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=_attrs(cursor=scope.saved)))
+        ctx.issue(Cmd(OP.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=f'{{"cursor":{scope.saved}}}'))
         return scope
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -440,6 +440,6 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         ctx.scratch.rewind(scope.saved)
         if exc_type is None:
             ctx.issue(Cmd(OP.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
-                      attrs=_attrs(hi=hi, lo=scope.saved)))
+                      attrs=f'{{"hi":{hi},"lo":{scope.saved}}}'))
         ctx.scopes.pop()
         return False

@@ -1,0 +1,167 @@
+"""GQA fused flash attention (SPEC §5.4): one KV head per program, the G query heads of its
+group folded into the GEMM M dimension with byte-conserving reshapes only.
+
+Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
+  decode:  Q, O [H_q, D] (= [H_kv, G, D]);          K, V [H_kv, S_kv, D]
+  prefill: Q, O [H_kv, S, G, D] (rows ordered t, g); K, V [H_kv, S, D]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kernbench as kb
+from kernbench import tl
+from kernbench.kernels.flash import NEG_BIG
+
+LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}
+
+
+def online_softmax_step(q, kt, vt, m, l, acc, scale, mask=None):  # noqa: E741
+    """Fold one K/V tile into the running (m, l, acc); call inside a scratch_scope."""
+    s = tl.dot(q, tl.trans(kt)) * scale
+    if mask is not None:
+        s = s + mask
+    m_new = tl.maximum(m, tl.max(s, axis=1, keepdims=True))
+    p = tl.exp(s - m_new)
+    alpha = tl.exp(m - m_new)
+    tl.copy_to(l, l * alpha + tl.sum(p, axis=1, keepdims=True))
+    tl.copy_to(acc, acc * alpha + tl.dot(p.to(tl.bfloat16), vt))
+    tl.copy_to(m, m_new)
+
+
+def running_state(rows: int, d: int):
+    """The persistent (m, l, acc) of a flash sweep, allocated outside every scope."""
+    return (tl.full((rows, 1), NEG_BIG, tl.float32), tl.zeros((rows, 1), tl.float32),
+            tl.zeros((rows, d), tl.float32))
+
+
+@kb.kernel
+def gqa_decode_lazy(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int, scale: float):  # noqa: N803
+    """Decode: K/V streamed by double-buffered lazy loads into persistent buffers."""
+    h = tl.program_id(0)
+    tile = T_kv * D
+    kbase, vbase = k + h * S_kv * D, v + h * S_kv * D
+    qh = tl.load(q + h * G * D, (G, D), tl.bfloat16)
+    m, l, acc = running_state(G, D)  # noqa: E741
+    kbuf = [tl.load(kbase, (T_kv, D), tl.bfloat16)]
+    vbuf = [tl.load(vbase, (T_kv, D), tl.bfloat16)]
+    n = S_kv // T_kv
+    for j in range(n):
+        if j + 1 < n:  # prefetch tile j+1 into the buffers tile j-1 used
+            nk = kbase + (j + 1) * tile
+            nv = vbase + (j + 1) * tile
+            if len(kbuf) < 2:
+                kbuf.append(tl.load(nk, (T_kv, D), tl.bfloat16))
+                vbuf.append(tl.load(nv, (T_kv, D), tl.bfloat16))
+            else:
+                tl.load(nk, (T_kv, D), tl.bfloat16, out=kbuf[(j + 1) % 2])
+                tl.load(nv, (T_kv, D), tl.bfloat16, out=vbuf[(j + 1) % 2])
+        with tl.scratch_scope():
+            online_softmax_step(qh, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale)
+    tl.store(o + h * G * D, acc / l)
+
+
+def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    h_kv, _, d = k.shape
+    g = q.shape[0] // h_kv
+    qf = q.astype(np.float32).reshape(h_kv, g, d)
+    s = np.einsum("hgd,hsd->hgs", qf, k.astype(np.float32)) * np.float32(scale)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
+
+
+DECODE_KERNELS = {"lazy": gqa_decode_lazy}
+
+
+@kb.register_case("gqa-decode")
+def gqa_decode_case(S_kv: int = 32768, T_kv: int = 512, H_q: int = 64, H_kv: int = 8,  # noqa: N803
+                    D: int = 128, stream: str = "lazy") -> kb.Case:
+    """GQA decode (T_q = 1), one KV head per program/PE, Llama3-70B shapes by default."""
+    if stream not in DECODE_KERNELS:
+        raise kb.BadInputError(f"gqa-decode: stream {stream!r} is not one of "
+                               f"{sorted(DECODE_KERNELS)}")
+    if H_q % H_kv or S_kv % T_kv:
+        raise kb.BadInputError(f"gqa-decode: need H_q % H_kv == 0 and S_kv % T_kv == 0, got "
+                               f"H_q={H_q} H_kv={H_kv} S_kv={S_kv} T_kv={T_kv}")
+    scale = 1.0 / float(np.sqrt(D))
+    return kb.Case(
+        name="gqa-decode", kernel=DECODE_KERNELS[stream], grid=(H_kv,),
+        tensors={"q": kb.tensor((H_q, D), "bfloat16", init=kb.randn(seed=41)),
+                 "k": kb.tensor((H_kv, S_kv, D), "bfloat16", init=kb.randn(seed=42)),
+                 "v": kb.tensor((H_kv, S_kv, D), "bfloat16", init=kb.randn(seed=43)),
+                 "o": kb.tensor((H_q, D), "bfloat16", role="output")},
+        params={"S_kv": S_kv, "T_kv": T_kv, "G": H_q // H_kv, "D": D, "scale": scale},
+        reference=lambda q, k, v: {"o": decode_reference(q, k, v, scale)},
+    )
+
+
+def causal_mask(q0: int, k0: int, t_q: int, t_kv: int, g: int):
+    """Additive causal mask for rows (t, g) x keys: built once for T_q rows, then replicated
+    across the G heads of the group with tl.broadcast (ADR-0061)."""
+    rows = tl.reshape(tl.arange(q0, q0 + t_q), (t_q, 1))
+    cols = tl.reshape(tl.arange(k0, k0 + t_kv), (1, t_kv))
+    mask = tl.where(cols <= rows, 0.0, NEG_BIG)  # [T_q, T_kv]
+    wide = tl.broadcast(tl.reshape(mask, (t_q, 1, t_kv)), (t_q, g, t_kv))
+    return tl.reshape(wide, (t_q * g, t_kv))
+
+
+@kb.kernel
+def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # noqa: N803
+                scale: float):
+    """Causal prefill: program h sweeps query tiles; each query tile sweeps the K/V tiles up
+    to the diagonal, with lazy loads of tile j+1 issued before tile j is computed."""
+    h = tl.program_id(0)
+    rows = T_q * G
+    kbase, vbase = k + h * S * D, v + h * S * D
+    for i in range(S // T_q):
+        with tl.scratch_scope():  # per query tile
+            q0 = i * T_q
+            qt = tl.reshape(tl.load(q + (h * S + q0) * G * D, (T_q, G, D), tl.bfloat16),
+                            (rows, D))
+            m, l, acc = running_state(rows, D)  # noqa: E741
+            last = (q0 + T_q - 1) // T_kv
+            nxt = (tl.load(kbase, (T_kv, D), tl.bfloat16), tl.load(vbase, (T_kv, D), tl.bfloat16))
+            for j in range(last + 1):
+                kt, vt = nxt
+                if j < last:
+                    nxt = (tl.load(kbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16),
+                           tl.load(vbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16))
+                with tl.scratch_scope():  # per K/V tile
+                    k0 = j * T_kv
+                    diagonal = k0 + T_kv - 1 > q0
+                    mask = causal_mask(q0, k0, T_q, T_kv, G) if diagonal else None
+                    online_softmax_step(qt, kt, vt, m, l, acc, scale, mask)
+            tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
+
+
+def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    h_kv, s_len, g, d = q.shape
+    s = np.einsum("htgd,hsd->htgs", q.astype(np.float32), k.astype(np.float32))
+    s = s * np.float32(scale)
+    causal = np.arange(s_len)[None, :] <= np.arange(s_len)[:, None]  # [t, s]
+    s = np.where(causal[None, :, None, :], s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("htgs,hsd->htgd", p, v.astype(np.float32))
+
+
+@kb.register_case("gqa-prefill")
+def gqa_prefill_case(S: int = 8192, T_q: int = 16, T_kv: int = 128, H_q: int = 64,  # noqa: N803
+                     H_kv: int = 8, D: int = 128) -> kb.Case:
+    """Causal GQA prefill, tiled over queries and keys, one KV head per program."""
+    if H_q % H_kv or S % T_q or S % T_kv:
+        raise kb.BadInputError(f"gqa-prefill: need H_q % H_kv == 0 and S divisible by T_q and "
+                               f"T_kv, got H_q={H_q} H_kv={H_kv} S={S} T_q={T_q} T_kv={T_kv}")
+    g = H_q // H_kv
+    scale = 1.0 / float(np.sqrt(D))
+    return kb.Case(
+        name="gqa-prefill", kernel=gqa_prefill, grid=(H_kv,),
+        tensors={"q": kb.tensor((H_kv, S, g, D), "bfloat16", init=kb.randn(seed=51)),
+                 "k": kb.tensor((H_kv, S, D), "bfloat16", init=kb.randn(seed=52)),
+                 "v": kb.tensor((H_kv, S, D), "bfloat16", init=kb.randn(seed=53)),
+                 "o": kb.tensor((H_kv, S, g, D), "bfloat16", role="output")},
+        params={"S": S, "T_q": T_q, "T_kv": T_kv, "G": g, "D": D, "scale": scale},
+        reference=lambda q, k, v: {"o": prefill_reference(q, k, v, scale)},
+    )
