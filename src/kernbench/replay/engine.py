@@ -19,7 +19,7 @@ from kernbench.replay.decode import Program
 from kernbench.replay.store import Operand, check_read
 from kernbench.replay.values import ValueLog
 
-FLUSH_CHECK_EVERY = 4096
+FLUSH_CHECK_EVERY = 256
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class RunOutcome:
 
 
 class _InvalidRead(Exception):
-    def __init__(self, index: int, operand: Operand) -> None:
-        self.index, self.operand = index, operand
+    def __init__(self, operand: Operand) -> None:
+        self.operand = operand
 
 
 def _arm_outputs(program: Program) -> None:
@@ -45,20 +45,20 @@ def _arm_outputs(program: Program) -> None:
 
 
 def execute(program: Program, values: ValueLog) -> RunOutcome:
-    """Run every op of ``program`` in time-faithful order, logging written bytes to ``values``."""
+    """Run every op of ``program`` in time-faithful order, logging written values."""
     _arm_outputs(program)
     order, next_start = program.order, program.next_start
     t_start, t_end = program.t_start, program.t_end
-    runs, params, ins_of, outs = program.run, program.param, program.ins, program.out
+    steps, checks, outs = program.step, program.checks, program.out
     heap: list[tuple] = []
     push, pop = heapq.heappush, heapq.heappop
-    bufs, log = values.bufs, values.rows.append
+    log_row, log_value = values.rows.append, values.arrays.append
 
     def commit(i: int, o: Operand, res: np.ndarray) -> None:
         o.view[...] = res
         o.valid[o.lo:o.hi] = o.ones
-        bufs[o.dtype] += o.mv
-        log((i, o))
+        log_row(i)
+        log_value(res)
 
     k, i = 0, -1
     try:
@@ -68,34 +68,35 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
                 while heap and heap[0][0] <= t:
                     _, j, o, res = pop(heap)
                     commit(j, o, res)
-                vals = []
-                for n, o in enumerate(ins_of[i]):
+                for o in checks[i]:
                     if o.valid.find(0, o.lo, o.hi) >= 0:
-                        raise _InvalidRead(n, o)
-                    vals.append(o.view)
+                        raise _InvalidRead(o)
+                res = steps[i]()
                 o = outs[i]
-                res = runs[i](vals, o, params[i])
                 if o is not None:
+                    # the value as written: a fresh array of the output dtype (a view of
+                    # memory is snapshotted here, at the read time)
+                    if res.base is not None or res.dtype is not o.npd:
+                        res = res.astype(o.npd)
                     e = t_end[i]
                     if not heap and e <= next_start[k]:
                         commit(i, o, res)
                     else:
-                        if res.base is not None:  # a view of memory: snapshot it now
-                            res = res.copy()
                         push(heap, (e, i, o, res))
-                if not k % FLUSH_CHECK_EVERY and values.full():
+                if not k % FLUSH_CHECK_EVERY and values.due():
                     values.flush()
             while heap:
                 _, j, o, res = pop(heap)
                 commit(j, o, res)
     except _InvalidRead as exc:
+        index = program.ins[i].index(exc.operand)
         try:
-            check_read(exc.operand, program.where(i), exc.index)
+            check_read(exc.operand, program.where(i), index)
         except ReplayError as err:
             return RunOutcome(k, err, i)
         raise AssertionError("check_read accepted an invalid read") from None  # pragma: no cover
     except ReplayError as err:
-        return RunOutcome(k, err, i)
+        return RunOutcome(k, ReplayError(f"{program.where(i)}: {err}"), i)
     except (ValueError, TypeError, ArithmeticError, IndexError) as exc:
         return RunOutcome(k, ReplayError(f"{program.where(i)}: {type(exc).__name__}: {exc}"), i)
     return RunOutcome(len(order))

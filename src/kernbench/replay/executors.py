@@ -1,17 +1,20 @@
 """The numpy executor: one handler per op name, the living definition of every op's semantics.
 
-``EXECUTORS[op]`` is an ``Executor``: ``prepare`` runs once per op at decode time (it reads
-the op's attrs and operand shapes, checks that they fit, and returns the op's parameter);
-``run(values, out, param)`` runs at the op's ``t_start_ps`` on the input views and returns
-the value to write into ``out`` (or None). ``run`` may return a view of memory: the engine
-copies it if the write is deferred. Floats are computed in float32 and cast to the output
-dtype by the write; GEMMs accumulate in float32. See docs/trace-format.md.
+``EXECUTORS[op]`` is an ``Executor`` whose ``bind(attrs, ins, out, ctx)`` runs once per op
+at decode time: it checks that the operands fit the op (``ShapeMismatch`` otherwise) and
+returns a zero-argument *step* closed over the live numpy views of the inputs. The engine
+calls the step at the op's ``t_start_ps``; the step returns the value to write into the
+output operand (or None). A step may return a view of memory or a value of another dtype:
+the engine converts/snapshots it to the output dtype before the write (that conversion is
+``cast``'s and ``dma_write``'s semantics). Floats are computed in float32; GEMMs accumulate
+in float32. See docs/trace-format.md for the table this implements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import ml_dtypes
@@ -25,43 +28,29 @@ F32 = np.dtype(np.float32)
 #: float dtypes computed in float32
 LOW_FLOATS = frozenset({np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)})
 
+Step = Callable[[], "np.ndarray | None"]
+
 
 @dataclass(frozen=True)
-class PrepareContext:
-    """What ``prepare`` may need beyond the op's own operands."""
+class BindContext:
+    """What ``bind`` may need beyond the op's own operands."""
 
     store: MemoryStore
     pe: int
 
 
-Run = Callable[[list, Any, Any], Any]
-Prepare = Callable[[dict, Sequence[Operand], "Operand | None", PrepareContext], Any]
-
-
-def _no_param(attrs: dict, ins: Sequence[Operand], out: Operand | None,
-              ctx: PrepareContext) -> None:
-    return None
+Bind = Callable[[dict, Sequence[Operand], "Operand | None", BindContext], Step]
 
 
 @dataclass(frozen=True)
 class Executor:
-    """How replay executes one op name."""
+    """How replay executes one op name: ``bind`` specialises it to one op's operands."""
 
-    run: Run
-    prepare: Prepare = _no_param
+    bind: Bind
 
 
 class ShapeMismatch(ValueError):
-    """Raised by ``prepare`` when operands do not fit the op; replay reports it at the op."""
-
-
-def _f(a: np.ndarray) -> np.ndarray:
-    """bfloat16/float16 values as float32 (other dtypes unchanged)."""
-    return a.astype(F32) if a.dtype in LOW_FLOATS else a
-
-
-def _f32(a: np.ndarray) -> np.ndarray:
-    return a if a.dtype == F32 else a.astype(F32)
+    """Raised by ``bind`` when operands do not fit the op; replay reports it at the op."""
 
 
 def _need(cond: bool, message: str) -> None:
@@ -75,24 +64,43 @@ def _arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
     _need(out is not None, f"{name} has no output operand")
 
 
+def _compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
+    """The operand's live view and whether it must be converted to float32 when read."""
+    v = o.view
+    return v, (v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)
+
+
+def _reader(o: Operand, force_f32: bool = False) -> Callable[[], np.ndarray]:
+    v, up = _compute_view(o, force_f32)
+    return partial(v.astype, F32) if up else partial(_same, v)
+
+
+def _same(v: np.ndarray) -> np.ndarray:
+    return v
+
+
+def _nothing() -> None:
+    return None
+
+
 # -- elementwise with scalars -------------------------------------------------------------
-def _scalar_template(attrs: dict, n_inputs: int, arity: int, name: str) -> tuple | None:
-    """None (no scalars) or one (is_scalar, value) per argument position."""
+def _template(attrs: dict, ins: Sequence[Operand], arity: int, name: str
+              ) -> tuple[list[Any], list[bool]]:
+    """One entry per argument position (an input Operand or a Python scalar) and which of
+    them are scalars."""
     scalars = attrs.get("scalars") or []
-    _need(n_inputs + len(scalars) == arity,
-          f"{name} needs {arity} arguments, has {n_inputs} inputs and {len(scalars)} scalars")
-    if not scalars:
-        return None
-    slots: list[tuple[bool, Any]] = [(False, None)] * arity
+    _need(len(ins) + len(scalars) == arity,
+          f"{name} needs {arity} arguments, has {len(ins)} inputs and {len(scalars)} scalars")
+    slots: list[Any] = [None] * arity
+    taken = [False] * arity
     for pos, value in scalars:
-        _need(0 <= int(pos) < arity and not slots[int(pos)][0], f"bad scalar position {pos}")
-        slots[int(pos)] = (True, value)
-    return tuple(slots)
-
-
-def _args(vals: list, template: tuple) -> list:
-    it = iter(vals)
-    return [v if is_scalar else _f(next(it)) for is_scalar, v in template]
+        _need(0 <= int(pos) < arity and not taken[int(pos)], f"bad scalar position {pos}")
+        slots[int(pos)], taken[int(pos)] = value, True
+    readers = iter(ins)
+    for k in range(arity):
+        if not taken[k]:
+            slots[k] = next(readers)
+    return slots, taken
 
 
 def _check_broadcast(ins: Sequence[Operand], out: Operand, name: str) -> None:
@@ -103,6 +111,29 @@ def _check_broadcast(ins: Sequence[Operand], out: Operand, name: str) -> None:
                             "not broadcast") from None
     _need(tuple(shape) == out.shape,
           f"{name} inputs broadcast to {list(shape)}, output is {list(out.shape)}")
+
+
+def _elementwise_step(fn: Callable[..., Any], slots: list, taken: list[bool]) -> Step:
+    """``fn`` over the argument slots; a plain ``partial`` when no input needs a cast."""
+    args: list[Any] = []
+    casts: list[Any] = []
+    for s, is_scalar in zip(slots, taken, strict=True):
+        if is_scalar:
+            args.append(s)
+            casts.append(None)
+        else:
+            v, up = _compute_view(s)
+            args.append(v)
+            casts.append(up)
+    if not any(casts):
+        return partial(fn, *args)
+    readers = [partial(_same, a) if not c else partial(a.astype, F32)
+               for a, c in zip(args, casts, strict=True)]
+    return partial(_call_read, fn, readers)
+
+
+def _call_read(fn: Callable[..., Any], readers: list) -> Any:
+    return fn(*[r() for r in readers])
 
 
 UFUNCS: dict[Op, Callable[..., np.ndarray]] = {
@@ -123,224 +154,189 @@ UNARY_FNS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
     Op.ABS: np.abs, Op.NEG: np.negative,
 }
 
-REDUCE_FNS: dict[Op, Callable[..., np.ndarray]] = {Op.SUM: np.sum, Op.MAX: np.max,
-                                                   Op.MIN: np.min}
+REDUCE_UFUNCS: dict[Op, np.ufunc] = {Op.SUM: np.add, Op.MAX: np.maximum, Op.MIN: np.minimum}
 
 
-def _prep_binary(op: Op) -> Prepare:
-    def prepare(attrs, ins, out, ctx):
+def _bind_binary(op: Op) -> Bind:
+    def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1, 2), op.value)
-        template = _scalar_template(attrs, len(ins), 2, op.value)
+        slots, taken = _template(attrs, ins, 2, op.value)
         _check_broadcast(ins, out, op.value)
-        return UFUNCS[op], template
+        return _elementwise_step(UFUNCS[op], slots, taken)
 
-    return prepare
-
-
-def _binary(vals, out, p):
-    fn, template = p
-    if template is None:
-        return fn(_f(vals[0]), _f(vals[1]))
-    return fn(*_args(vals, template))
+    return bind
 
 
-def _prep_where(attrs, ins, out, ctx):
+def _bind_where(attrs, ins, out, ctx):
     _arity(ins, out, (1, 2, 3), "where")
-    template = _scalar_template(attrs, len(ins), 3, "where")
-    _need(template is None or not template[0][0], "where's condition must be an input")
+    slots, taken = _template(attrs, ins, 3, "where")
+    _need(not taken[0], "where's condition must be an input")
     _check_broadcast(ins, out, "where")
-    return template or ((False, None),) * 3
+    return _elementwise_step(np.where, slots, taken)
 
 
-def _where(vals, out, template):
-    return np.where(*_args(vals, template))
-
-
-def _prep_unary(op: Op) -> Prepare:
-    def prepare(attrs, ins, out, ctx):
+def _bind_unary(op: Op) -> Bind:
+    def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), op.value)
-        _need(ins[0].shape == out.shape, f"{op.value} of {list(ins[0].shape)} writes "
-                                         f"{list(out.shape)}")
-        return UNARY_FNS[op]
+        _need(ins[0].shape == out.shape,
+              f"{op.value} of {list(ins[0].shape)} writes {list(out.shape)}")
+        return _elementwise_step(UNARY_FNS[op], [ins[0]], [False])
 
-    return prepare
-
-
-def _unary(vals, out, fn):
-    return fn(_f(vals[0]))
+    return bind
 
 
-def _prep_same_numel(name: str) -> Prepare:
-    def prepare(attrs, ins, out, ctx):
+def _numel(o: Operand) -> int:
+    return o.nbytes // NP_DTYPES[o.dtype].itemsize
+
+
+def _bind_convert(name: str) -> Bind:
+    """cast, dma_write: the value itself; the engine's write converts it to the output dtype."""
+    def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), name)
-        _need(ins[0].nbytes // NP_DTYPES[ins[0].dtype].itemsize
-              == out.nbytes // NP_DTYPES[out.dtype].itemsize,
+        _need(_numel(ins[0]) == _numel(out),
               f"{name} of {list(ins[0].shape)} writes {list(out.shape)}")
-        return None if ins[0].shape == out.shape else out.shape
+        v = ins[0].view
+        return partial(_same, v) if ins[0].shape == out.shape else partial(v.reshape, out.shape)
 
-    return prepare
-
-
-def _convert(vals, out, shape):
-    """The value itself (the write converts to the output dtype): cast, dma_write."""
-    return vals[0] if shape is None else vals[0].reshape(shape)
+    return bind
 
 
-def _prep_copy(name: str) -> Prepare:
-    def prepare(attrs, ins, out, ctx):
+def _bind_copy(name: str) -> Bind:
+    """dma_read, copy, send, recv: the value (same shape) or the bytes as the output operand."""
+    def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), name)
         src = ins[0]
         _need(src.nbytes == out.nbytes, f"{name} reads {src.nbytes} bytes ({list(src.shape)} "
                                         f"{src.dtype}), output holds {out.nbytes} bytes")
+        v = src.view
         if src.dtype == out.dtype:
-            return None if src.shape == out.shape else ("reshape", out.shape)
-        return ("bytes", NP_DTYPES[out.dtype], out.shape)
+            return partial(_same, v) if src.shape == out.shape else partial(v.reshape, out.shape)
+        return partial(_reinterpret, v, NP_DTYPES[out.dtype], out.shape)
 
-    return prepare
-
-
-def _copy(vals, out, p):
-    """Same shape: the value; otherwise the bytes reinterpreted as the output operand."""
-    x = vals[0]
-    if p is None:
-        return x
-    if p[0] == "reshape":
-        return x.reshape(p[1])
-    return np.ascontiguousarray(x).view(np.uint8).view(p[1]).reshape(p[2])
+    return bind
 
 
-def _prep_reduce(op: Op) -> Prepare:
-    def prepare(attrs, ins, out, ctx):
+def _reinterpret(v: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    return np.ascontiguousarray(v).view(np.uint8).view(dtype).reshape(shape)
+
+
+def _bind_reduce(op: Op) -> Bind:
+    def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), op.value)
         axis, keepdims = attrs.get("axis"), bool(attrs.get("keepdims", False))
         nd = len(ins[0].shape)
         _need(axis is None or -nd <= int(axis) < nd, f"axis {axis} for {list(ins[0].shape)}")
         shape = np.empty(ins[0].shape, dtype=np.bool_).sum(axis=axis, keepdims=keepdims).shape
-        _need(int(np.prod(shape)) == int(np.prod(out.shape)),
+        _need(int(np.prod(shape)) == _numel(out),
               f"{op.value}(axis={axis}) of {list(ins[0].shape)} writes {list(out.shape)}")
-        return REDUCE_FNS[op], axis, keepdims, out.shape
+        return partial(_reduce, REDUCE_UFUNCS[op], _reader(ins[0]), axis, out.shape)
 
-    return prepare
-
-
-def _reduce(vals, out, p):
-    fn, axis, keepdims, shape = p
-    return np.asarray(fn(_f(vals[0]), axis=axis, keepdims=keepdims)).reshape(shape)
+    return bind
 
 
-def _prep_softmax(attrs, ins, out, ctx):
+def _reduce(fn: np.ufunc, read: Callable[[], np.ndarray], axis: int | None,
+            shape: tuple[int, ...]) -> np.ndarray:
+    return fn.reduce(read(), axis=axis, keepdims=True).reshape(shape)
+
+
+def _bind_softmax(attrs, ins, out, ctx):
     _arity(ins, out, (1,), "softmax")
     nd = len(ins[0].shape)
     axis = int(attrs.get("axis", -1))
     _need(-nd <= axis < nd, f"softmax axis {axis} for {list(ins[0].shape)}")
     _need(ins[0].shape == out.shape, f"softmax of {list(ins[0].shape)} writes {list(out.shape)}")
-    return axis
+    return partial(_softmax, _reader(ins[0], force_f32=True), axis)
 
 
-def _softmax(vals, out, axis):
-    x = _f32(vals[0])
+def _softmax(read: Callable[[], np.ndarray], axis: int) -> np.ndarray:
+    x = read()
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
 
-def _prep_dot(attrs, ins, out, ctx):
+def _bind_dot(attrs, ins, out, ctx):
     _arity(ins, out, (2, 3), "dot")
     a, b = ins[0].shape, ins[1].shape
     _need(len(a) == 2 and len(b) == 2 and a[1] == b[0], f"dot {list(a)} @ {list(b)}")
     _need(out.shape == (a[0], b[1]), f"dot {list(a)} @ {list(b)} writes {list(out.shape)}")
     _need(len(ins) == 2 or ins[2].shape == out.shape,
           f"dot acc {list(ins[-1].shape)} for a {list(out.shape)} result")
-    return len(ins) == 3
+    readers = [_reader(o, force_f32=True) for o in ins]
+    return partial(_dot, *readers) if len(ins) == 3 else partial(_dot, *readers, None)
 
 
-def _dot(vals, out, has_acc):
-    r = np.matmul(_f32(vals[0]), _f32(vals[1]))
-    if has_acc:
-        r += _f32(vals[2])
+def _dot(read_a: Callable, read_b: Callable, read_acc: Callable | None) -> np.ndarray:
+    r = np.matmul(read_a(), read_b())
+    if read_acc is not None:
+        r += read_acc()
     return r
 
 
-def _prep_broadcast(attrs, ins, out, ctx):
+def _bind_broadcast(attrs, ins, out, ctx):
     _arity(ins, out, (1,), "broadcast")
     shape = tuple(attrs.get("shape", out.shape))
     _need(shape == out.shape, f"broadcast to {list(shape)} writes {list(out.shape)}")
     try:
-        np.broadcast_shapes(ins[0].shape, shape)
+        ok = np.broadcast_shapes(ins[0].shape, shape) == shape
     except ValueError:
-        raise ShapeMismatch(f"Shape mismatch: cannot broadcast {list(ins[0].shape)} to "
-                            f"{list(shape)}") from None
-    _need(np.broadcast_shapes(ins[0].shape, shape) == shape,
-          f"cannot broadcast {list(ins[0].shape)} to {list(shape)}")
-    return shape
+        ok = False
+    _need(ok, f"cannot broadcast {list(ins[0].shape)} to {list(shape)}")
+    return partial(np.broadcast_to, ins[0].view, shape)
 
 
-def _broadcast(vals, out, shape):
-    return np.broadcast_to(vals[0], shape)
-
-
-def _constant(arr: np.ndarray) -> np.ndarray:
+def _constant(arr: np.ndarray) -> Step:
     arr.flags.writeable = False
-    return arr
+    return partial(_same, arr)
 
 
-def _prep_fill(attrs, ins, out, ctx):
+def _bind_fill(attrs, ins, out, ctx):
     _arity(ins, out, (0,), "fill")
     _need("value" in attrs, "fill has no 'value' attr")
     with np.errstate(all="ignore"):
         return _constant(np.full(out.shape, attrs["value"], dtype=NP_DTYPES[out.dtype]))
 
 
-def _prep_arange(attrs, ins, out, ctx):
+def _bind_arange(attrs, ins, out, ctx):
     _arity(ins, out, (0,), "arange")
     start = int(attrs.get("start", 0))
-    n = int(np.prod(out.shape))
-    return _constant(np.arange(start, start + n, dtype=np.int32).reshape(out.shape))
+    return _constant(np.arange(start, start + _numel(out), dtype=np.int32).reshape(out.shape))
 
 
-def _constant_value(vals, out, arr):
-    return arr
+def _bind_nothing(attrs, ins, out, ctx):
+    return _nothing
 
 
-def _nothing(vals, out, p):
-    return None
-
-
-def _prep_scope_exit(attrs, ins, out, ctx):
+def _bind_scope_exit(attrs, ins, out, ctx):
     lo, hi = int(attrs["lo"]), int(attrs["hi"])
     _need(0 <= lo <= hi, f"scope_exit rewinds [{lo}, {hi})")
     try:
         mem = ctx.store.memory("tcm", ctx.pe)
     except (KeyError, ValueError) as exc:
         raise ShapeMismatch(str(exc.args[0])) from None
-    return mem, lo, hi
-
-
-def _scope_exit(vals, out, p):
-    mem, lo, hi = p
-    mem.invalidate(lo, hi)
+    return partial(mem.invalidate, lo, hi)
 
 
 EXECUTORS: dict[Op, Executor] = {
-    **{op: Executor(_binary, _prep_binary(op)) for op in ops.BINARY},
-    Op.WHERE: Executor(_where, _prep_where),
-    **{op: Executor(_unary, _prep_unary(op)) for op in ops.UNARY - {Op.CAST}},
-    Op.CAST: Executor(_convert, _prep_same_numel("cast")),
-    **{op: Executor(_reduce, _prep_reduce(op)) for op in ops.REDUCTIONS},
-    Op.SOFTMAX: Executor(_softmax, _prep_softmax),
-    Op.DOT: Executor(_dot, _prep_dot),
-    Op.DMA_READ: Executor(_copy, _prep_copy("dma_read")),
-    Op.DMA_WRITE: Executor(_convert, _prep_same_numel("dma_write")),
-    Op.COPY: Executor(_copy, _prep_copy("copy")),
-    Op.BROADCAST: Executor(_broadcast, _prep_broadcast),
-    Op.FILL: Executor(_constant_value, _prep_fill),
-    Op.ARANGE: Executor(_constant_value, _prep_arange),
+    **{op: Executor(_bind_binary(op)) for op in ops.BINARY},
+    Op.WHERE: Executor(_bind_where),
+    **{op: Executor(_bind_unary(op)) for op in ops.UNARY - {Op.CAST}},
+    Op.CAST: Executor(_bind_convert("cast")),
+    **{op: Executor(_bind_reduce(op)) for op in ops.REDUCTIONS},
+    Op.SOFTMAX: Executor(_bind_softmax),
+    Op.DOT: Executor(_bind_dot),
+    Op.DMA_READ: Executor(_bind_copy("dma_read")),
+    Op.DMA_WRITE: Executor(_bind_convert("dma_write")),
+    Op.COPY: Executor(_bind_copy("copy")),
+    Op.BROADCAST: Executor(_bind_broadcast),
+    Op.FILL: Executor(_bind_fill),
+    Op.ARANGE: Executor(_bind_arange),
     # IPCQ: generic copy semantics (send: its input into its output operand; recv: its input
     # operand into its output operand) until the IPCQ recorder defines more.
-    Op.SEND: Executor(_copy, _prep_copy("send")),
-    Op.RECV: Executor(_copy, _prep_copy("recv")),
-    Op.SCOPE_ENTER: Executor(_nothing),
-    Op.SCOPE_EXIT: Executor(_scope_exit, _prep_scope_exit),
+    Op.SEND: Executor(_bind_copy("send")),
+    Op.RECV: Executor(_bind_copy("recv")),
+    Op.SCOPE_ENTER: Executor(_bind_nothing),
+    Op.SCOPE_EXIT: Executor(_bind_scope_exit),
     # a composite parent: its children (dma_read into stage, dot) carry the data
-    Op.GEMM: Executor(_nothing),
+    Op.GEMM: Executor(_bind_nothing),
 }

@@ -109,15 +109,15 @@ def _error_info(program: Any, outcome: RunOutcome) -> dict[str, Any] | None:
     if outcome.error is None:
         return None
     row = outcome.error_row
-    return {"op_id": program.op_id[row], "name": program.name[row].value,
-            "src": program.src[row], "message": str(outcome.error)}
+    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
+            "src": program.src(row), "message": str(outcome.error)}
 
 
 def _nonfinite_info(program: Any, row: int | None) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"op_id": program.op_id[row], "name": program.name[row].value,
-            "src": program.src[row]}
+    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
+            "src": program.src(row)}
 
 
 def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None
@@ -133,14 +133,14 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
     program = decode(trace.ops_table, store)
     values = ValueLog()
     outcome = execute(program, values)
-    values_table = values.table(program)
+    values_table, first_nonfinite = values.finish(program)
     outputs = final_outputs(store, tensors)
     verdict: dict[str, Any] = {
         "ok": False, "reference": reference.label if reference.fn else None,
-        "reference_note": reference.note, "n_ops": len(program.op_id),
+        "reference_note": reference.note, "n_ops": len(program),
         "n_executed": outcome.executed, "outputs": {}, "error": None,
         "invalid_read": _error_info(program, outcome),
-        "first_nonfinite": _nonfinite_info(program, values.first_nonfinite),
+        "first_nonfinite": _nonfinite_info(program, first_nonfinite),
     }
     if reference.fn is not None:
         inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}

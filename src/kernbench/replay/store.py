@@ -31,6 +31,9 @@ class SpaceSpec:
     per_pe: bool
     #: bytes of one instance from the recorded hw dict; None: sized by its regions (HBM)
     size: Callable[[Mapping[str, Any]], int] | None
+    #: whether a read must check the valid map. HBM: every region byte is valid from the
+    #: start and nothing rewinds it, so an in-region read cannot touch invalid bytes.
+    check_reads: bool = True
 
 
 def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
@@ -44,7 +47,7 @@ def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
 
 
 SPACES: dict[str, SpaceSpec] = {
-    "hbm": SpaceSpec("hbm", per_pe=False, size=None),
+    "hbm": SpaceSpec("hbm", per_pe=False, size=None, check_reads=False),
     "tcm": SpaceSpec("tcm", per_pe=True, size=_kib("kernel_scratch_kib")),
     "stage": SpaceSpec("stage", per_pe=True, size=_kib("stage_kib")),
 }
@@ -53,11 +56,13 @@ SPACES: dict[str, SpaceSpec] = {
 class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
-    __slots__ = ("space", "pe", "size", "buf", "data", "valid", "regions", "_starts")
+    __slots__ = ("space", "pe", "size", "buf", "data", "valid", "regions", "_starts",
+                 "check_reads")
 
     def __init__(self, space: str, pe: int, size: int,
-                 regions: list[tuple[int, int, str]]) -> None:
+                 regions: list[tuple[int, int, str]], check_reads: bool = True) -> None:
         self.space, self.pe, self.size = space, pe, size
+        self.check_reads = check_reads
         self.buf = bytearray(size)
         self.data = np.frombuffer(self.buf, dtype=np.uint8)
         self.valid = bytearray(size)
@@ -90,7 +95,7 @@ class Operand:
     """
 
     __slots__ = ("space", "pe", "addr", "shape", "dtype", "transposed", "lo", "hi", "nbytes",
-                 "mem", "valid", "view", "mv", "ones", "error")
+                 "mem", "valid", "view", "ones", "npd", "error")
 
     def __init__(self, space: str, pe: int, addr: int, shape: tuple[int, ...], dtype: str,
                  transposed: bool) -> None:
@@ -102,8 +107,8 @@ class Operand:
         self.mem: Memory | None = None
         self.valid: bytearray = bytearray(1)  # a failing op never reads through this
         self.view: np.ndarray | None = None
-        self.mv: memoryview | None = None
         self.ones: memoryview | None = None  # nbytes of 0x01, set by the engine
+        self.npd: np.dtype | None = None
         self.error: str | None = None
 
     def describe(self) -> str:
@@ -147,7 +152,7 @@ class MemoryStore:
         else:
             size = spec.size(self.hw)
             regions = [(0, size, space)]
-        mem = self.memories[key] = Memory(space, pe, size, regions)
+        mem = self.memories[key] = Memory(space, pe, size, regions, spec.check_reads)
         return mem
 
     def fill(self, space: str, pe: int, addr: int, data: bytes | memoryview) -> None:
@@ -181,6 +186,7 @@ class MemoryStore:
         if count <= 0 or any(s <= 0 for s in o.shape):
             o.error = f"shape {list(o.shape)} is empty or negative"
             return o
+        o.npd = npd
         o.nbytes = count * npd.itemsize
         o.hi = o.lo + o.nbytes
         try:
@@ -195,7 +201,6 @@ class MemoryStore:
         view = np.frombuffer(mem.buf, dtype=npd, count=count, offset=o.lo)
         o.view = view.reshape(o.shape[::-1]).T if o.transposed else view.reshape(o.shape)
         o.mem, o.valid = mem, mem.valid
-        o.mv = memoryview(mem.buf)[o.lo:o.hi]
         return o
 
     @property
