@@ -31,7 +31,8 @@ from kernbench.record.runner import record  # noqa: E402
 from kernbench.trace import Trace  # noqa: E402
 
 __all__ = [
-    "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data", "register_case",
+    "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data",
+    "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
     "load_hw", "kernel", "record", "Trace",

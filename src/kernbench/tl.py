@@ -9,12 +9,14 @@ from kernbench.record.handle import Pointer, TensorHandle
 from kernbench.record.semantics import (
     arange,
     broadcast,
+    composite,
     copy_to,
     dot,
     full,
     load,
     num_programs,
     program_id,
+    ref,
     repeat,
     reshape,
     scratch_scope,
@@ -32,7 +34,8 @@ from kernbench.schemas.ops import Op
 __all__ = [
     "DType", "Pointer", "TensorHandle", "float32", "float16", "bfloat16", "int32", "int8",
     "bool", "program_id", "num_programs", "load", "store", "copy_to", "wait", "zeros", "full",
-    "arange", "trans", "reshape", "broadcast", "repeat", "dot", "maximum", "minimum", "where",
+    "arange", "trans", "reshape", "broadcast", "repeat", "dot", "ref", "composite", "maximum",
+    "minimum", "where",
     "exp", "exp2", "log", "sqrt", "rsqrt", "abs", "sum", "max", "min", "softmax",
     "scratch_scope",
 ]

@@ -19,6 +19,7 @@ from greenlet import greenlet
 from kernbench.hw import HwConfig
 from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.commands import Cmd
+from kernbench.record.composite import run_composite
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.engines import DmaChannel, GemmEngine, MathEngine, NoEngine
 from kernbench.record.timing import TIMING
@@ -59,7 +60,7 @@ class PEDriver:
         self.gemm, self.math = GemmEngine(hw), MathEngine(hw)
         self.engines = {Engine.DMA_RD: self.dma_rd, Engine.DMA_WR: self.dma_wr,
                         Engine.GEMM: self.gemm, Engine.MATH: self.math, Engine.NONE: NoEngine()}
-        special = {Op.SCOPE_EXIT: self._scope_exit}
+        special = {Op.SCOPE_EXIT: self._scope_exit, Op.GEMM: self._composite}
         self._by_op = {op: (TIMING[op], self.engines.get(ops.ENGINE[op]),
                             special.get(op, self._timed)) for op in TIMING}
         self.scratch = ScratchAllocator("tcm", index, hw.kernel_scratch_bytes, hw.tcm_align)
@@ -170,6 +171,9 @@ class PEDriver:
         self.carried_wait = 0
         self.now = ready
         self.record(cmd, ready, ready, ready, 0, wait)
+
+    def _composite(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        run_composite(self, cmd)
 
     def _wait(self, bufs: list) -> None:
         ready = self.now

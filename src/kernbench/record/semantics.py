@@ -18,6 +18,7 @@ from kernbench.errors import (
     SpaceError,
 )
 from kernbench.record.commands import Cmd
+from kernbench.record.composite import tile_rows
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import Buffer, Pointer, Scope, TensorHandle
 from kernbench.record.pe import Wait
@@ -305,6 +306,55 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
             raise ShapeError(f"dot acc is {list(acc.shape)}, result is {[m, n]}", src)
         inputs = (a, b, acc)
     return _emit(ctx, OP.DOT, inputs, (m, n), dt, (m, n, k), src, flops=2 * m * n * k)
+
+
+def ref(ptr: Pointer, shape: Any, dtype: Any) -> TensorHandle:
+    """An HBM-resident operand for ``composite`` (no data moves until the scheduler streams)."""
+    current()
+    src = src_here()
+    shape = _shape(shape, src)
+    dt = _dtype(dtype, src)
+    h = _hbm_operand(ptr, shape, "ref", src)
+    if dt is not h.dtype:
+        raise DtypeError(f"ref dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
+                         f"{h.dtype.name}", src)
+    return h
+
+
+def composite(op: str = "gemm", *, a: TensorHandle, b: TensorHandle, trans_b: bool = False,
+              tile: int | None = None) -> TensorHandle:
+    """``a @ b`` (or ``a @ b^T``) with ``b`` streamed from HBM by the PE scheduler."""
+    ctx = current()
+    src = src_here()
+    if op != "gemm":
+        raise KernelError(f"composite op {op!r} is not supported (only 'gemm')", src)
+    _live(a, src, "composite a")
+    if a.space != "tcm" or a.ndim != 2:
+        raise SpaceError(f"composite a must be a 2-D TCM handle, got {a!r}", src)
+    if b.space != "hbm" or b.ndim != 2:
+        raise SpaceError(f"composite b must be a 2-D tl.ref, got {b!r}", src)
+    k_b, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
+    if a.shape[1] != k_b:
+        shape_b = f"{list(b.shape)}{'^T' if trans_b else ''}"
+        raise ShapeError(f"composite shapes {list(a.shape)} @ {shape_b} do not fit", src)
+    if tile is not None and (not isinstance(tile, int) or tile <= 0):
+        raise KernelError(f"composite tile must be a positive int, got {tile!r}", src)
+    m = a.shape[0]
+    stored = b.shape  # rows as stored in HBM: N with trans_b, K without
+    rows = tile_rows(stored, b.dtype.itemsize, ctx.hw.stage_bytes, tile)
+    if rows * stored[1] * b.dtype.itemsize > ctx.hw.stage_bytes // 2:
+        raise KernelError(f"composite tile of {rows} rows ({rows * stored[1] * b.dtype.itemsize}"
+                          f" bytes) does not fit half the staging area "
+                          f"({ctx.hw.stage_bytes // 2} bytes)", src)
+    nbytes = m * n * 4
+    scopes = ctx.scopes
+    buf = ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src)
+    out = (TensorHandle(buf, (n, m), dtypes.float32) if trans_b
+           else TensorHandle(buf, (m, n), dtypes.float32))
+    ctx.issue(Cmd(OP.GEMM, (a, b), out, m * n, nbytes, (m, n, a.shape[1], trans_b, rows), src,
+                  2 * m * n * a.shape[1],
+                  _attrs(tile=rows, trans_b=bool(trans_b))))
+    return TensorHandle(buf, (m, n), dtypes.float32, True) if trans_b else out
 
 
 # -- MATH --------------------------------------------------------------------------------
