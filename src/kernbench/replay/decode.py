@@ -172,7 +172,8 @@ def decode(table: pa.Table, store: MemoryStore) -> Program:
         sig[rows, 4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in)] = (
             operand_id[:len(in_keys)])
     sigs, sig_id = unique_rows(sig)
-    bound = [_bind(row, name_vals, attr_vals, operands, store) for row in sigs.tolist()]
+    binder = _Binder(name_vals, attr_vals, operands, store)
+    bound = [binder.bind(row) for row in sigs.tolist()]
     sig_list = sig_id.tolist()
     steps = [bound[j][0] for j in sig_list]
     ins = [bound[j][1] for j in sig_list]
@@ -190,35 +191,53 @@ def decode(table: pa.Table, store: MemoryStore) -> Program:
         max_nbytes=max(sizes, default=0))
 
 
-def _bind(row: list[int], name_vals: list[str], attr_vals: list[str], operands: list[Operand],
-          store: MemoryStore) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
-                                       Operand | None]:
-    """Bind one op signature: (step, inputs, inputs to check, output)."""
-    op = OPS_BY_NAME[name_vals[row[0]]]
-    ins = tuple(operands[j] for j in row[4:] if j >= 0)
-    out = operands[row[3]] if row[3] >= 0 else None
-    checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-    step = _bind_step(op, attr_vals[row[1]], row[2], ins, out, store)
-    return step, ins, checks, out
+class _Binder:
+    """Binds op signatures to steps, caching parsed attrs and contexts."""
+
+    def __init__(self, name_vals: list[str], attr_vals: list[str], operands: list[Operand],
+                 store: MemoryStore) -> None:
+        self.ops = [OPS_BY_NAME[v] for v in name_vals]
+        self.attr_vals, self.operands, self.store = attr_vals, operands, store
+        self.attrs: dict[int, Any] = {}
+        self.contexts: dict[int, BindContext] = {}
+
+    def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
+                                            Operand | None]:
+        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
+        operands = self.operands
+        ins = tuple(operands[j] for j in row[4:] if j >= 0)
+        out = operands[row[3]] if row[3] >= 0 else None
+        checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
+        return self._step(self.ops[row[0]], row[1], row[2], ins, out), ins, checks, out
+
+    def _step(self, op: Op, attr_code: int, pe: int, ins: tuple[Operand, ...],
+              out: Operand | None) -> Step:
+        for k, o in enumerate(ins):
+            if o.error is not None:
+                return _failing(f"input {k} {o.describe()}: {o.error}")
+        if out is not None and out.error is not None:
+            return _failing(f"output {out.describe()}: {out.error}")
+        attrs = self.attrs.get(attr_code)
+        if attrs is None:
+            attrs = self.attrs[attr_code] = _parse_attrs(self.attr_vals[attr_code])
+        if isinstance(attrs, str):
+            return _failing(attrs)
+        ctx = self.contexts.get(pe)
+        if ctx is None:
+            ctx = self.contexts[pe] = BindContext(self.store, pe)
+        try:
+            return EXECUTORS[op].bind(attrs, ins, out, ctx)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            return _failing(str(exc.args[0]) if exc.args else repr(exc))
 
 
-def _bind_step(op: Op, attrs_text: str, pe: int, ins: tuple[Operand, ...],
-               out: Operand | None, store: MemoryStore) -> Step:
-    for k, o in enumerate(ins):
-        if o.error is not None:
-            return _failing(f"input {k} {o.describe()}: {o.error}")
-    if out is not None and out.error is not None:
-        return _failing(f"output {out.describe()}: {out.error}")
+def _parse_attrs(text: str) -> dict | str:
+    """The attrs object, or an error message."""
     try:
-        attrs: Any = json.loads(attrs_text)
+        attrs = json.loads(text)
     except ValueError as exc:
-        return _failing(f"unreadable attrs {attrs_text[:80]!r} ({exc})")
-    if not isinstance(attrs, dict):
-        return _failing(f"attrs {attrs_text[:80]!r} is not a JSON object")
-    try:
-        return EXECUTORS[op].bind(attrs, ins, out, BindContext(store, pe))
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        return _failing(str(exc.args[0]) if exc.args else repr(exc))
+        return f"unreadable attrs {text[:80]!r} ({exc})"
+    return attrs if isinstance(attrs, dict) else f"attrs {text[:80]!r} is not a JSON object"
 
 
 def _failing(message: str) -> Step:

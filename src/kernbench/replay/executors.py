@@ -60,8 +60,10 @@ def _need(cond: bool, message: str) -> None:
 
 def _arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
            name: str) -> None:
-    _need(len(ins) in n_in, f"{name} takes {' or '.join(map(str, n_in))} inputs, got {len(ins)}")
-    _need(out is not None, f"{name} has no output operand")
+    if len(ins) not in n_in:
+        _need(False, f"{name} takes {' or '.join(map(str, n_in))} inputs, got {len(ins)}")
+    if out is None:
+        _need(False, f"{name} has no output operand")
 
 
 def _compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
@@ -89,8 +91,9 @@ def _template(attrs: dict, ins: Sequence[Operand], arity: int, name: str
     """One entry per argument position (an input Operand or a Python scalar) and which of
     them are scalars."""
     scalars = attrs.get("scalars") or []
-    _need(len(ins) + len(scalars) == arity,
-          f"{name} needs {arity} arguments, has {len(ins)} inputs and {len(scalars)} scalars")
+    if len(ins) + len(scalars) != arity:
+        _need(False, f"{name} needs {arity} arguments, has {len(ins)} inputs and "
+                     f"{len(scalars)} scalars")
     slots: list[Any] = [None] * arity
     taken = [False] * arity
     for pos, value in scalars:
@@ -104,13 +107,15 @@ def _template(attrs: dict, ins: Sequence[Operand], arity: int, name: str
 
 
 def _check_broadcast(ins: Sequence[Operand], out: Operand, name: str) -> None:
+    if all(o.shape == out.shape for o in ins):
+        return
     try:
         shape = np.broadcast_shapes(*(o.shape for o in ins)) if ins else out.shape
     except ValueError:
         raise ShapeMismatch(f"Shape mismatch: {name} inputs {[list(o.shape) for o in ins]} do "
                             "not broadcast") from None
-    _need(tuple(shape) == out.shape,
-          f"{name} inputs broadcast to {list(shape)}, output is {list(out.shape)}")
+    if tuple(shape) != out.shape:
+        _need(False, f"{name} inputs broadcast to {list(shape)}, output is {list(out.shape)}")
 
 
 def _elementwise_step(fn: Callable[..., Any], slots: list, taken: list[bool]) -> Step:
@@ -193,8 +198,8 @@ def _bind_convert(name: str) -> Bind:
     """cast, dma_write: the value itself; the engine's write converts it to the output dtype."""
     def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), name)
-        _need(_numel(ins[0]) == _numel(out),
-              f"{name} of {list(ins[0].shape)} writes {list(out.shape)}")
+        if _numel(ins[0]) != _numel(out):
+            _need(False, f"{name} of {list(ins[0].shape)} writes {list(out.shape)}")
         v = ins[0].view
         return partial(_same, v) if ins[0].shape == out.shape else partial(v.reshape, out.shape)
 
@@ -206,8 +211,9 @@ def _bind_copy(name: str) -> Bind:
     def bind(attrs, ins, out, ctx):
         _arity(ins, out, (1,), name)
         src = ins[0]
-        _need(src.nbytes == out.nbytes, f"{name} reads {src.nbytes} bytes ({list(src.shape)} "
-                                        f"{src.dtype}), output holds {out.nbytes} bytes")
+        if src.nbytes != out.nbytes:
+            _need(False, f"{name} reads {src.nbytes} bytes ({list(src.shape)} {src.dtype}), "
+                         f"output holds {out.nbytes} bytes")
         v = src.view
         if src.dtype == out.dtype:
             return partial(_same, v) if src.shape == out.shape else partial(v.reshape, out.shape)

@@ -184,9 +184,10 @@ def write_replay_dir(path: Path, values_table: pa.Table, outputs: dict[str, np.n
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
-        pq.write_table(values_table, tmp / "values.parquet", compression="zstd")
+        pq.write_table(values_table, tmp / "values.parquet", compression="zstd",
+                       compression_level=1)
         pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                       compression="zstd")
+                       compression="zstd", compression_level=1)
         (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True) + "\n")
         old = None
         if final.exists():
