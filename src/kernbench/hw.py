@@ -40,6 +40,7 @@ class HwConfig:
     link_gbps: float = 64
     link_latency_ns: int = 1000
     ipcq_depth: int = 2
+    ipcq_slot_kib: int = 4096  # largest message; the receiver holds depth slots per direction
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -48,7 +49,7 @@ class HwConfig:
                 raise BadInputError(
                     f"hw field {f.name} must be a non-negative number, got {value!r}")
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
-                         "link_gbps", "ipcq_depth", "tcm_align"):
+                         "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib"):
             if getattr(self, positive) <= 0:
                 raise BadInputError(
                     f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
@@ -64,6 +65,10 @@ class HwConfig:
     @property
     def stage_bytes(self) -> int:
         return self.stage_kib * 1024
+
+    @property
+    def ipcq_slot_bytes(self) -> int:
+        return self.ipcq_slot_kib * 1024
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -5,25 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.record import semantics as _s
+from kernbench.record.comm import recv, recv_async, send
 from kernbench.record.handle import Pointer, TensorHandle
+from kernbench.record.memory import composite, copy_to, load, ref, store, wait
+from kernbench.record.scope import scratch_scope
 from kernbench.record.semantics import (
     arange,
     broadcast,
-    composite,
-    copy_to,
     dot,
     full,
-    load,
     num_programs,
     program_id,
-    ref,
     repeat,
     reshape,
-    scratch_scope,
     softmax,
-    store,
     trans,
-    wait,
     where,
     zeros,
 )
@@ -37,7 +33,7 @@ __all__ = [
     "arange", "trans", "reshape", "broadcast", "repeat", "dot", "ref", "composite", "maximum",
     "minimum", "where",
     "exp", "exp2", "log", "sqrt", "rsqrt", "abs", "sum", "max", "min", "softmax",
-    "scratch_scope",
+    "scratch_scope", "send", "recv", "recv_async",
 ]
 
 

@@ -21,7 +21,8 @@ from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.commands import Cmd
 from kernbench.record.composite import run_composite
 from kernbench.record.context import KernelContext, ProgramGreenlet
-from kernbench.record.engines import DmaChannel, GemmEngine, MathEngine, NoEngine
+from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine, NoEngine
+from kernbench.record.ipcq import Resolve, Ring
 from kernbench.record.timing import TIMING
 from kernbench.record.writer import OpWriter
 from kernbench.schemas import ops
@@ -37,6 +38,12 @@ class Sync:
 
     def __init__(self, event: simpy.Event) -> None:
         self.event = event
+
+    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+        if pe.now > pe.env.now:
+            yield pe.env.timeout(pe.now - pe.env.now)
+        yield self.event
+        pe.now = max(pe.now, int(pe.env.now))
 
 
 class Wait:
@@ -69,7 +76,9 @@ class PEDriver:
         self.ctx: KernelContext | None = None
         self.rows = writer.rows  # the writer's pending batch (the writer swaps it on flush)
         self.batch_rows = writer.batch_rows
-        self.link_cost: Callable[[int], tuple[int, int]] | None = None
+        self.links = {"next": LinkEngine(hw), "prev": LinkEngine(hw)}
+        self.ring: Ring | None = None  # set by the runner: the IPCQ ring of active PEs
+        self.unresolved: list = []  # recv_async buffers whose message has not matched yet
 
     # -- the SimPy process -------------------------------------------------------------
     def process(self, programs: list[int], grid: tuple[int, ...],
@@ -88,12 +97,10 @@ class PEDriver:
                     msg = g.switch(handler(msg, model, engine))
                 elif type(msg) is Wait:
                     msg = g.switch(self._wait(msg.bufs))
-                else:  # Sync
-                    if self.now > self.env.now:
-                        yield self.env.timeout(self.now - self.env.now)
-                    yield msg.event
-                    self.now = max(self.now, int(self.env.now))
-                    msg = g.switch(None)
+                else:  # a request that synchronises with SimPy (IPCQ, Sync)
+                    msg = g.switch((yield from msg.run(self)))
+            if self.unresolved:  # recv_async handles never consumed
+                yield from Resolve(list(self.unresolved)).run(self)
             self.drain()
         if self.now > self.env.now:
             yield self.env.timeout(self.now - self.env.now)
@@ -174,6 +181,11 @@ class PEDriver:
 
     def _composite(self, cmd: Cmd, model: Callable, engine: Any) -> None:
         run_composite(self, cmd)
+
+    def take_wait(self) -> int:
+        """The explicit-wait stall carried to the next op (and reset)."""
+        w, self.carried_wait = self.carried_wait, 0
+        return w
 
     def _wait(self, bufs: list) -> None:
         ready = self.now

@@ -15,6 +15,7 @@ from kernbench.case import Case
 from kernbench.errors import BadInputError, KernbenchError
 from kernbench.hw import HwConfig, load_hw
 from kernbench.record.handle import HbmTensor, Pointer
+from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
 from kernbench.record.pe import PEDriver
 from kernbench.record.tensors import write_tensors
@@ -56,6 +57,9 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
         fn(*ptrs, **params)
 
     n_programs = math.prod(grid)
+    ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
+    for d in drivers:
+        d.ring = ring
     for d in drivers:
         programs = list(range(d.index, n_programs, hw.n_pe))
         if programs:

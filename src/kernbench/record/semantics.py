@@ -10,18 +10,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernbench.errors import (
-    BoundsError,
     DtypeError,
     KernelError,
     ScratchScopeError,
     ShapeError,
-    SpaceError,
 )
 from kernbench.record.commands import Cmd
-from kernbench.record.composite import tile_rows
 from kernbench.record.context import KernelContext, current
-from kernbench.record.handle import Buffer, Pointer, Scope, TensorHandle
-from kernbench.record.pe import Wait
+from kernbench.record.handle import TensorHandle
+from kernbench.record.ipcq import Resolve
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, ops
 from kernbench.schemas.dtypes import DType
@@ -84,6 +81,15 @@ def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
     return h
 
 
+def _issue(ctx: KernelContext, cmd: Cmd) -> None:
+    """Hand ``cmd`` to the driver, first resolving recv_async inputs still unmatched."""
+    if ctx.driver.unresolved:
+        pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]
+        if pending:
+            ctx.issue(Resolve(pending))
+    ctx.issue(cmd)
+
+
 def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
           dtype: DType, work: tuple[int, ...], src: str, attrs: str = "{}",
           flops: int = 0) -> TensorHandle:
@@ -95,7 +101,7 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
     scopes = ctx.scopes
     out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),
                        shape, dtype)
-    ctx.issue(Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
+    _issue(ctx, Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
     return out
 
 
@@ -129,83 +135,6 @@ def num_programs(axis: int) -> int:
     if not 0 <= axis < len(ctx.grid):
         raise KernelError(f"num_programs axis {axis} outside grid {list(ctx.grid)}", src_here())
     return ctx.grid[axis]
-
-
-# -- memory ------------------------------------------------------------------------------
-def _hbm_operand(ptr: Any, shape: tuple[int, ...], what: str, src: str) -> TensorHandle:
-    if type(ptr) is not Pointer:
-        raise KernelError(f"{what} needs an HBM pointer, got {type(ptr).__name__} {ptr!r}", src)
-    t = ptr.tensor
-    n = _prod(shape)
-    if ptr.offset < 0 or ptr.offset + n > t.numel:
-        raise BoundsError(
-            f"{what} of {n} elements at {t.name}+{ptr.offset} is outside tensor {t.name!r} "
-            f"({t.numel} elements)", src)
-    buf = Buffer("hbm", t.pe, ptr.addr, n * t.dtype.itemsize, None, src)
-    return TensorHandle(buf, shape, t.dtype)
-
-
-def load(ptr: Pointer, shape: Any, dtype: Any, *, out: TensorHandle | None = None
-         ) -> TensorHandle:
-    """Issue an HBM->TCM DMA read; returns at once with a pending handle (lazy load)."""
-    ctx = current()
-    src = src_here()
-    shape = _shape(shape, src)
-    dt = _dtype(dtype, src)
-    hbm = _hbm_operand(ptr, shape, "load", src)
-    if dt is not hbm.dtype:
-        raise DtypeError(f"load dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
-                         f"{hbm.dtype.name}", src)
-    n, nbytes = hbm.numel, hbm.nbytes
-    if out is None:
-        dst = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dt)
-    else:
-        _live(out, src, "load out=")
-        if out.space != "tcm" or out.transposed:
-            raise SpaceError(f"load out= must be a plain TCM handle, got {out!r}", src)
-        if out.shape != shape or out.dtype is not dt:
-            raise ShapeError(f"load out= is {list(out.shape)} {out.dtype.name}, the load is "
-                             f"{list(shape)} {dt.name}", src)
-        dst = TensorHandle(out.buf, shape, dt)
-    ctx.issue(Cmd(OP.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
-    return dst
-
-
-def store(ptr: Pointer, value: TensorHandle) -> None:
-    """Write ``value`` contiguously at ``ptr``, converted to the tensor's dtype (blocking)."""
-    ctx = current()
-    src = src_here()
-    _live(value, src, "store value")
-    hbm = _hbm_operand(ptr, value.shape, "store", src)
-    ctx.issue(Cmd(OP.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,), src))
-
-
-def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
-    """Copy ``src_h``'s bytes into ``dst`` (both TCM, same shape and dtype): ``math/copy``."""
-    ctx = current()
-    src = src_here()
-    _live(dst, src, "copy_to dst")
-    _live(src_h, src, "copy_to src")
-    if dst.space != "tcm" or src_h.space != "tcm":
-        raise SpaceError(f"copy_to needs TCM operands, got dst in {dst.space!r} and src in "
-                         f"{src_h.space!r}", src)
-    if dst.shape != src_h.shape:
-        raise ShapeError(f"copy_to shapes differ: dst {list(dst.shape)} vs src "
-                         f"{list(src_h.shape)}", src)
-    if dst.dtype is not src_h.dtype:
-        raise DtypeError(f"copy_to dtypes differ: dst {dst.dtype.name} vs src "
-                         f"{src_h.dtype.name}", src)
-    if dst.transposed:
-        raise SpaceError("copy_to dst must not be a transposed view", src)
-    n = dst.numel
-    ctx.issue(Cmd(OP.COPY, (src_h,), dst, n, dst.nbytes, (n,), src))
-
-
-def wait(*handles: TensorHandle) -> None:
-    """Stall until the pending completions of ``handles`` have landed."""
-    ctx = current()
-    src = src_here()
-    ctx.issue(Wait([_live(h, src).buf for h in handles]))
 
 
 # -- creation ----------------------------------------------------------------------------
@@ -306,55 +235,6 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
             raise ShapeError(f"dot acc is {list(acc.shape)}, result is {[m, n]}", src)
         inputs = (a, b, acc)
     return _emit(ctx, OP.DOT, inputs, (m, n), dt, (m, n, k), src, flops=2 * m * n * k)
-
-
-def ref(ptr: Pointer, shape: Any, dtype: Any) -> TensorHandle:
-    """An HBM-resident operand for ``composite`` (no data moves until the scheduler streams)."""
-    current()
-    src = src_here()
-    shape = _shape(shape, src)
-    dt = _dtype(dtype, src)
-    h = _hbm_operand(ptr, shape, "ref", src)
-    if dt is not h.dtype:
-        raise DtypeError(f"ref dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
-                         f"{h.dtype.name}", src)
-    return h
-
-
-def composite(op: str = "gemm", *, a: TensorHandle, b: TensorHandle, trans_b: bool = False,
-              tile: int | None = None) -> TensorHandle:
-    """``a @ b`` (or ``a @ b^T``) with ``b`` streamed from HBM by the PE scheduler."""
-    ctx = current()
-    src = src_here()
-    if op != "gemm":
-        raise KernelError(f"composite op {op!r} is not supported (only 'gemm')", src)
-    _live(a, src, "composite a")
-    if a.space != "tcm" or a.ndim != 2:
-        raise SpaceError(f"composite a must be a 2-D TCM handle, got {a!r}", src)
-    if b.space != "hbm" or b.ndim != 2:
-        raise SpaceError(f"composite b must be a 2-D tl.ref, got {b!r}", src)
-    k_b, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
-    if a.shape[1] != k_b:
-        shape_b = f"{list(b.shape)}{'^T' if trans_b else ''}"
-        raise ShapeError(f"composite shapes {list(a.shape)} @ {shape_b} do not fit", src)
-    if tile is not None and (not isinstance(tile, int) or tile <= 0):
-        raise KernelError(f"composite tile must be a positive int, got {tile!r}", src)
-    m = a.shape[0]
-    stored = b.shape  # rows as stored in HBM: N with trans_b, K without
-    rows = tile_rows(stored, b.dtype.itemsize, ctx.hw.stage_bytes, tile)
-    if rows * stored[1] * b.dtype.itemsize > ctx.hw.stage_bytes // 2:
-        raise KernelError(f"composite tile of {rows} rows ({rows * stored[1] * b.dtype.itemsize}"
-                          f" bytes) does not fit half the staging area "
-                          f"({ctx.hw.stage_bytes // 2} bytes)", src)
-    nbytes = m * n * 4
-    scopes = ctx.scopes
-    buf = ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src)
-    out = (TensorHandle(buf, (n, m), dtypes.float32) if trans_b
-           else TensorHandle(buf, (m, n), dtypes.float32))
-    ctx.issue(Cmd(OP.GEMM, (a, b), out, m * n, nbytes, (m, n, a.shape[1], trans_b, rows), src,
-                  2 * m * n * a.shape[1],
-                  _attrs(tile=rows, trans_b=bool(trans_b))))
-    return TensorHandle(buf, (m, n), dtypes.float32, True) if trans_b else out
 
 
 # -- MATH --------------------------------------------------------------------------------
@@ -468,28 +348,3 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
 
 
-# -- scratch scopes ----------------------------------------------------------------------
-class scratch_scope:  # noqa: N801 - the tl spelling
-    """``with tl.scratch_scope():`` records the scratch cursor and rewinds to it on exit,
-    after waiting for in-flight loads that land in the rewound bytes."""
-
-    __slots__ = ("ctx", "scope")
-
-    def __enter__(self) -> Scope:
-        ctx = self.ctx = current()
-        src = src_here()
-        scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
-        ctx.scopes.append(scope)
-        ctx.issue(Cmd(OP.SCOPE_ENTER, (), None, 0, 0, (), src, attrs=f'{{"cursor":{scope.saved}}}'))
-        return scope
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        ctx, scope = self.ctx, self.scope
-        hi = ctx.scratch.cursor
-        scope.alive = False
-        ctx.scratch.rewind(scope.saved)
-        if exc_type is None:
-            ctx.issue(Cmd(OP.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
-                      attrs=f'{{"hi":{hi},"lo":{scope.saved}}}'))
-        ctx.scopes.pop()
-        return False

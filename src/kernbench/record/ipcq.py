@@ -1,0 +1,186 @@
+"""IPCQ: per-direction links between ring neighbours, and the queues at their ends.
+
+A message sent to ``"next"`` lands in the next PE's ``"prev"`` queue (and vice versa). Each
+queue holds ``ipcq_depth`` messages (credits); ``send`` blocks only while the receiver's
+queue is full, then hands the message to its link: the link is busy for
+``ceil(nbytes / link_bw)`` and the message is visible ``link_latency`` later. The source
+buffer stays pending until the link has read it, so it cannot be overwritten early.
+
+Messages live in the receiver's ``ipcq`` memory space, one slot of ``ipcq_slot_kib`` per
+(direction, credit), which is how Phase 2 moves the bytes: ``send`` writes the slot at
+arrival, ``recv`` copies it into TCM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from kernbench.errors import IpcqError
+from kernbench.record.commands import Cmd
+from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.schemas.ops import OP
+
+if TYPE_CHECKING:
+    from kernbench.record.pe import PEDriver
+
+DIRECTIONS = ("next", "prev")
+OPPOSITE = {"next": "prev", "prev": "next"}
+
+
+class Message:
+    __slots__ = ("operand", "arrival", "shape", "dtype")
+
+    def __init__(self, operand: TensorHandle, arrival: int) -> None:
+        self.operand, self.arrival = operand, arrival
+        self.shape, self.dtype = operand.shape, operand.dtype
+
+
+class Ring:
+    """The ring of active PEs: queues, credits and slot counters per (pe, incoming dir)."""
+
+    def __init__(self, env: simpy.Environment, size: int, depth: int, slot_bytes: int) -> None:
+        self.env, self.size, self.depth, self.slot_bytes = env, size, depth, slot_bytes
+        keys = [(p, d) for p in range(size) for d in DIRECTIONS]
+        self.queues = {k: simpy.Store(env) for k in keys}
+        self.credits = {k: simpy.Container(env, capacity=depth, init=depth) for k in keys}
+        self.sent = {k: 0 for k in keys}
+
+    def neighbour(self, pe: int, direction: str) -> int:
+        return (pe + 1) % self.size if direction == "next" else (pe - 1) % self.size
+
+    def slot(self, pe: int, incoming: str) -> int:
+        """The ipcq-space address of the next message into (pe, incoming)."""
+        k = (pe, incoming)
+        n = self.sent[k]
+        self.sent[k] = n + 1
+        return ((DIRECTIONS.index(incoming) * self.depth) + n % self.depth) * self.slot_bytes
+
+
+def _sync(pe: PEDriver, t: int) -> Generator[simpy.Event, Any, None]:
+    if t > pe.env.now:
+        yield pe.env.timeout(t - pe.env.now)
+
+
+class Send:
+    """``tl.send(dir, x)``: a request the PE driver runs as part of its SimPy process."""
+
+    __slots__ = ("direction", "x", "src")
+
+    def __init__(self, direction: str, x: TensorHandle, src: str) -> None:
+        self.direction, self.x, self.src = direction, x, src
+
+    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+        ring, x = pe.ring, self.x
+        start_now = pe.now
+        ready = max(start_now, x.buf.ready_ps)
+        yield from _sync(pe, ready)
+        dst = ring.neighbour(pe.index, self.direction)
+        incoming = OPPOSITE[self.direction]
+        key = (dst, incoming)
+        yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
+        t_issue = max(ready, int(pe.env.now))
+        link = pe.links[self.direction]
+        busy, latency = link.cost(x.nbytes)
+        start = link.occupy(t_issue, busy)
+        arrival = start + busy + latency
+        slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
+                                   self.src), x.shape, x.dtype)
+        ring.queues[key].put(Message(slot, arrival))
+        cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), self.src,
+                  attrs=f'{{"dir":"{self.direction}","to":{dst}}}')
+        pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
+        if start + busy > x.buf.ready_ps:  # the link reads the source until start + busy
+            x.buf.ready_ps = start + busy
+            pe.pending.append(x.buf)
+        pe.now = t_issue
+
+
+class Recv:
+    """``tl.recv`` (blocking) and the resolution of a ``tl.recv_async`` handle."""
+
+    __slots__ = ("direction", "out", "src", "t_issue", "event")
+
+    def __init__(self, direction: str, out: TensorHandle, src: str, t_issue: int | None = None,
+                 event: simpy.Event | None = None) -> None:
+        self.direction, self.out, self.src = direction, out, src
+        self.t_issue, self.event = t_issue, event
+
+    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+        t_issue = pe.now if self.t_issue is None else self.t_issue
+        if self.event is None:  # blocking recv: match now
+            yield from _sync(pe, pe.now)
+            msg = yield pe.ring.queues[(pe.index, self.direction)].get()
+            t_match = int(pe.env.now)
+            yield from _sync(pe, max(t_match, msg.arrival))
+            pe.ring.credits[(pe.index, self.direction)].put(1)
+        else:  # recv_async: the matcher process has (or will have) the message
+            yield from _sync(pe, pe.now)
+            msg, t_match = yield self.event
+        out = self.out
+        if msg.shape != out.shape or msg.dtype is not out.dtype:
+            raise IpcqError(f"recv from {self.direction!r} expects {list(out.shape)} "
+                            f"{out.dtype.name}, the message is {list(msg.shape)} "
+                            f"{msg.dtype.name}", self.src)
+        visible = max(t_match, msg.arrival)
+        cmd = Cmd(OP.RECV, (msg.operand,), out, out.numel, out.nbytes, (out.nbytes,), self.src,
+                  attrs=f'{{"dir":"{self.direction}"}}')
+        wait = (max(pe.now, visible) - pe.now) + pe.take_wait() if self.event is None else 0
+        pe.record(cmd, t_issue, visible, visible, 0, wait)
+        out.buf.event = None
+        if self.event is None:
+            pe.now = max(pe.now, visible)
+        else:
+            out.buf.ready_ps = visible
+
+
+def matcher(pe: PEDriver, direction: str, event: simpy.Event
+            ) -> Generator[simpy.Event, Any, None]:
+    """Background half of recv_async: take the message, return the credit on arrival."""
+    key = (pe.index, direction)
+    msg = yield pe.ring.queues[key].get()
+    t_match = int(pe.env.now)
+    event.succeed((msg, t_match))
+    if msg.arrival > pe.env.now:
+        yield pe.env.timeout(msg.arrival - pe.env.now)
+    pe.ring.credits[key].put(1)
+
+
+class RecvAsync:
+    """``tl.recv_async``: start matching in the background; the handle stays pending."""
+
+    __slots__ = ("direction", "out", "src")
+
+    def __init__(self, direction: str, out: TensorHandle, src: str) -> None:
+        self.direction, self.out, self.src = direction, out, src
+
+    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+        yield from _sync(pe, pe.now)
+        event = pe.env.event()
+        pe.env.process(matcher(pe, self.direction, event))
+        self.out.buf.event = Recv(self.direction, self.out, self.src, pe.now, event)
+        pe.unresolved.append(self.out.buf)
+
+
+class Resolve:
+    """Auto-wait on recv_async handles: emit their recv rows once their messages match."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self, bufs: list[Buffer]) -> None:
+        self.bufs = bufs
+
+    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+        for buf in self.bufs:
+            if buf.event is not None:
+                yield from buf.event.run(pe)
+                pe.pending.append(buf)
+        pe.unresolved = [b for b in pe.unresolved if b.event is not None]
+
+
+def check_direction(direction: Any, src: str) -> str:
+    if direction not in DIRECTIONS:
+        raise IpcqError(f"unknown IPCQ direction {direction!r}; use 'next' or 'prev'", src)
+    return direction

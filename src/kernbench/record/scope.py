@@ -1,0 +1,43 @@
+"""``tl.scratch_scope``: save-points on the kernel-scratch cursor (ADR-0063)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.record.commands import Cmd
+from kernbench.record.context import current
+from kernbench.record.handle import Scope
+from kernbench.record.ipcq import Resolve
+from kernbench.record.source import src_here
+from kernbench.schemas.ops import OP
+
+
+class scratch_scope:  # noqa: N801 - the tl spelling
+    """``with tl.scratch_scope():`` records the scratch cursor and rewinds to it on exit,
+    after waiting for in-flight loads that land in the rewound bytes."""
+
+    __slots__ = ("ctx", "scope")
+
+    def __enter__(self) -> Scope:
+        ctx = self.ctx = current()
+        src = src_here()
+        scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
+        ctx.scopes.append(scope)
+        ctx.issue(Cmd(OP.SCOPE_ENTER, (), None, 0, 0, (), src,
+                      attrs=f'{{"cursor":{scope.saved}}}'))
+        return scope
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        ctx, scope = self.ctx, self.scope
+        hi = ctx.scratch.cursor
+        unresolved = [b for b in ctx.driver.unresolved
+                      if b.space == "tcm" and scope.saved <= b.addr < hi]
+        if unresolved and exc_type is None:  # a recv_async landing in the rewound bytes
+            ctx.issue(Resolve(unresolved))
+        scope.alive = False
+        ctx.scratch.rewind(scope.saved)
+        if exc_type is None:
+            ctx.issue(Cmd(OP.SCOPE_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(),
+                      attrs=f'{{"hi":{hi},"lo":{scope.saved}}}'))
+        ctx.scopes.pop()
+        return False
