@@ -28,6 +28,7 @@ from kernbench.errors import (  # noqa: E402
 from kernbench.hw import HwConfig, load_hw  # noqa: E402
 from kernbench.record.kernel import kernel  # noqa: E402
 from kernbench.record.runner import record  # noqa: E402
+from kernbench.replay import ReplayResult, replay  # noqa: E402
 from kernbench.trace import Trace  # noqa: E402
 
 __all__ = [
@@ -35,5 +36,5 @@ __all__ = [
     "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
-    "load_hw", "kernel", "record", "Trace",
+    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult",
 ]

@@ -12,7 +12,7 @@ from tests.replay.conftest import op, operand, write_trace
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.replay import replay
+from kernbench.replay import ReplayResult, replay
 from kernbench.schemas.ops import Op
 
 X = np.arange(1, 9, dtype=np.float32)
@@ -30,7 +30,7 @@ def tcm(addr: int, n: int = 4) -> dict:
     return operand("tcm", addr, (n,))
 
 
-def run(tmp_path: Path, ops: list[dict]) -> kb.replay:
+def run(tmp_path: Path, ops: list[dict]) -> ReplayResult:
     path = write_trace(tmp_path / "t.ktrace", ops, {"x": (X, "input"),
                                                      "y": (np.zeros(8, np.float32), "output")})
     return replay(path, in_process=True)
