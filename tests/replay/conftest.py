@@ -46,7 +46,7 @@ def copy_of(recorded: Callable[[str], Path], tmp_path: Path) -> Callable[[str], 
 
     def get(case: str) -> Path:
         dst = tmp_path / f"{case}.ktrace"
-        shutil.copytree(recorded(case), dst)
+        shutil.copytree(recorded(case), dst, ignore=shutil.ignore_patterns("replay"))
         return dst
 
     return get

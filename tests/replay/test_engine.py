@@ -163,7 +163,7 @@ def test_an_early_read_of_a_reused_buffer_is_wrong_data(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", ["scale-exp", "gemm", "softmax"])
-def test_built_in_cases_replay_and_verify(recorded, case: str) -> None:
-    res = replay(recorded(case), in_process=True)
+def test_built_in_cases_replay_and_verify(copy_of, case: str) -> None:
+    res = replay(copy_of(case), in_process=True)
     assert res.ok, res.verdict
     assert res.verdict["reference"] == f"registry:{case}"
