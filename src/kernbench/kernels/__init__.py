@@ -1,3 +1,3 @@
 """The kernel library: built-in cases, registered by name on import."""
 
-from kernbench.kernels import examples, flash, gqa, streaming  # noqa: F401
+from kernbench.kernels import examples, flash, gqa, ring, streaming  # noqa: F401

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import IpcqError, SpaceError
+from kernbench.errors import IpcqError, ShapeError, SpaceError
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
 from kernbench.record.ipcq import Recv, RecvAsync, Resolve, Send, check_direction
+from kernbench.record.pe import Wait
 from kernbench.record.semantics import _dtype, _live, _prod, _shape
 from kernbench.record.source import src_here
 
@@ -28,28 +29,52 @@ def send(direction: str, x: TensorHandle) -> None:
     ctx.issue(Send(direction, x, src))
 
 
-def _recv_buffer(ctx: KernelContext, direction: str, shape: Any, dtype: Any, src: str
-                 ) -> TensorHandle:
+def _recv_buffer(ctx: KernelContext, direction: str, shape: Any, dtype: Any,
+                 out: TensorHandle | None, src: str) -> TensorHandle:
     check_direction(direction, src)
     shape, dt = _shape(shape, src), _dtype(dtype, src)
+    if out is not None:
+        _live(out, src, "recv out=")
+        if out.space != "tcm" or out.transposed:
+            raise SpaceError(f"recv out= must be a plain TCM handle, got {out!r}", src)
+        if out.shape != shape or out.dtype is not dt:
+            raise ShapeError(f"recv out= is {list(out.shape)} {out.dtype.name}, the message is "
+                             f"{list(shape)} {dt.name}", src)
+        return TensorHandle(out.buf, shape, dt)
     nbytes = _prod(shape) * dt.itemsize
     scopes = ctx.scopes
     return TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src), shape, dt)
 
 
-def recv(direction: str, shape: Any, dtype: Any) -> TensorHandle:
+def _before_overwrite(ctx: KernelContext, dst: TensorHandle, out: TensorHandle | None) -> None:
+    """Receiving into an existing buffer waits until nothing else writes or reads it."""
+    if out is None:
+        return
+    buf = dst.buf
+    if buf.event:
+        ctx.issue(Resolve([buf]))
+    if max(buf.ready_ps, buf.read_until) > ctx.driver.now:
+        ctx.issue(Wait([buf]))
+
+
+def recv(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+         ) -> TensorHandle:
     """Receive the next message from the ring neighbour ``direction`` (blocking)."""
     ctx = current()
     src = src_here()
-    out = _recv_buffer(ctx, direction, shape, dtype, src)
-    ctx.issue(Recv(direction, out, src))
-    return out
+    dst = _recv_buffer(ctx, direction, shape, dtype, out, src)
+    _before_overwrite(ctx, dst, out)
+    ctx.issue(Recv(direction, dst, src))
+    return dst
 
 
-def recv_async(direction: str, shape: Any, dtype: Any) -> TensorHandle:
-    """Like recv, but returns at once; the handle auto-waits on first use like a lazy load."""
+def recv_async(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+               ) -> TensorHandle:
+    """Like recv, but returns at once; the handle auto-waits on first use like a lazy load.
+    ``out=`` receives into an existing TCM handle (double-buffering persistent buffers)."""
     ctx = current()
     src = src_here()
-    out = _recv_buffer(ctx, direction, shape, dtype, src)
-    ctx.issue(RecvAsync(direction, out, src))
-    return out
+    dst = _recv_buffer(ctx, direction, shape, dtype, out, src)
+    _before_overwrite(ctx, dst, out)
+    ctx.issue(RecvAsync(direction, dst, src))
+    return dst

@@ -63,16 +63,20 @@ class Scope:
 
 class Buffer:
     """Bytes in TCM or staging. ``ready_ps`` is the slot for a pending completion: the time
-    the last write into it (a lazy load, a ``recv_async``) becomes visible."""
+    the last write into it (a lazy load, a ``recv_async``) becomes visible; readers and
+    writers wait for it. ``read_until`` is when an in-flight send stops reading it; only
+    writers wait for that."""
 
-    __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event")
+    __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event",
+                 "read_until")
 
     def __init__(self, space: str, pe: int, addr: int, nbytes: int, scope: Scope | None,
                  src: str) -> None:
         self.space, self.pe, self.addr, self.nbytes = space, pe, addr, nbytes
         self.scope, self.src = scope, src
         self.ready_ps = 0
-        self.event = None  # a SimPy event for completions not known at issue (recv_async)
+        self.event = None  # the pending recv_async resolution, until its message matches
+        self.read_until = 0  # an outgoing transfer (send) reads it until then: writers wait
 
 
 class TensorHandle:

@@ -1,7 +1,8 @@
 """IPCQ: per-direction links between ring neighbours, and the queues at their ends.
 
 A message sent to ``"next"`` lands in the next PE's ``"prev"`` queue (and vice versa). Each
-queue holds ``ipcq_depth`` messages (credits); ``send`` blocks only while the receiver's
+queue holds ``ipcq_depth`` unclaimed messages (credits); a receive (``recv``, or a posted
+``recv_async``) claims one and frees its credit. ``send`` blocks only while the receiver's
 queue is full, then hands the message to its link: the link is busy for
 ``ceil(nbytes / link_bw)`` and the message is visible ``link_latency`` later. The source
 buffer stays pending until the link has read it, so it cannot be overwritten early.
@@ -92,8 +93,8 @@ class Send:
         cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), self.src,
                   attrs=f'{{"dir":"{self.direction}","to":{dst}}}')
         pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
-        if start + busy > x.buf.ready_ps:  # the link reads the source until start + busy
-            x.buf.ready_ps = start + busy
+        if start + busy > x.buf.read_until:  # the link reads the source until start + busy
+            x.buf.read_until = start + busy
             pe.pending.append(x.buf)
         pe.now = t_issue
 
@@ -114,7 +115,6 @@ class Recv:
             yield from _sync(pe, pe.now)
             msg = yield pe.ring.queues[(pe.index, self.direction)].get()
             t_match = int(pe.env.now)
-            yield from _sync(pe, max(t_match, msg.arrival))
             pe.ring.credits[(pe.index, self.direction)].put(1)
         else:  # recv_async: the matcher process has (or will have) the message
             yield from _sync(pe, pe.now)
@@ -138,13 +138,11 @@ class Recv:
 
 def matcher(pe: PEDriver, direction: str, event: simpy.Event
             ) -> Generator[simpy.Event, Any, None]:
-    """Background half of recv_async: take the message, return the credit on arrival."""
+    """Background half of recv_async: claim the next message; its credit frees at once (a
+    posted receive takes the message out of the queue, which only holds unclaimed ones)."""
     key = (pe.index, direction)
     msg = yield pe.ring.queues[key].get()
-    t_match = int(pe.env.now)
-    event.succeed((msg, t_match))
-    if msg.arrival > pe.env.now:
-        yield pe.env.timeout(msg.arrival - pe.env.now)
+    event.succeed((msg, int(pe.env.now)))
     pe.ring.credits[key].put(1)
 
 

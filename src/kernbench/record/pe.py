@@ -108,8 +108,7 @@ class PEDriver:
     def drain(self) -> None:
         """Wait for every in-flight completion (end of a program)."""
         for buf in self.pending:
-            if buf.ready_ps > self.now:
-                self.now = buf.ready_ps
+            self.now = max(self.now, buf.ready_ps, buf.read_until)
         self.pending = []
 
     # -- one op ------------------------------------------------------------------------
@@ -121,8 +120,12 @@ class PEDriver:
             if r > ready:
                 ready = r
         out = cmd.out
-        if out is not None and out.buf.ready_ps > ready:  # write after a pending write
-            ready = out.buf.ready_ps
+        if out is not None:  # a write waits for a pending write and an in-flight read
+            ob = out.buf
+            if ob.ready_ps > ready:
+                ready = ob.ready_ps
+            if ob.read_until > ready:
+                ready = ob.read_until
         wait = ready - now + self.carried_wait
         self.carried_wait = 0
         busy, latency = model(self, cmd)
@@ -169,10 +172,11 @@ class PEDriver:
         ready = self.now
         keep = []
         for buf in self.pending:
-            if buf.ready_ps > self.now:
+            busy = max(buf.ready_ps, buf.read_until)
+            if busy > self.now:
                 keep.append(buf)
-                if buf.space == "tcm" and lo <= buf.addr < hi and buf.ready_ps > ready:
-                    ready = buf.ready_ps
+                if buf.space == "tcm" and lo <= buf.addr < hi and busy > ready:
+                    ready = busy
         self.pending = keep
         wait = ready - self.now + self.carried_wait
         self.carried_wait = 0
@@ -190,7 +194,6 @@ class PEDriver:
     def _wait(self, bufs: list) -> None:
         ready = self.now
         for b in bufs:
-            if b.ready_ps > ready:
-                ready = b.ready_ps
+            ready = max(ready, b.ready_ps, b.read_until)
         self.carried_wait += ready - self.now
         self.now = ready

@@ -1,0 +1,129 @@
+"""ring-attention: one GQA group (G query heads sharing a KV head) across ``n_ranks`` PEs.
+
+prefill (non-causal): rank r holds a query tile (T_q tokens x G heads) and its KV block of
+  S_kv_per_rank tokens. KV rotates chunk by chunk: each chunk goes once round the ring, rank
+  r forwarding the chunk it holds while it computes on it and ``recv_async``-ing the next one
+  into the other half of a persistent double buffer, so the link overlaps the compute.
+decode: KV stays in place; every rank sweeps its block (double-buffered lazy loads) into a
+  partial (m, l, O), then the partials travel round the ring (all-gather) and each rank merges
+  them; rank 0 writes O.
+
+Layouts: Q/O prefill [n, T_q, G, D]; Q/O decode [G, D]; K, V [n, S_kv_per_rank, D].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kernbench as kb
+from kernbench import tl
+from kernbench.kernels.gqa import online_softmax_step, running_state
+
+
+@kb.kernel
+def ring_prefill(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int, D: int,  # noqa: N803
+                 scale: float):
+    r = tl.program_id(0)
+    rows = T_q * G
+    qt = tl.reshape(tl.load(q + r * rows * D, (T_q, G, D), tl.bfloat16), (rows, D))
+    m, l, acc = running_state(rows, D)  # noqa: E741
+    kbuf = [tl.zeros((C, D), tl.bfloat16), tl.zeros((C, D), tl.bfloat16)]
+    vbuf = [tl.zeros((C, D), tl.bfloat16), tl.zeros((C, D), tl.bfloat16)]
+    kbase, vbase = k + r * S * D, v + r * S * D
+    step = 0
+    for c in range(S // C):
+        cur = step % 2
+        tl.load(kbase + c * C * D, (C, D), tl.bfloat16, out=kbuf[cur])
+        tl.load(vbase + c * C * D, (C, D), tl.bfloat16, out=vbuf[cur])
+        for i in range(n):
+            cur, nxt = step % 2, (step + 1) % 2
+            if i < n - 1:  # forward what we hold, and post the receive of what comes next
+                tl.send("next", kbuf[cur])
+                tl.send("next", vbuf[cur])
+                tl.recv_async("prev", (C, D), tl.bfloat16, out=kbuf[nxt])
+                tl.recv_async("prev", (C, D), tl.bfloat16, out=vbuf[nxt])
+            with tl.scratch_scope():
+                online_softmax_step(qt, kbuf[cur], vbuf[cur], m, l, acc, scale)
+            step += 1 if i < n - 1 else 2  # the next chunk's load goes to the free buffer
+    tl.store(o + r * rows * D, tl.reshape(acc / l, (T_q, G, D)))
+
+
+@kb.kernel
+def ring_decode(q, k, v, o, *, n: int, S: int, C: int, G: int, D: int, scale: float):  # noqa: N803
+    r = tl.program_id(0)
+    qh = tl.load(q, (G, D), tl.bfloat16)
+    m, l, acc = running_state(G, D)  # noqa: E741
+    kbase, vbase = k + r * S * D, v + r * S * D
+    kbuf = [tl.load(kbase, (C, D), tl.bfloat16)]
+    vbuf = [tl.load(vbase, (C, D), tl.bfloat16)]
+    for j in range(S // C):
+        if j + 1 < S // C:
+            nk, nv = kbase + (j + 1) * C * D, vbase + (j + 1) * C * D
+            if len(kbuf) < 2:
+                kbuf.append(tl.load(nk, (C, D), tl.bfloat16))
+                vbuf.append(tl.load(nv, (C, D), tl.bfloat16))
+            else:
+                tl.load(nk, (C, D), tl.bfloat16, out=kbuf[(j + 1) % 2])
+                tl.load(nv, (C, D), tl.bfloat16, out=vbuf[(j + 1) % 2])
+        with tl.scratch_scope():
+            online_softmax_step(qh, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale)
+    # all-gather the partials round the ring, merging each one that arrives
+    part = (tl.zeros((G, 1), tl.float32), tl.zeros((G, 1), tl.float32),
+            tl.zeros((G, D), tl.float32))
+    tl.copy_to(part[0], m)
+    tl.copy_to(part[1], l)
+    tl.copy_to(part[2], acc)
+    for _ in range(n - 1):
+        for h in part:
+            tl.send("next", h)
+        got = [tl.recv("prev", h.shape, tl.float32) for h in part]
+        with tl.scratch_scope():
+            m_new = tl.maximum(m, got[0])
+            a, b = tl.exp(m - m_new), tl.exp(got[0] - m_new)
+            tl.copy_to(l, l * a + got[1] * b)
+            tl.copy_to(acc, acc * a + got[2] * b)
+            tl.copy_to(m, m_new)
+        for h, g in zip(part, got, strict=True):
+            tl.copy_to(h, g)
+    if r == 0:
+        tl.store(o, acc / l)
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    s = q.astype(np.float32) @ k.astype(np.float32).T * np.float32(scale)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v.astype(np.float32)
+
+
+@kb.register_case("ring-attention")
+def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N803
+                        phase: str = "prefill", C: int = 64, T_q: int = 32, G: int = 8,  # noqa: N803
+                        D: int = 128) -> kb.Case:  # noqa: N803
+    """Ring attention over ``n_ranks`` PEs for one GQA group (Llama3-70B: G = 8, D = 128)."""
+    if phase not in ("prefill", "decode"):
+        raise kb.BadInputError(f"ring-attention: phase {phase!r} is not 'prefill' or 'decode'")
+    if S_kv_per_rank % C or n_ranks < 1:
+        raise kb.BadInputError(f"ring-attention: S_kv_per_rank={S_kv_per_rank} must be a "
+                               f"multiple of C={C} and n_ranks >= 1")
+    scale = 1.0 / float(np.sqrt(D))
+    kv = {"k": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=72)),
+          "v": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=73))}
+    common = {"n": n_ranks, "S": S_kv_per_rank, "C": C, "G": G, "D": D, "scale": scale}
+    if phase == "prefill":
+        def reference(q, k, v):
+            qf = q.reshape(n_ranks * T_q * G, D)
+            out = _attention(qf, k.reshape(-1, D), v.reshape(-1, D), scale)
+            return {"o": out.reshape(n_ranks, T_q, G, D)}
+
+        return kb.Case(
+            name="ring-attention", kernel=ring_prefill, grid=(n_ranks,),
+            tensors={"q": kb.tensor((n_ranks, T_q, G, D), "bfloat16", init=kb.randn(seed=71)),
+                     **kv, "o": kb.tensor((n_ranks, T_q, G, D), "bfloat16", role="output")},
+            params={**common, "T_q": T_q}, reference=reference)
+    return kb.Case(
+        name="ring-attention", kernel=ring_decode, grid=(n_ranks,),
+        tensors={"q": kb.tensor((G, D), "bfloat16", init=kb.randn(seed=71)), **kv,
+                 "o": kb.tensor((G, D), "bfloat16", role="output")},
+        params=common,
+        reference=lambda q, k, v: {"o": _attention(q, k.reshape(-1, D), v.reshape(-1, D),
+                                                   scale)})
