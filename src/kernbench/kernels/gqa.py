@@ -62,6 +62,30 @@ def gqa_decode_lazy(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int, scale: 
     tl.store(o + h * G * D, acc / l)
 
 
+@kb.kernel
+def gqa_decode_composite(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int,  # noqa: N803
+                         scale: float):
+    """Decode: K/V streamed by the PE scheduler (composite GEMMs over tl.ref operands), one
+    [T_kv, D] chunk of K and of V per step, each double-buffered through the staging area."""
+    h = tl.program_id(0)
+    qh = tl.load(q + h * G * D, (G, D), tl.bfloat16)
+    m, l, acc = running_state(G, D)  # noqa: E741
+    for j in range(S_kv // T_kv):
+        with tl.scratch_scope():
+            row = (h * S_kv + j * T_kv) * D
+            s = tl.composite(op="gemm", a=qh, b=tl.ref(k + row, (T_kv, D), tl.bfloat16),
+                             trans_b=True) * scale
+            m_new = tl.maximum(m, tl.max(s, axis=1, keepdims=True))
+            p = tl.exp(s - m_new)
+            alpha = tl.exp(m - m_new)
+            tl.copy_to(l, l * alpha + tl.sum(p, axis=1, keepdims=True))
+            pv = tl.composite(op="gemm", a=p.to(tl.bfloat16),
+                              b=tl.ref(v + row, (T_kv, D), tl.bfloat16))
+            tl.copy_to(acc, acc * alpha + pv)
+            tl.copy_to(m, m_new)
+    tl.store(o + h * G * D, acc / l)
+
+
 def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
     h_kv, _, d = k.shape
     g = q.shape[0] // h_kv
@@ -72,7 +96,7 @@ def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) 
     return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
 
 
-DECODE_KERNELS = {"lazy": gqa_decode_lazy}
+DECODE_KERNELS = {"lazy": gqa_decode_lazy, "composite": gqa_decode_composite}
 
 
 @kb.register_case("gqa-decode")
