@@ -145,6 +145,22 @@ def sql(trace: str, query: str, as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--quick", "mode", flag_value="quick", default=True,
+              help="The quick panel (<= 60 s on 2 cores) [default].")
+@click.option("--full", "mode", flag_value="full", help="The full headline panel.")
+@click.option("-o", "--out", default=None, type=click.Path(),
+              help="Also write panel.parquet and panel.csv into this folder.")
+@_one_line
+def panel(mode: str, out: str | None) -> None:
+    """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
+    from kernbench.kernels.panel import format_panel, run_panel
+
+    frame = run_panel(full=mode == "full", out=out,
+                      progress=lambda m: click.echo(m, err=True))
+    click.echo(format_panel(frame))
+
+
+@main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--quick", is_flag=True, help="Smaller workloads (a smoke run, not the figures).")
 @_one_line
