@@ -54,7 +54,7 @@ def test_an_operand_crossing_two_regions_is_an_error_naming_the_range() -> None:
 
 
 @pytest.mark.parametrize(("space", "pe", "message"), [
-    ("ipcq", 0, "unknown memory space 'ipcq'"),
+    ("sram", 0, "unknown memory space 'sram'"),
     ("tcm", 8, "tcm of pe 8 does not exist"),
     ("hbm", 1, "hbm is one shared space"),
 ])
@@ -95,10 +95,15 @@ def test_filled_bytes_are_valid_and_invalidate_rewinds_them() -> None:
 
 
 def test_the_set_of_spaces_is_a_table_a_new_space_can_join() -> None:
-    spaces = dict(SPACES, ipcq=SpaceSpec("ipcq", per_pe=True, size=lambda hw: 256))
+    spaces = dict(SPACES, sram=SpaceSpec("sram", per_pe=True, size=lambda hw: 256))
     store = MemoryStore(HW, [], spaces)
-    o = store.operand("ipcq", 1, 0, (8,), "int32", False)
-    assert o.error is None and store.memory("ipcq", 1).size == 256
+    o = store.operand("sram", 1, 0, (8,), "int32", False)
+    assert o.error is None and store.memory("sram", 1).size == 256
+
+
+def test_ipcq_slots_are_sized_from_depth_and_slot_size() -> None:
+    hw = dict(HW, ipcq_depth=3, ipcq_slot_kib=2)
+    assert MemoryStore(hw, []).memory("ipcq", 0).size == 2 * 3 * 2048
 
 
 def test_a_hw_without_n_pe_is_a_trace_format_error() -> None:

@@ -205,10 +205,11 @@ class _Binder:
                                             Operand | None]:
         """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
         operands = self.operands
+        op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
-        out = operands[row[3]] if row[3] >= 0 else None
+        out = operands[row[3]] if row[3] >= 0 and EXECUTORS[op].writes else None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        return self._step(self.ops[row[0]], row[1], row[2], ins, out), ins, checks, out
+        return self._step(op, row[1], row[2], ins, out), ins, checks, out
 
     def _step(self, op: Op, attr_code: int, pe: int, ins: tuple[Operand, ...],
               out: Operand | None) -> Step:

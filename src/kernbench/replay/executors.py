@@ -44,9 +44,14 @@ Bind = Callable[[dict, Sequence[Operand], "Operand | None", BindContext], Step]
 
 @dataclass(frozen=True)
 class Executor:
-    """How replay executes one op name: ``bind`` specialises it to one op's operands."""
+    """How replay executes one op name: ``bind`` specialises it to one op's operands.
+
+    ``writes`` False: the op's step has an effect of its own (or none) and its output
+    operand, if the row has one, is not written by it (a composite parent's result is
+    written by its children)."""
 
     bind: Bind
+    writes: bool = True
 
 
 class ShapeMismatch(ValueError):
@@ -341,8 +346,8 @@ EXECUTORS: dict[Op, Executor] = {
     # operand into its output operand) until the IPCQ recorder defines more.
     Op.SEND: Executor(_bind_copy("send")),
     Op.RECV: Executor(_bind_copy("recv")),
-    Op.SCOPE_ENTER: Executor(_bind_nothing),
-    Op.SCOPE_EXIT: Executor(_bind_scope_exit),
+    Op.SCOPE_ENTER: Executor(_bind_nothing, writes=False),
+    Op.SCOPE_EXIT: Executor(_bind_scope_exit, writes=False),
     # a composite parent: its children (dma_read into stage, dot) carry the data
-    Op.GEMM: Executor(_bind_nothing),
+    Op.GEMM: Executor(_bind_nothing, writes=False),
 }

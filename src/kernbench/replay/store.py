@@ -46,10 +46,16 @@ def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
     return size
 
 
+def _ipcq_size(hw: Mapping[str, Any]) -> int:
+    return 2 * int(hw.get("ipcq_depth", 2)) * _kib("ipcq_slot_kib")(hw)
+
+
 SPACES: dict[str, SpaceSpec] = {
     "hbm": SpaceSpec("hbm", per_pe=False, size=None, check_reads=False),
     "tcm": SpaceSpec("tcm", per_pe=True, size=_kib("kernel_scratch_kib")),
     "stage": SpaceSpec("stage", per_pe=True, size=_kib("stage_kib")),
+    # the receiver's message slots: 2 directions x ipcq_depth slots of ipcq_slot_kib
+    "ipcq": SpaceSpec("ipcq", per_pe=True, size=_ipcq_size),
 }
 
 

@@ -33,16 +33,19 @@ Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.nda
 
 
 def _powers(base: int, n: int) -> np.ndarray:
-    """base**0 .. base**(n-1) mod 2**64."""
-    p = np.full(n, base, dtype=U64)
-    if n:
-        p[0] = 1
-        np.multiply.accumulate(p, out=p)
-    return p
+    """base**0 .. base**(n-1) mod 2**64, by doubling (each step one vectorised multiply)."""
+    p = np.empty(max(n, 1), dtype=U64)
+    p[0] = 1
+    k = 1
+    while k < n:
+        m = min(k, n - k)
+        np.multiply(p[:m], U64(pow(base, k, 1 << 64)), out=p[k:k + m])
+        k += m
+    return p[:n]
 
 
 class _Powers:
-    """P**i and P**-i for i < n, grown by doubling."""
+    """P**i and P**-i for i < n, grown by doubling and shared by every replay."""
 
     def __init__(self) -> None:
         self.fwd = self.inv = np.zeros(0, U64)
@@ -52,6 +55,9 @@ class _Powers:
             size = 1 << max(16, (n - 1).bit_length())
             self.fwd, self.inv = _powers(PRIME, size), _powers(PRIME_INV, size)
         return self.fwd, self.inv
+
+
+POWERS = _Powers()
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -65,7 +71,7 @@ def _mix(h: np.ndarray) -> np.ndarray:
 def checksums(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
               powers: _Powers | None = None) -> np.ndarray:
     """The 64-bit checksum of each segment ``flat[starts[k]:starts[k] + sizes[k]]``."""
-    fwd, inv = (powers or _Powers()).get(len(flat))
+    fwd, inv = (powers or POWERS).get(len(flat))
     words = flat.view(_UINT[flat.dtype.itemsize]).astype(U64)
     words *= fwd[:len(flat)]
     h = np.add.reduceat(words, starts) * inv[starts]
@@ -120,7 +126,7 @@ class ValueLog:
         self.arrays: list[np.ndarray] = []
         self._counted = 0
         self._bytes = 0
-        self._powers = _Powers()
+        self._powers = POWERS
         self._chunks: list[Chunk] = []
 
     def due(self) -> bool:
