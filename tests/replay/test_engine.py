@@ -167,3 +167,22 @@ def test_built_in_cases_replay_and_verify(copy_of, case: str) -> None:
     res = replay(copy_of(case), in_process=True)
     assert res.ok, res.verdict
     assert res.verdict["reference"] == f"registry:{case}"
+
+
+def test_a_slow_write_lands_after_a_later_faster_one(tmp_path: Path) -> None:
+    ops = [op(Op.DMA_READ, 0, 500, [hbm_x(0)], tcm(0)),
+           op(Op.DMA_READ, 100, 200, [hbm_x(4)], tcm(0)),
+           op(Op.DMA_WRITE, 300, 400, [tcm(0)], hbm_y(0)),
+           op(Op.DMA_WRITE, 600, 700, [tcm(0)], hbm_y(4))]
+    y = run(tmp_path, ops).outputs["y"]
+    np.testing.assert_array_equal(y, np.concatenate([X[4:], X[:4]]))
+
+
+def test_other_pes_work_does_not_let_a_write_land_early(tmp_path: Path) -> None:
+    ops = [op(Op.DMA_READ, 0, 100, [hbm_x(0)], tcm(0)),
+           op(Op.DMA_READ, 10, 20, [hbm_x(4)], tcm(0, 4) | {"pe": 1}, pe=1),
+           op(Op.DMA_READ, 100, 900, [hbm_x(4)], tcm(0)),
+           op(Op.DMA_WRITE, 30, 40, [tcm(0) | {"pe": 1}], hbm_y(4), pe=1),
+           op(Op.DMA_WRITE, 500, 600, [tcm(0)], hbm_y(0))]
+    y = run(tmp_path, ops).outputs["y"]
+    np.testing.assert_array_equal(y, np.concatenate([X[:4], X[4:]]))

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.store import MemoryStore, Operand
+from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
@@ -45,8 +46,9 @@ class Program:
     out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
     order: list[int]
-    #: next_start[k]: t_start_ps of the op after order[k] (a large sentinel for the last)
-    next_start: list[int]
+    #: next_access[k]: t_start_ps of the first op after order[k] that touches (reads, writes
+    #: or rewinds) the memory order[k] writes; a large sentinel if none
+    next_access: list[int]
     max_nbytes: int
 
     def __len__(self) -> int:
@@ -129,6 +131,31 @@ def _resolve(store: MemoryStore, keys: np.ndarray, names: dict[str, dict[str, in
     return found, inverse
 
 
+def _next_access(order: np.ndarray, t_start: np.ndarray, sig_id: np.ndarray,
+                 touched: list[tuple[int, ...]], outs: list[Operand | None]) -> list[int]:
+    """For each position k of ``order``: when the memory its op writes is next touched."""
+    n = len(order)
+    never = np.iinfo(np.int64).max
+    sig_sorted = sig_id[order]
+    counts = np.array([len(t) for t in touched], np.int64)[sig_sorted] if n else order
+    flat = np.array([m for t in touched for m in t], np.int64)
+    first = np.concatenate([[0], np.cumsum([len(t) for t in touched])]).astype(np.int64)
+    pos = np.repeat(np.arange(n), counts)
+    within = np.arange(len(pos)) - np.repeat(np.cumsum(counts) - counts, counts)
+    mids = flat[first[sig_sorted].repeat(counts) + within] if len(pos) else pos
+    keys = np.sort(mids * (n + 1) + pos)
+    out_mid = np.array([o.mem.mid if o is not None and o.mem is not None else -1
+                        for o in outs], np.int64)[sig_sorted] if n else order
+    query = out_mid * (n + 1) + np.arange(n)
+    at = np.searchsorted(keys, query, side="right")
+    hit = at < len(keys)
+    nxt = np.full(n, never, np.int64)
+    found = keys[np.minimum(at, max(len(keys) - 1, 0))] if len(keys) else nxt
+    same = hit & (found // (n + 1) == out_mid) & (out_mid >= 0)
+    nxt[same] = t_start[order[found[same] % (n + 1)]]
+    return nxt.tolist()
+
+
 def _fail(message: str) -> None:
     raise ReplayError(message)
 
@@ -181,13 +208,13 @@ def decode(table: pa.Table, store: MemoryStore) -> Program:
     outs = [bound[j][3] for j in sig_list]
 
     order = np.lexsort((op_id, t_start))
-    starts = t_start[order]
     sizes = [o.nbytes for o in operands if o.error is None]
     return Program(
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start.tolist(), t_end=t_end.tolist(),
         step=steps, ins=ins, checks=checks, out=outs, order=order.tolist(),
-        next_start=np.append(starts[1:], np.iinfo(np.int64).max).tolist(),
+        next_access=_next_access(order, t_start, sig_id, [b[4] for b in bound],
+                                 [b[3] for b in bound]),
         max_nbytes=max(sizes, default=0))
 
 
@@ -202,14 +229,22 @@ class _Binder:
         self.contexts: dict[int, BindContext] = {}
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
-                                            Operand | None]:
-        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
+                                            Operand | None, tuple[int, ...]]:
+        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
+        ids of the memories the op touches)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
         out = operands[row[3]] if row[3] >= 0 and EXECUTORS[op].writes else None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        return self._step(op, row[1], row[2], ins, out), ins, checks, out
+        touched = {o.mem.mid for o in (*ins, out) if o is not None and o.mem is not None}
+        if op in ops.SCOPE:  # a scope exit rewinds its PE's TCM
+            try:
+                touched.add(self.store.memory("tcm", row[2]).mid)
+            except (KeyError, ValueError):
+                pass
+        step = self._step(op, row[1], row[2], ins, out)
+        return step, ins, checks, out, tuple(sorted(touched))
 
     def _step(self, op: Op, attr_code: int, pe: int, ins: tuple[Operand, ...],
               out: Operand | None) -> Step:

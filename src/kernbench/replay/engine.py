@@ -3,8 +3,9 @@
 Ops run in (t_start_ps, op_id) order; each reads its inputs at its start and its output
 becomes visible at its t_end_ps. Pending writes wait in a heap keyed (t_end_ps, op_id) and
 are committed before any op starting at or after their end (writes before reads at equal
-times). A write is committed at once when nothing is pending and no other op starts before
-it lands. A read that overtakes its producer therefore sees invalid bytes or old data.
+times). A write is committed at once when no write into the same memory is pending and no
+op touches that memory before it lands (``Program.next_access``): nothing can tell. A read
+that overtakes its producer therefore sees invalid bytes or old data.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _arm_outputs(program: Program) -> None:
 def execute(program: Program, values: ValueLog) -> RunOutcome:
     """Run every op of ``program`` in time-faithful order, logging written values."""
     _arm_outputs(program)
-    order, next_start = program.order, program.next_start
+    order, next_access = program.order, program.next_access
     t_start, t_end = program.t_start, program.t_end
     steps, checks, outs = program.step, program.checks, program.out
     heap: list[tuple] = []
@@ -67,6 +68,7 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
                 t = t_start[i]
                 while heap and heap[0][0] <= t:
                     _, j, o, res = pop(heap)
+                    o.mem.pending -= 1
                     commit(j, o, res)
                 for o in checks[i]:
                     if o.valid.find(0, o.lo, o.hi) >= 0:
@@ -79,14 +81,17 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
                     if res.base is not None or res.dtype is not o.npd:
                         res = res.astype(o.npd)
                     e = t_end[i]
-                    if not heap and e <= next_start[k]:
-                        commit(i, o, res)
+                    m = o.mem
+                    if not m.pending and e <= next_access[k]:
+                        commit(i, o, res)  # nothing can see the difference: land it now
                     else:
+                        m.pending += 1
                         push(heap, (e, i, o, res))
                 if not k % FLUSH_CHECK_EVERY and values.due():
                     values.flush()
             while heap:
                 _, j, o, res = pop(heap)
+                o.mem.pending -= 1
                 commit(j, o, res)
     except _InvalidRead as exc:
         index = program.ins[i].index(exc.operand)

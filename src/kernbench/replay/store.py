@@ -63,12 +63,15 @@ class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
     __slots__ = ("space", "pe", "size", "buf", "data", "valid", "regions", "_starts",
-                 "check_reads")
+                 "check_reads", "mid", "pending")
 
     def __init__(self, space: str, pe: int, size: int,
-                 regions: list[tuple[int, int, str]], check_reads: bool = True) -> None:
+                 regions: list[tuple[int, int, str]], check_reads: bool = True,
+                 mid: int = 0) -> None:
         self.space, self.pe, self.size = space, pe, size
         self.check_reads = check_reads
+        self.mid = mid  # a small id, dense per store
+        self.pending = 0  # writes into this memory waiting in the engine's heap
         self.buf = bytearray(size)
         self.data = np.frombuffer(self.buf, dtype=np.uint8)
         self.valid = bytearray(size)
@@ -158,7 +161,8 @@ class MemoryStore:
         else:
             size = spec.size(self.hw)
             regions = [(0, size, space)]
-        mem = self.memories[key] = Memory(space, pe, size, regions, spec.check_reads)
+        mem = self.memories[key] = Memory(space, pe, size, regions, spec.check_reads,
+                                          len(self.memories))
         return mem
 
     def fill(self, space: str, pe: int, addr: int, data: bytes | memoryview) -> None:
