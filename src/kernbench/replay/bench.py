@@ -1,12 +1,13 @@
 """Replay throughput for ``kernbench bench``: ``measure()`` (never run by timed tests).
 
-The workload is a kernel of many small ops (tiles of ``TILE`` float32 elements: a load, a
-few elementwise ops with scalars and a broadcast operand, a row reduction, a store, and the
-scope rows around each tile). ``replay_ops_per_s`` is ops per second of a whole in-process
-replay (open + verify + decode + run + statistics + writing ``replay/``).
-``replay_vs_numpy`` is that time over the time plain numpy takes to run the same op
-sequence: every data op of the trace, in order, as the numpy call it stands for, reading
-and writing preallocated arrays (no validity, ordering, statistics or I/O).
+Two workloads of >= 50k small ops: an elementwise kernel (tiles of 8x128 float32: a load,
+elementwise ops with scalars and a broadcast operand, a row reduction, a store, and the
+scope rows around each tile), and flash attention in 16-row K/V tiles. ``replay_s`` is a
+whole in-process replay without a reference (open + verify hashes + decode + run +
+statistics + writing ``replay/``); the reference check is the user's own numpy code and is
+timed apart (``replay_verify_s``). ``replay_vs_numpy`` is that time over the time plain
+numpy takes for the same op sequence: every data op, in op order, as the numpy call replay
+binds for it, on preallocated arrays (no validity, ordering, statistics, decoding or I/O).
 """
 
 from __future__ import annotations
@@ -113,29 +114,51 @@ def _run_numpy(steps: list[tuple[Callable[..., Any], tuple, np.ndarray]]) -> flo
     return time.perf_counter() - t0
 
 
-def measure(programs: int = 8, tiles: int = 800, repeat: int = 3) -> dict[str, float]:
-    """Record the small-op kernel once; verify one replay against its reference (untimed);
-    time ``repeat`` replays without a reference and the numpy run; report the best times."""
+def _workload(case: kb.Case, path: Path, factory: Callable[..., kb.Case], repeat: int
+              ) -> dict[str, float]:
+    """Record ``case``; verify one replay (untimed); time replays without a reference and
+    the plain-numpy run of the same op sequence; best of ``repeat``."""
+    n_ops = kb.record(case, path).n_ops
+    t0 = time.perf_counter()
+    checked = replay_in_process(path, factory)
+    verify_s = time.perf_counter() - t0
+    if not checked.ok:  # pragma: no cover - a benchmark of a wrong replay is meaningless
+        raise AssertionError(f"bench replay not verified: {checked.verdict}")
+    replay_s = min(_timed(replay_in_process, path) for _ in range(repeat))
+    steps = _numpy_program(path)
+    numpy_s = min(_run_numpy(steps) for _ in range(repeat))
+    return {"ops": n_ops, "s": replay_s, "numpy_s": numpy_s, "verify_s": verify_s}
+
+
+def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
+    """The replay section of ``kernbench bench``.
+
+    ``replay_*``: the small-op elementwise kernel (``programs * tiles * 10`` ops, >= 50k
+    unless ``quick``). ``replay_attention_*``: flash attention in 16-row K/V tiles (tiny
+    GEMMs), the library's own workload at the same scale.
+    """
+    from kernbench.kernels.flash import flash_attn_case
+
+    tiles = 80 if quick else 800
+    s_kv = 4096 if quick else 40960
     with tempfile.TemporaryDirectory(prefix="kernbench-bench-") as tmp:
-        path = Path(tmp) / "small.ktrace"
-        case = kb.build_case("bench-small-ops", {"programs": programs, "tiles": tiles},
-                             factory=small_ops_case)
-        n_ops = kb.record(case, path).n_ops
-        t0 = time.perf_counter()
-        checked = replay_in_process(path, small_ops_case)
-        verify_s = time.perf_counter() - t0
-        if not checked.ok:  # pragma: no cover - a benchmark of a wrong replay is meaningless
-            raise AssertionError(f"bench replay not verified: {checked.verdict}")
-        replay_s = min(_timed(replay_in_process, path) for _ in range(repeat))
-        steps = _numpy_program(path)
-        numpy_s = min(_run_numpy(steps) for _ in range(repeat))
+        small = _workload(
+            kb.build_case("bench-small-ops", {"programs": 8, "tiles": tiles},
+                          factory=small_ops_case), Path(tmp) / "small.ktrace",
+            small_ops_case, repeat)
+        attn = _workload(
+            kb.build_case("flash-attn", {"s_kv": s_kv, "t_kv": 16, "t_q": 16, "d": 64}),
+            Path(tmp) / "attn.ktrace", flash_attn_case, repeat)
     return {
-        "replay_ops": n_ops,
-        "replay_s": round(replay_s, 4),
-        "replay_ops_per_s": round(n_ops / replay_s),
-        "replay_numpy_s": round(numpy_s, 4),
-        "replay_vs_numpy": round(replay_s / numpy_s, 3),
-        "replay_verify_s": round(verify_s, 4),
+        "replay_ops": small["ops"],
+        "replay_s": round(small["s"], 4),
+        "replay_ops_per_s": round(small["ops"] / small["s"]),
+        "replay_numpy_s": round(small["numpy_s"], 4),
+        "replay_vs_numpy": round(small["s"] / small["numpy_s"], 3),
+        "replay_verify_s": round(small["verify_s"], 4),
+        "replay_attention_ops": attn["ops"],
+        "replay_attention_ops_per_s": round(attn["ops"] / attn["s"]),
+        "replay_attention_vs_numpy": round(attn["s"] / attn["numpy_s"], 3),
     }
 
 
