@@ -135,10 +135,13 @@ def causal_mask(q0: int, k0: int, t_q: int, t_kv: int, g: int):
 def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # noqa: N803
                 scale: float):
     """Causal prefill: program h sweeps query tiles; each query tile sweeps the K/V tiles up
-    to the diagonal, with lazy loads of tile j+1 issued before tile j is computed."""
+    to the diagonal, the load of tile j+1 (into the other of two persistent buffers) issued
+    before tile j is computed."""
     h = tl.program_id(0)
     rows = T_q * G
     kbase, vbase = k + h * S * D, v + h * S * D
+    kbuf = [tl.zeros((T_kv, D), tl.bfloat16), tl.zeros((T_kv, D), tl.bfloat16)]
+    vbuf = [tl.zeros((T_kv, D), tl.bfloat16), tl.zeros((T_kv, D), tl.bfloat16)]
     for i in range(S // T_q):
         with tl.scratch_scope():  # per query tile
             q0 = i * T_q
@@ -146,17 +149,18 @@ def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # n
                             (rows, D))
             m, l, acc = running_state(rows, D)  # noqa: E741
             last = (q0 + T_q - 1) // T_kv
-            nxt = (tl.load(kbase, (T_kv, D), tl.bfloat16), tl.load(vbase, (T_kv, D), tl.bfloat16))
+            tl.load(kbase, (T_kv, D), tl.bfloat16, out=kbuf[0])
+            tl.load(vbase, (T_kv, D), tl.bfloat16, out=vbuf[0])
             for j in range(last + 1):
-                kt, vt = nxt
                 if j < last:
-                    nxt = (tl.load(kbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16),
-                           tl.load(vbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16))
+                    nxt = (j + 1) % 2
+                    tl.load(kbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16, out=kbuf[nxt])
+                    tl.load(vbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16, out=vbuf[nxt])
                 with tl.scratch_scope():  # per K/V tile
                     k0 = j * T_kv
                     diagonal = k0 + T_kv - 1 > q0
                     mask = causal_mask(q0, k0, T_q, T_kv, G) if diagonal else None
-                    online_softmax_step(qt, kt, vt, m, l, acc, scale, mask)
+                    online_softmax_step(qt, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale, mask)
             tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
 
 
