@@ -290,6 +290,8 @@ class Drawer:
             return None
         rc = self.regs[c]
         x = self.pick(lambda r: r.dtype != "bool" and _broadcasts(rc.shape, r.shape))
+        if x is None:
+            return None
         shape = tuple(np.broadcast_shapes(rc.shape, self.regs[x].shape))
         xd = self.regs[x].dtype
         if self.draw(st.booleans()):
