@@ -96,3 +96,16 @@ def test_recv_shape_must_match_the_message(rec):
 
     with pytest.raises(kb.KernelError, match=r"expects \[8\] float32, the message is \[4\]"):
         rec(mismatch, {"x": kb.tensor((1,), "float32")}, grid=(2,))
+
+
+def test_a_deadlock_is_reported_not_recorded_half(rec, tmp_path):
+    @kb.kernel
+    def both_send_three(x):
+        a = tl.zeros((4,), tl.float32)
+        for _ in range(3):  # depth 2: the third send waits for a recv nobody posts
+            tl.send("next", a)
+        tl.recv("prev", (4,), tl.float32)
+
+    with pytest.raises(kb.KernelError, match=r"deadlock: no PE can make progress \(PE 0 in send"):
+        rec(both_send_three, {"x": kb.tensor((1,), "float32")}, grid=(2,))
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".ktrace")]

@@ -73,10 +73,12 @@ def ring_decode(q, k, v, o, *, n: int, S: int, C: int, G: int, D: int, scale: fl
     tl.copy_to(part[0], m)
     tl.copy_to(part[1], l)
     tl.copy_to(part[2], acc)
+    got = [tl.zeros(h.shape, tl.float32) for h in part]
     for _ in range(n - 1):
+        for g in got:  # post the receives first: three sends would fill a depth-2 queue
+            tl.recv_async("prev", g.shape, tl.float32, out=g)
         for h in part:
             tl.send("next", h)
-        got = [tl.recv("prev", h.shape, tl.float32) for h in part]
         with tl.scratch_scope():
             m_new = tl.maximum(m, got[0])
             a, b = tl.exp(m - m_new), tl.exp(got[0] - m_new)

@@ -79,10 +79,13 @@ class PEDriver:
         self.links = {"next": LinkEngine(hw), "prev": LinkEngine(hw)}
         self.ring: Ring | None = None  # set by the runner: the IPCQ ring of active PEs
         self.unresolved: list = []  # recv_async buffers whose message has not matched yet
+        self.done = False  # set when every program of this PE has finished
+        self.blocked_at: Any = None  # the SimPy request this PE is waiting in, if any
 
     # -- the SimPy process -------------------------------------------------------------
     def process(self, programs: list[int], grid: tuple[int, ...],
                 run: Callable[[], Any]) -> Generator[simpy.Event, Any, None]:
+        self.blocked_at = None
         for program in programs:
             self.scratch.rewind(0)
             ctx = self.ctx = KernelContext(self, program, grid)
@@ -98,12 +101,16 @@ class PEDriver:
                 elif type(msg) is Wait:
                     msg = g.switch(self._wait(msg.bufs))
                 else:  # a request that synchronises with SimPy (IPCQ, Sync)
-                    msg = g.switch((yield from msg.run(self)))
+                    self.blocked_at = msg
+                    result = yield from msg.run(self)
+                    self.blocked_at = None
+                    msg = g.switch(result)
             if self.unresolved:  # recv_async handles never consumed
                 yield from Resolve(list(self.unresolved)).run(self)
             self.drain()
         if self.now > self.env.now:
             yield self.env.timeout(self.now - self.env.now)
+        self.done = True
 
     def drain(self) -> None:
         """Wait for every in-flight completion (end of a program)."""

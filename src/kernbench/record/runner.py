@@ -12,7 +12,7 @@ import simpy
 
 from kernbench import __version__
 from kernbench.case import Case
-from kernbench.errors import BadInputError, KernbenchError
+from kernbench.errors import BadInputError, IpcqError, KernbenchError
 from kernbench.hw import HwConfig, load_hw
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.ipcq import Ring
@@ -77,6 +77,12 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     finally:
         if was_enabled:
             gc.enable()
+    stuck = [d for d in drivers if not d.done and d.index < n_programs]
+    if stuck:
+        where = "; ".join(f"PE {d.index} in {type(d.blocked_at).__name__.lower()} at "
+                          f"{getattr(d.blocked_at, 'src', '?')}" for d in stuck)
+        raise IpcqError(f"deadlock: no PE can make progress ({where})",
+                        getattr(stuck[0].blocked_at, "src", None))
     return drivers
 
 
