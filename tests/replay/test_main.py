@@ -11,12 +11,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
-from tests.replay.conftest import restamp
+from tests.replay.conftest import op, operand, restamp, write_trace
 
 import kernbench as kb
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import ReplayResult, replay
+from kernbench.schemas.ops import Op
 from kernbench.trace import file_sha256
 
 
@@ -175,3 +177,21 @@ def test_replaying_again_replaces_the_replay_directory(copy_of) -> None:
 
 def test_replay_is_exported_from_the_package() -> None:
     assert kb.replay is replay and kb.ReplayResult is ReplayResult
+
+
+def test_an_op_name_this_kernbench_does_not_know_is_bad_input(tmp_path: Path) -> None:
+    row = op(Op.EXP, 0, 10, [operand("tcm", 0, (4,))], operand("tcm", 16, (4,)))
+    row["name"] = "frobnicate"
+    path = write_trace(tmp_path / "u.ktrace", [row],
+                       {"x": (np.ones(4, np.float32), "input")})
+    proc = run_main(str(path))
+    assert proc.returncode == 2
+    assert "unknown op name(s) ['frobnicate']" in proc.stderr
+
+
+def test_an_empty_op_log_replays(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "e.ktrace", [], {"x": (np.ones(4, np.float32), "input"),
+                                                    "y": (np.zeros(4, np.float32), "output")})
+    res = replay(path)
+    assert res.ok and res.verdict["n_ops"] == 0
+    np.testing.assert_array_equal(res.outputs["y"], np.zeros(4, np.float32))
