@@ -74,3 +74,30 @@ def test_composite_shape_mismatch_is_a_kernel_error(rec):
 
     with pytest.raises(kb.KernelError, match=r"composite shapes \[8, 64\] @ \[256, 128\]\^T"):
         rec(bad, {"q": kb.tensor((8, 64), "bfloat16"), "k": kb.tensor((256, 128), "bfloat16")})
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_multi_tile_composites_replay_equal_to_numpy(tmp_path, trans_b):
+    import numpy as np
+
+    @kb.kernel
+    def mm(p, w, o, *, trans_b: bool):
+        a = tl.load(p, (8, 512), tl.bfloat16)
+        shape = (384, 512) if trans_b else (512, 384)
+        tl.store(o, tl.composite(op="gemm", a=a, b=tl.ref(w, shape, tl.bfloat16),
+                                 trans_b=trans_b, tile=96))
+
+    def reference(p, w):
+        wf = w.astype(np.float32)
+        return {"o": p.astype(np.float32) @ (wf.T if trans_b else wf)}
+
+    wshape = (384, 512) if trans_b else (512, 384)
+    case = kb.Case("mm", mm, (1,), {"p": kb.tensor((8, 512), "bfloat16", init=kb.randn(1)),
+                                     "w": kb.tensor(wshape, "bfloat16", init=kb.randn(2)),
+                                     "o": kb.tensor((8, 384), "float32", role="output")},
+                   {"trans_b": trans_b}, reference=reference)
+    trace = kb.record(case, tmp_path / "mm.ktrace")
+    n_tiles = len(rows(trace, "dot"))
+    assert n_tiles == (4 if trans_b else 6)  # ceil(384/96) column blocks, or 512/96 K slices
+    res = kb.replay(trace.path, case=lambda: case, in_process=True)
+    assert res.ok, res.verdict

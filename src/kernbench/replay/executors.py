@@ -139,13 +139,22 @@ def _softmax(read: Callable[[], np.ndarray], axis: int) -> np.ndarray:
 
 
 def _bind_dot(attrs, ins, out, ctx):
+    """``a @ b (+ acc)``; a composite's K-split child reads columns ``a_cols`` of ``a``."""
     arity(ins, out, (2, 3), "dot")
     a, b = ins[0].shape, ins[1].shape
+    readers = [reader(o, force_f32=True) for o in ins]
+    cols = attrs.get("a_cols")
+    if cols is not None:
+        k0, k1 = int(cols[0]), int(cols[1])
+        need(len(a) == 2 and 0 <= k0 < k1 <= a[1], f"dot a_cols {cols} outside a {list(a)}")
+        a = (a[0], k1 - k0)
+        view = ins[0].view[:, k0:k1]
+        f32 = np.dtype(np.float32)
+        readers[0] = partial(view.astype, f32) if view.dtype != f32 else partial(same, view)
     need(len(a) == 2 and len(b) == 2 and a[1] == b[0], f"dot {list(a)} @ {list(b)}")
     need(out.shape == (a[0], b[1]), f"dot {list(a)} @ {list(b)} writes {list(out.shape)}")
     need(len(ins) == 2 or ins[2].shape == out.shape,
           f"dot acc {list(ins[-1].shape)} for a {list(out.shape)} result")
-    readers = [reader(o, force_f32=True) for o in ins]
     return partial(_dot, *readers) if len(ins) == 3 else partial(_dot, *readers, None)
 
 
