@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 class KernelContext:
     """What one program of the grid needs while it runs: its PE driver, ids, scratch, scopes."""
 
-    __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue")
+    __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue",
+                 "unresolved")
 
     def __init__(self, driver: PEDriver, program: int, grid: tuple[int, ...]) -> None:
         self.driver = driver
@@ -33,6 +34,8 @@ class KernelContext:
         self.pids = tuple(pids)
         self.scratch: ScratchAllocator = driver.scratch
         self.scopes: list[Scope] = []
+        #: the driver's list of unmatched recv_async buffers (shared, mutated in place)
+        self.unresolved: list = driver.unresolved
         #: hands a command to the PE driver's greenlet and resumes with its answer
         self.issue: Callable[[object], object] = _outside_driver
 

@@ -65,12 +65,13 @@ class GemmEngine(EngineModel):
 class MathEngine(EngineModel):
     """Vector unit: ``ceil(elements / lanes) * op_cost + overhead`` cycles."""
 
-    __slots__ = ("lanes", "overhead", "cycle_ps")
+    __slots__ = ("lanes", "overhead", "cycle_ps", "op_cost", "transcendental_cost")
 
     def __init__(self, hw: HwConfig) -> None:
         super().__init__()
         self.lanes, self.overhead, self.cycle_ps = (hw.math_lanes, hw.math_overhead_cycles,
                                                     hw.cycle_ps)
+        self.op_cost, self.transcendental_cost = hw.math_op_cost, hw.math_transcendental_cost
 
     def cost(self, elements: int, op_cost: int) -> tuple[int, int]:
         return (-(-elements // self.lanes) * op_cost + self.overhead) * self.cycle_ps, 0

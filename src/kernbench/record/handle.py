@@ -79,6 +79,10 @@ class Buffer:
         self.read_until = 0  # an outgoing transfer (send) reads it until then: writers wait
 
 
+_OPERANDS: dict[tuple, tuple] = {}  # intern cache of operand tuples (see TensorHandle)
+_OPERANDS_MAX = 1 << 16
+
+
 class TensorHandle:
     """A view of a buffer: shape, dtype and whether it is a transposed view.
 
@@ -91,8 +95,15 @@ class TensorHandle:
     def __init__(self, buf: Buffer, shape: tuple[int, ...], dtype: DType,
                  transposed: bool = False) -> None:
         self.buf, self.shape, self.dtype, self.transposed = buf, shape, dtype, transposed
-        #: the operand as the op log stores it (space, pe, addr, shape, dtype, transposed)
-        self.operand = (buf.space, buf.pe, buf.addr, shape, dtype.name, transposed)
+        #: the operand as the op log stores it (space, pe, addr, shape, dtype, transposed),
+        #: interned so the writer can tell equal operands apart by identity
+        key = (buf.space, buf.pe, buf.addr, shape, dtype.name, transposed)
+        operand = _OPERANDS.get(key)
+        if operand is None:
+            if len(_OPERANDS) >= _OPERANDS_MAX:  # a cache: forgetting only costs duplicates
+                _OPERANDS.clear()
+            operand = _OPERANDS[key] = key
+        self.operand = operand
 
     @property
     def space(self) -> str:

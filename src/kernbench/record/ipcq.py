@@ -175,7 +175,7 @@ class Resolve:
             if buf.event is not None:
                 yield from buf.event.run(pe)
                 pe.pending.append(buf)
-        pe.unresolved = [b for b in pe.unresolved if b.event is not None]
+        pe.unresolved[:] = [b for b in pe.unresolved if b.event is not None]
 
 
 def check_direction(direction: Any, src: str) -> str:

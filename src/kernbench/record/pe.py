@@ -1,11 +1,11 @@
 """The PE driver: a SimPy process that runs a PE's programs as greenlets and times their ops.
 
-Each tl call switches from the kernel greenlet to this driver with a command; the driver
-waits for the command's pending inputs (the auto-wait), dispatches it through the timing
-registry to an engine model in closed form, hands the row to the recorder, and switches
-back. A PE keeps its own clock ahead of SimPy's and only yields to SimPy to synchronise
-with other PEs (IPCQ) and at the end of its work; behaviour is the same as yielding on
-every op because PEs share nothing but IPCQ links.
+Each tl call hands a command to this driver, which waits for the command's pending inputs
+(the auto-wait), dispatches it through the timing registry to an engine model in closed form
+and hands the row to the recorder. A PE keeps its own clock ahead of SimPy's: commands in
+closed form run directly on the kernel's greenlet, and only requests that synchronise with
+other PEs (IPCQ) switch to the driver's SimPy process, which yields to SimPy. Behaviour is
+the same as switching and yielding on every op, because PEs share nothing but IPCQ links.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class PEDriver:
         self.unresolved: list = []  # recv_async buffers whose message has not matched yet
         self.done = False  # set when every program of this PE has finished
         self.blocked_at: Any = None  # the SimPy request this PE is waiting in, if any
+        self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
 
     # -- the SimPy process -------------------------------------------------------------
     def process(self, programs: list[int], grid: tuple[int, ...],
@@ -91,26 +92,31 @@ class PEDriver:
             ctx = self.ctx = KernelContext(self, program, grid)
             g = ProgramGreenlet(run)
             g.ctx = ctx
-            ctx.issue = greenlet.getcurrent().switch
+            self._switch = greenlet.getcurrent().switch
+            ctx.issue = self.issue
             msg = g.switch()
-            by_op = self._by_op
-            while not g.dead:
-                if type(msg) is Cmd:
-                    model, engine, handler = by_op[msg.op]
-                    msg = g.switch(handler(msg, model, engine))
-                elif type(msg) is Wait:
-                    msg = g.switch(self._wait(msg.bufs))
-                else:  # a request that synchronises with SimPy (IPCQ, Sync)
-                    self.blocked_at = msg
-                    result = yield from msg.run(self)
-                    self.blocked_at = None
-                    msg = g.switch(result)
+            while not g.dead:  # only requests that synchronise with SimPy come here
+                self.blocked_at = msg
+                result = yield from msg.run(self)
+                self.blocked_at = None
+                msg = g.switch(result)
             if self.unresolved:  # recv_async handles never consumed
                 yield from Resolve(list(self.unresolved)).run(self)
             self.drain()
         if self.now > self.env.now:
             yield self.env.timeout(self.now - self.env.now)
         self.done = True
+
+    def issue(self, msg: Any) -> Any:
+        """Execute a command for the kernel greenlet. A command in closed form (every op) runs
+        right here; a request that must synchronise with other PEs (IPCQ, Sync) switches to
+        this driver's SimPy process, which yields to SimPy and switches back with the result."""
+        if type(msg) is Cmd:
+            model, engine, handler = self._by_op[msg.op]
+            return handler(msg, model, engine)
+        if type(msg) is Wait:
+            return self._wait(msg.bufs)
+        return self._switch(msg)
 
     def drain(self) -> None:
         """Wait for every in-flight completion (end of a program)."""
@@ -136,7 +142,11 @@ class PEDriver:
         wait = ready - now + self.carried_wait
         self.carried_wait = 0
         busy, latency = model(self, cmd)
-        start = engine.occupy(ready + self.dispatch_ps, busy)
+        start = ready + self.dispatch_ps  # engine.occupy, inlined: capacity 1, issue order
+        if engine.busy_until > start:
+            start = engine.busy_until
+        engine.busy_until = start + busy
+        engine.busy_total += busy
         t_end = start + busy + latency
         if cmd.op in _NON_BLOCKING:
             out.buf.ready_ps = t_end
@@ -149,9 +159,8 @@ class PEDriver:
         seq = self.seq
         self.seq = seq + 1
         rows = self.rows
-        rows.append((self.index, ctx.program, seq, cmd.op, None, ready, start, t_end, busy, wait,
-                     cmd.inputs, out, cmd.num_elements, cmd.nbytes, cmd.flops,
-                     self.scratch.cursor, len(ctx.scopes), cmd.attrs, cmd.src))
+        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,
+                     self.scratch.cursor, len(ctx.scopes), cmd))
         if len(rows) >= self.batch_rows:
             self.writer.flush()
 
@@ -163,11 +172,8 @@ class PEDriver:
         writer = self.writer
         op_id = writer.next_op_id
         rows = writer.rows
-        rows.append((
-            self.index, ctx.program, seq, cmd.op, parent, t_issue, start, t_end, busy, wait,
-            cmd.inputs, cmd.out, cmd.num_elements, cmd.nbytes, cmd.flops,
-            self.scratch.cursor, len(ctx.scopes), cmd.attrs, cmd.src,
-        ))
+        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,
+                     self.scratch.cursor, len(ctx.scopes), cmd))
         if len(rows) >= writer.batch_rows:
             writer.flush()
         return op_id

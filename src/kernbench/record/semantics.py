@@ -81,12 +81,17 @@ def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
     return h
 
 
+def _resolve(ctx: KernelContext, cmd: Cmd) -> None:
+    """Resolve the recv_async handles ``cmd`` touches whose message has not matched yet."""
+    pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]
+    if pending:
+        ctx.issue(Resolve(pending))
+
+
 def _issue(ctx: KernelContext, cmd: Cmd) -> None:
     """Hand ``cmd`` to the driver, first resolving recv_async inputs still unmatched."""
-    if ctx.driver.unresolved:
-        pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]
-        if pending:
-            ctx.issue(Resolve(pending))
+    if ctx.unresolved:
+        _resolve(ctx, cmd)
     ctx.issue(cmd)
 
 
@@ -101,7 +106,10 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
     scopes = ctx.scopes
     out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),
                        shape, dtype)
-    _issue(ctx, Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs))
+    cmd = Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs)
+    if ctx.unresolved:
+        _resolve(ctx, cmd)
+    ctx.issue(cmd)
     return out
 
 
@@ -238,6 +246,28 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
 
 
 # -- MATH --------------------------------------------------------------------------------
+_PLAIN = frozenset({int, float})
+_SCALAR_ATTRS: dict[tuple, str] = {}
+
+
+def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
+                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], DType, str]:
+    """One handle and one Python scalar at argument position ``pos``."""
+    s = h.buf.scope
+    if s is not None and not s.alive:
+        _live(h, src)
+    key = (pos, v, type(v))  # the type too: 2 == 2.0 must stay distinct
+    attrs = _SCALAR_ATTRS.get(key)
+    if attrs is None:
+        if len(_SCALAR_ATTRS) > 4096:
+            _SCALAR_ATTRS.clear()
+        attrs = _SCALAR_ATTRS[key] = _attrs(scalars=((pos, v),))
+    dt = h.dtype
+    if not dt.is_float and type(v) is float:
+        dt = dtypes.float32
+    return (h,), h.shape, dt, attrs
+
+
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
     ctx = current()
     src = src_here()
@@ -250,6 +280,10 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
         shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
         dt = x.dtype if x.dtype is y.dtype else dtypes.promote(x.dtype, y.dtype)
         attrs = "{}"
+    elif type(x) is TensorHandle and type(y) in _PLAIN:  # handle (op) scalar
+        handles, shape, dt, attrs = _with_scalar(x, 1, y, src)
+    elif type(y) is TensorHandle and type(x) in _PLAIN:  # scalar (op) handle
+        handles, shape, dt, attrs = _with_scalar(y, 0, x, src)
     else:
         hs, scalars = [], []
         for pos, v in enumerate((x, y)):

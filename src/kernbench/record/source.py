@@ -32,7 +32,7 @@ def display_path(filename: str) -> str:
 
 def src_here() -> str:
     """``file:line`` of the innermost frame outside kernbench's tl layers."""
-    f = sys._getframe(1)
+    f = sys._getframe(2)  # src_here's caller is always a tl layer
     internal = _INTERNAL
     while f is not None:
         fn = f.f_code.co_filename

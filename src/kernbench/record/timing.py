@@ -29,11 +29,13 @@ def _gemm(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
 
 
 def _math(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
-    return pe.math.cost(cmd.work[0], pe.hw.math_op_cost)
+    m = pe.math
+    return (-(-cmd.work[0] // m.lanes) * m.op_cost + m.overhead) * m.cycle_ps, 0
 
 
 def _math_transcendental(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
-    return pe.math.cost(cmd.work[0], pe.hw.math_transcendental_cost)
+    m = pe.math
+    return (-(-cmd.work[0] // m.lanes) * m.transcendental_cost + m.overhead) * m.cycle_ps, 0
 
 
 def _softmax(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:

@@ -5,6 +5,7 @@ The per-op path appends one tuple; columns are built only when a batch is flushe
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -13,37 +14,42 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.schemas.arrow import OPERAND, OPS
 from kernbench.schemas.dtypes import float32
-from kernbench.schemas.ops import ENGINE, KIND
+from kernbench.schemas.ops import ENGINE, KIND, SCOPE, Engine, Kind
 
 BATCH_ROWS = 65536
 
 #: the order of fields in a row tuple handed to ``OpWriter.append`` (op_id, kind and engine
 #: are derived); tests check this against the Arrow schema, the single source of truth.
 ROW_FIELDS = (
-    "pe", "program", "seq", "name", "parent", "t_issue_ps", "t_start_ps", "t_end_ps",
-    "busy_ps", "wait_ps", "inputs", "output", "num_elements", "nbytes", "flops",
-    "scratch_cursor", "scope_depth", "attrs", "src",
+    "pe", "program", "seq", "parent", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps",
+    "wait_ps", "scratch_cursor", "scope_depth", "cmd",
 )
+#: the op-log columns read from the row's command (a ``Cmd``): column -> Cmd field
+CMD_COLUMNS = {"name": "op", "inputs": "inputs", "output": "out", "num_elements": "num_elements",
+               "nbytes": "nbytes", "flops": "flops", "attrs": "attrs", "src": "src"}
 DERIVED_FIELDS = ("op_id", "kind", "engine")
 
+_ROW_GETTERS = [itemgetter(i) for i in range(len(ROW_FIELDS) - 1)]
+_CMD = itemgetter(len(ROW_FIELDS) - 1)
+_CMD_GETTERS = [itemgetter(Cmd._fields.index(f)) for f in CMD_COLUMNS.values()]
+_NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)
-_COLUMN_GETTERS = [itemgetter(i) for i in range(len(ROW_FIELDS))]
-_NULL = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32)
-
-
 _OPERAND = attrgetter("operand")
 
 
-def _operand_struct(handles: list[TensorHandle], mask: pa.Array | None = None) -> pa.Array:
-    """The OPERAND struct array of ``handles``. Distinct operands are converted once and
-    gathered with numpy (a loop re-uses the same few operands again and again)."""
-    keys = list(map(_OPERAND, handles))
-    index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    idx = np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
-    uniq = list(index)
+def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array:
+    """The OPERAND struct array of operand ``keys`` (``TensorHandle.operand``). Distinct
+    operands are converted once and gathered with numpy (a loop re-uses the same few
+    operands again and again)."""
+    ids = list(map(id, keys))  # operands are interned: identity finds the equal ones
+    first = dict(zip(ids, keys, strict=True))
+    index = {i: n for n, i in enumerate(first)}
+    idx = np.fromiter(map(index.__getitem__, ids), np.int64, len(ids))
+    uniq = list(first.values())
     space, pe, addr, shapes, dtype, transposed = (list(map(itemgetter(i), uniq))
                                                   for i in range(6))
     u_len = np.fromiter(map(len, shapes), np.int64, len(shapes))
@@ -64,9 +70,16 @@ def _operand_struct(handles: list[TensorHandle], mask: pa.Array | None = None) -
     return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask)
 
 
-_NAME_STR = {op: op.value for op in KIND}
-_KIND_STR = {op: k.value for op, k in KIND.items()}
-_ENGINE_STR = {op: e.value for op, e in ENGINE.items()}
+# the vocabulary as dictionaries: a row's name/kind/engine are codes into these
+_OPS_ORDER = list(KIND)
+_CODE = {op: i for i, op in enumerate(_OPS_ORDER)}
+_NAME_DICT = pa.array([op.value for op in _OPS_ORDER], pa.string())
+_KINDS, _ENGINES = list(Kind), list(Engine)
+_KIND_DICT = pa.array([k.value for k in _KINDS], pa.string())
+_ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
+_KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
+_ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
+_NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
 
 
 def _dict(values: list | tuple) -> pa.Array:
@@ -83,6 +96,8 @@ class OpWriter:
         self.n_ops = 0
         self.t_end_ps = 0
         self._flushed = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-ops-writer")
+        self._writing: Future | None = None
         self._pq = pq.ParquetWriter(
             self.path, OPS, compression="zstd",
             use_dictionary=["kind", "name", "engine", "src", "attrs",
@@ -107,27 +122,31 @@ class OpWriter:
         if not self.rows:
             return
         rows = self.rows
-        cols = [list(map(getter, rows)) for getter in _COLUMN_GETTERS]  # zip(*rows) is slower
-        n = len(self.rows)
-        (pe, program, seq, name, parent, t_issue, t_start, t_end, busy, wait, inputs, output,
-         num_elements, nbytes, flops, cursor, depth, attrs, src) = cols
-        flat: list[TensorHandle] = list(chain.from_iterable(inputs))
+        n = len(rows)
+        # column by column with C-level maps (zip(*rows) is slower)
+        (pe, program, seq, parent, t_issue, t_start, t_end, busy, wait, cursor,
+         depth) = [list(map(getter, rows)) for getter in _ROW_GETTERS]
+        cmds = list(map(_CMD, rows))
+        name, inputs, output, num_elements, nbytes, flops, attrs, src = [
+            list(map(getter, cmds)) for getter in _CMD_GETTERS]
+        flat = list(map(_OPERAND, chain.from_iterable(inputs)))
         offsets = list(accumulate(map(len, inputs), initial=0))
         inputs_arr = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
                                               _operand_struct(flat))
-        if any(o is None for o in output):  # null rows get placeholder children under a mask
-            mask = pa.array([o is None for o in output], pa.bool_())
-            output = [_NULL if o is None else o for o in output]
+        codes = np.fromiter(map(_CODE.__getitem__, name), np.int32, n)
+        no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
+        if no_output.any():  # null rows get placeholder children under a mask
+            keys = [_NULL_KEY if o is None else o.operand for o in output]
+            out_struct = _operand_struct(keys, pa.array(no_output))
         else:
-            mask = None
-        out_struct = _operand_struct(output, mask)
+            out_struct = _operand_struct(list(map(_OPERAND, output)))
         start = self._flushed
         arrays = [
             pa.array(range(start, start + n), pa.int64()),
             pa.array(pe, pa.int32()), pa.array(program, pa.int32()), pa.array(seq, pa.int64()),
-            _dict(list(map(_KIND_STR.__getitem__, name))),
-            _dict(list(map(_NAME_STR.__getitem__, name))),
-            _dict(list(map(_ENGINE_STR.__getitem__, name))),
+            pa.DictionaryArray.from_arrays(pa.array(_KIND_OF[codes]), _KIND_DICT),
+            pa.DictionaryArray.from_arrays(pa.array(codes), _NAME_DICT),
+            pa.DictionaryArray.from_arrays(pa.array(_ENGINE_OF[codes]), _ENGINE_DICT),
             pa.array(parent, pa.int64()),
             pa.array(t_issue, pa.int64()), pa.array(t_start, pa.int64()),
             pa.array(t_end, pa.int64()), pa.array(busy, pa.int64()), pa.array(wait, pa.int64()),
@@ -136,18 +155,32 @@ class OpWriter:
             pa.array(flops, pa.int64()), pa.array(cursor, pa.int64()), pa.array(depth, pa.int16()),
             pa.array(attrs, pa.string()), _dict(src),
         ]
-        self._pq.write_batch(pa.RecordBatch.from_arrays(arrays, schema=OPS))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
+        self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
+        self._writing = self._pool.submit(self._pq.write_batch, batch)  # next batch records
         self.t_end_ps = max(self.t_end_ps, max(t_end))
         self._flushed += n
         self.n_ops = self._flushed
         rows.clear()  # in place: PE drivers hold this list
 
+    def _wait_write(self) -> None:
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            writing.result()
+
     def close(self) -> None:
         self.flush()
+        self._wait_write()
+        self._pool.shutdown()
         self._pq.close()
 
     def abort(self) -> None:
         self.rows.clear()
+        try:
+            self._wait_write()
+        except Exception:  # noqa: BLE001 - best effort on the failure path
+            pass
+        self._pool.shutdown()
         try:
             self._pq.close()
         except Exception:  # noqa: BLE001 - best effort on the failure path
