@@ -79,3 +79,70 @@ def test_kernel_mistake_is_one_line_naming_the_kernel_line(tmp_path, monkeypatch
     result = CliRunner().invoke(main, ["record", "broken", "-o", str(tmp_path / "b.ktrace")])
     assert result.exit_code == 2
     assert "ShapeError" in result.output and "test_cli.py:" in result.output
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    from kernbench.case import build_case
+    from kernbench.record.runner import record
+
+    d = tmp_path_factory.mktemp("cli")
+    a = record(build_case("gemm", {"N": 256}), d / "a.ktrace").path
+    b = record(build_case("gemm", {"N": 256, "BN": 64}), d / "b.ktrace").path
+    return a, b
+
+
+def test_report_prints_a_table_and_json(traces):
+    a, _ = traces
+    table = CliRunner().invoke(main, ["report", str(a)])
+    assert table.exit_code == 0 and "efficiency" in table.output
+    as_json = CliRunner().invoke(main, ["report", str(a), "--json"])
+    assert as_json.exit_code == 0 and "latency_ps" in json.loads(as_json.output)["metrics"]
+
+
+def test_check_passes_a_clean_trace_and_fails_a_violated_rule(traces, tmp_path):
+    a, _ = traces
+    assert CliRunner().invoke(main, ["check", str(a)]).exit_code == 0
+    rules = tmp_path / "r.toml"
+    rules.write_text('[[rule]]\nmetric = "efficiency"\nop = ">="\nvalue = 0.999\n')
+    result = CliRunner().invoke(main, ["check", str(a), "--rules", str(rules)])
+    assert result.exit_code == 1 and "efficiency" in result.output
+
+
+def test_diff_of_a_trace_with_itself_is_clean_and_fail_on_trips(traces):
+    a, b = traces
+    assert CliRunner().invoke(main, ["diff", str(a), str(a)]).exit_code == 0
+    worse = CliRunner().invoke(main, ["diff", str(a), str(b), "--fail-on", "latency=+1%"])
+    slower = kb_latency(b) > kb_latency(a) * 1.01
+    assert worse.exit_code == (1 if slower else 0)
+    assert "dot" in worse.output
+
+
+def kb_latency(path) -> int:
+    import kernbench as kb
+
+    return kb.Trace.open(path).t_end_ps
+
+
+def test_export_writes_perfetto_json_and_sql_answers(traces, tmp_path):
+    a, _ = traces
+    out = tmp_path / "t.json"
+    assert CliRunner().invoke(main, ["export", str(a), "-o", str(out)]).exit_code == 0
+    assert "traceEvents" in json.loads(out.read_text())
+    res = CliRunner().invoke(main, ["sql", str(a), "SELECT count(*) AS n FROM ops"])
+    assert res.exit_code == 0 and "n" in res.output
+
+
+def test_replay_command_verifies_and_reports_bad_input(traces, tmp_path):
+    a, _ = traces
+    ok = CliRunner().invoke(main, ["replay", str(a)])
+    assert ok.exit_code == 0 and "verified" in ok.output
+    bad = CliRunner().invoke(main, ["replay", str(tmp_path / "missing.ktrace")])
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("cmd", [["check"], ["report"], ["sql", "-", "SELECT 1"]])
+def test_analysis_commands_on_a_missing_trace_exit_2(tmp_path, cmd):
+    args = [cmd[0], str(tmp_path / "nope.ktrace"), *cmd[2:]]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
