@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,20 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _is_trace(path: Path) -> bool:
+    return (path / "manifest.json").is_file()
+
+
 @contextlib.contextmanager
-def atomic_dir(out: Path) -> Iterator[Path]:
+def atomic_dir(out: Path, replaceable: Callable[[Path], bool] = _is_trace) -> Iterator[Path]:
     """Yield a temporary sibling of ``out``; rename it to ``out`` only if the body succeeds.
 
-    An existing trace at ``out`` is replaced; any other existing path is refused.
+    An existing ``out`` is replaced if ``replaceable(out)`` (by default: it is a trace);
+    any other existing path is refused.
     """
     out = Path(out)
     parent = out.parent if str(out.parent) else Path(".")
-    if out.exists() and not (out / "manifest.json").is_file():
+    if out.exists() and not replaceable(out):
         raise BadInputError(f"output {str(out)!r} exists and is not a trace; not overwriting")
     try:
         parent.mkdir(parents=True, exist_ok=True)

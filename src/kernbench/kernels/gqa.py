@@ -36,29 +36,34 @@ def running_state(rows: int, d: int):
             tl.zeros((rows, d), tl.float32))
 
 
+def double_buffered_kv(kbase, vbase, tiles: int, rows: int, d: int):
+    """Yield the (K, V) tiles of a sweep, [rows, d] bf16 each. Before tile j is yielded, the
+    loads of tile j+1 are in flight into the other of two persistent buffer pairs (the ones
+    tile j-1 used), so they overlap the compute on tile j."""
+    tile = rows * d
+    kbuf = [tl.load(kbase, (rows, d), tl.bfloat16)]
+    vbuf = [tl.load(vbase, (rows, d), tl.bfloat16)]
+    for j in range(tiles):
+        if j + 1 < tiles:
+            nk, nv = kbase + (j + 1) * tile, vbase + (j + 1) * tile
+            if len(kbuf) < 2:
+                kbuf.append(tl.load(nk, (rows, d), tl.bfloat16))
+                vbuf.append(tl.load(nv, (rows, d), tl.bfloat16))
+            else:
+                tl.load(nk, (rows, d), tl.bfloat16, out=kbuf[(j + 1) % 2])
+                tl.load(nv, (rows, d), tl.bfloat16, out=vbuf[(j + 1) % 2])
+        yield kbuf[j % 2], vbuf[j % 2]
+
+
 @kb.kernel
 def gqa_decode_lazy(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int, scale: float):  # noqa: N803
     """Decode: K/V streamed by double-buffered lazy loads into persistent buffers."""
     h = tl.program_id(0)
-    tile = T_kv * D
-    kbase, vbase = k + h * S_kv * D, v + h * S_kv * D
     qh = tl.load(q + h * G * D, (G, D), tl.bfloat16)
     m, l, acc = running_state(G, D)  # noqa: E741
-    kbuf = [tl.load(kbase, (T_kv, D), tl.bfloat16)]
-    vbuf = [tl.load(vbase, (T_kv, D), tl.bfloat16)]
-    n = S_kv // T_kv
-    for j in range(n):
-        if j + 1 < n:  # prefetch tile j+1 into the buffers tile j-1 used
-            nk = kbase + (j + 1) * tile
-            nv = vbase + (j + 1) * tile
-            if len(kbuf) < 2:
-                kbuf.append(tl.load(nk, (T_kv, D), tl.bfloat16))
-                vbuf.append(tl.load(nv, (T_kv, D), tl.bfloat16))
-            else:
-                tl.load(nk, (T_kv, D), tl.bfloat16, out=kbuf[(j + 1) % 2])
-                tl.load(nv, (T_kv, D), tl.bfloat16, out=vbuf[(j + 1) % 2])
+    for kt, vt in double_buffered_kv(k + h * S_kv * D, v + h * S_kv * D, S_kv // T_kv, T_kv, D):
         with tl.scratch_scope():
-            online_softmax_step(qh, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale)
+            online_softmax_step(qh, kt, vt, m, l, acc, scale)
     tl.store(o + h * G * D, acc / l)
 
 

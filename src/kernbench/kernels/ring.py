@@ -17,7 +17,8 @@ import numpy as np
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.kernels.gqa import online_softmax_step, running_state
+from kernbench.kernels.flash import attention_reference
+from kernbench.kernels.gqa import double_buffered_kv, online_softmax_step, running_state
 
 
 @kb.kernel
@@ -53,20 +54,9 @@ def ring_decode(q, k, v, o, *, n: int, S: int, C: int, G: int, D: int, scale: fl
     r = tl.program_id(0)
     qh = tl.load(q, (G, D), tl.bfloat16)
     m, l, acc = running_state(G, D)  # noqa: E741
-    kbase, vbase = k + r * S * D, v + r * S * D
-    kbuf = [tl.load(kbase, (C, D), tl.bfloat16)]
-    vbuf = [tl.load(vbase, (C, D), tl.bfloat16)]
-    for j in range(S // C):
-        if j + 1 < S // C:
-            nk, nv = kbase + (j + 1) * C * D, vbase + (j + 1) * C * D
-            if len(kbuf) < 2:
-                kbuf.append(tl.load(nk, (C, D), tl.bfloat16))
-                vbuf.append(tl.load(nv, (C, D), tl.bfloat16))
-            else:
-                tl.load(nk, (C, D), tl.bfloat16, out=kbuf[(j + 1) % 2])
-                tl.load(nv, (C, D), tl.bfloat16, out=vbuf[(j + 1) % 2])
+    for kt, vt in double_buffered_kv(k + r * S * D, v + r * S * D, S // C, C, D):
         with tl.scratch_scope():
-            online_softmax_step(qh, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale)
+            online_softmax_step(qh, kt, vt, m, l, acc, scale)
     # all-gather the partials round the ring, merging each one that arrives
     part = (tl.zeros((G, 1), tl.float32), tl.zeros((G, 1), tl.float32),
             tl.zeros((G, D), tl.float32))
@@ -91,12 +81,6 @@ def ring_decode(q, k, v, o, *, n: int, S: int, C: int, G: int, D: int, scale: fl
         tl.store(o, acc / l)
 
 
-def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
-    s = q.astype(np.float32) @ k.astype(np.float32).T * np.float32(scale)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)) @ v.astype(np.float32)
-
-
 @kb.register_case("ring-attention")
 def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N803
                         phase: str = "prefill", C: int = 64, T_q: int = 32, G: int = 8,  # noqa: N803
@@ -114,7 +98,7 @@ def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N8
     if phase == "prefill":
         def reference(q, k, v):
             qf = q.reshape(n_ranks * T_q * G, D)
-            out = _attention(qf, k.reshape(-1, D), v.reshape(-1, D), scale)
+            out = attention_reference(qf, k.reshape(-1, D), v.reshape(-1, D), scale)
             return {"o": out.reshape(n_ranks, T_q, G, D)}
 
         return kb.Case(
@@ -127,5 +111,5 @@ def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N8
         tensors={"q": kb.tensor((G, D), "bfloat16", init=kb.randn(seed=71)), **kv,
                  "o": kb.tensor((G, D), "bfloat16", role="output")},
         params=common,
-        reference=lambda q, k, v: {"o": _attention(q, k.reshape(-1, D), v.reshape(-1, D),
+        reference=lambda q, k, v: {"o": attention_reference(q, k.reshape(-1, D), v.reshape(-1, D),
                                                    scale)})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import IpcqError, ShapeError, SpaceError
+from kernbench.errors import IpcqError, SpaceError
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
 from kernbench.record.ipcq import Recv, RecvAsync, Resolve, Send, check_direction
 from kernbench.record.pe import Wait
-from kernbench.record.semantics import _dtype, _live, _prod, _shape
+from kernbench.record.semantics import _dtype, _live, _prod, _shape, into
 from kernbench.record.source import src_here
 
 
@@ -34,13 +34,7 @@ def _recv_buffer(ctx: KernelContext, direction: str, shape: Any, dtype: Any,
     check_direction(direction, src)
     shape, dt = _shape(shape, src), _dtype(dtype, src)
     if out is not None:
-        _live(out, src, "recv out=")
-        if out.space != "tcm" or out.transposed:
-            raise SpaceError(f"recv out= must be a plain TCM handle, got {out!r}", src)
-        if out.shape != shape or out.dtype is not dt:
-            raise ShapeError(f"recv out= is {list(out.shape)} {out.dtype.name}, the message is "
-                             f"{list(shape)} {dt.name}", src)
-        return TensorHandle(out.buf, shape, dt)
+        return into(out, shape, dt, "recv", src)
     nbytes = _prod(shape) * dt.itemsize
     scopes = ctx.scopes
     return TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src), shape, dt)

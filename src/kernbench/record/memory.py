@@ -11,13 +11,15 @@ from kernbench.record.context import current
 from kernbench.record.handle import Buffer, Pointer, TensorHandle
 from kernbench.record.ipcq import Resolve
 from kernbench.record.pe import Wait
-from kernbench.record.semantics import _attrs, _dtype, _issue, _live, _prod, _shape
+from kernbench.record.semantics import _attrs, _dtype, _issue, _live, _prod, _shape, into
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes
 from kernbench.schemas.ops import OP
 
 
-def _hbm_operand(ptr: Any, shape: tuple[int, ...], what: str, src: str) -> TensorHandle:
+def _hbm_operand(ptr: Any, shape: tuple[int, ...], what: str, src: str,
+                 dtype: Any = None) -> TensorHandle:
+    """The HBM bytes ``what`` reads or writes at ``ptr``: inside the tensor, of its dtype."""
     if type(ptr) is not Pointer:
         raise KernelError(f"{what} needs an HBM pointer, got {type(ptr).__name__} {ptr!r}", src)
     t = ptr.tensor
@@ -26,6 +28,9 @@ def _hbm_operand(ptr: Any, shape: tuple[int, ...], what: str, src: str) -> Tenso
         raise BoundsError(
             f"{what} of {n} elements at {t.name}+{ptr.offset} is outside tensor {t.name!r} "
             f"({t.numel} elements)", src)
+    if dtype is not None and _dtype(dtype, src) is not t.dtype:
+        raise DtypeError(f"{what} dtype {_dtype(dtype, src).name} differs from tensor "
+                         f"{t.name!r} dtype {t.dtype.name}", src)
     buf = Buffer("hbm", t.pe, ptr.addr, n * t.dtype.itemsize, None, src)
     return TensorHandle(buf, shape, t.dtype)
 
@@ -36,22 +41,12 @@ def load(ptr: Pointer, shape: Any, dtype: Any, *, out: TensorHandle | None = Non
     ctx = current()
     src = src_here()
     shape = _shape(shape, src)
-    dt = _dtype(dtype, src)
-    hbm = _hbm_operand(ptr, shape, "load", src)
-    if dt is not hbm.dtype:
-        raise DtypeError(f"load dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
-                         f"{hbm.dtype.name}", src)
-    n, nbytes = hbm.numel, hbm.nbytes
+    hbm = _hbm_operand(ptr, shape, "load", src, dtype)
+    dt, n, nbytes = hbm.dtype, hbm.numel, hbm.nbytes
     if out is None:
         dst = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dt)
     else:
-        _live(out, src, "load out=")
-        if out.space != "tcm" or out.transposed:
-            raise SpaceError(f"load out= must be a plain TCM handle, got {out!r}", src)
-        if out.shape != shape or out.dtype is not dt:
-            raise ShapeError(f"load out= is {list(out.shape)} {out.dtype.name}, the load is "
-                             f"{list(shape)} {dt.name}", src)
-        dst = TensorHandle(out.buf, shape, dt)
+        dst = into(out, shape, dt, "load", src)
     _issue(ctx, Cmd(OP.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
     return dst
 
@@ -100,13 +95,7 @@ def ref(ptr: Pointer, shape: Any, dtype: Any) -> TensorHandle:
     """An HBM-resident operand for ``composite`` (no data moves until the scheduler streams)."""
     current()
     src = src_here()
-    shape = _shape(shape, src)
-    dt = _dtype(dtype, src)
-    h = _hbm_operand(ptr, shape, "ref", src)
-    if dt is not h.dtype:
-        raise DtypeError(f"ref dtype {dt.name} differs from tensor {ptr.tensor.name!r} dtype "
-                         f"{h.dtype.name}", src)
-    return h
+    return _hbm_operand(ptr, _shape(shape, src), "ref", src, dtype)
 
 
 def composite(op: str = "gemm", *, a: TensorHandle, b: TensorHandle, trans_b: bool = False,

@@ -14,6 +14,7 @@ from kernbench.errors import (
     KernelError,
     ScratchScopeError,
     ShapeError,
+    SpaceError,
 )
 from kernbench.record.commands import Cmd
 from kernbench.record.context import KernelContext, current
@@ -79,6 +80,17 @@ def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
             f"{what} {list(h.shape)} {h.dtype.name} was allocated at {h.buf.src} inside a "
             f"scratch_scope (entered at {s.src}) that has exited; used here after the scope", src)
     return h
+
+
+def into(out: Any, shape: tuple[int, ...], dt: DType, what: str, src: str) -> TensorHandle:
+    """The ``out=`` buffer a load or receive writes: a live plain TCM handle of that shape."""
+    _live(out, src, f"{what} out=")
+    if out.space != "tcm" or out.transposed:
+        raise SpaceError(f"{what} out= must be a plain TCM handle, got {out!r}", src)
+    if out.shape != shape or out.dtype is not dt:
+        raise ShapeError(f"{what} out= is {list(out.shape)} {out.dtype.name}, the data is "
+                         f"{list(shape)} {dt.name}", src)
+    return TensorHandle(out.buf, shape, dt)
 
 
 def _resolve(ctx: KernelContext, cmd: Cmd) -> None:

@@ -6,8 +6,6 @@ Reads only the trace directory; never modifies ``ops.parquet`` or ``tensors.parq
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from kernbench.replay.values import ValueLog
 from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
 from kernbench.schemas.arrow import OUTPUTS, read_table
 from kernbench.schemas.dtypes import DTYPES
-from kernbench.trace import Trace
+from kernbench.trace import Trace, atomic_dir
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
 INPUT_ROLES = frozenset({"input", "inout"})
@@ -179,25 +177,15 @@ def write_replay_dir(path: Path, values_table: pa.Table, outputs: dict[str, np.n
                      tensors: list[HbmTensor], verdict: dict[str, Any]) -> None:
     """Write ``path/replay/`` under a temporary name and rename it into place."""
     final = path / "replay"
-    tmp = path / f".replay.tmp-{os.getpid()}"
     try:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        pq.write_table(values_table, tmp / "values.parquet", compression="zstd",
-                       compression_level=1)
-        pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                       compression="zstd", compression_level=1)
-        (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True) + "\n")
-        old = None
-        if final.exists():
-            old = path / f".replay.old-{os.getpid()}"
-            os.rename(final, old)
-        os.rename(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        with atomic_dir(final, replaceable=lambda _: True) as tmp:
+            pq.write_table(values_table, tmp / "values.parquet", compression="zstd",
+                           compression_level=1)
+            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
+                           compression="zstd", compression_level=1)
+            (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
+                                              + "\n")
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
 
 
