@@ -10,8 +10,11 @@ from kernbench.schemas.ops import ENGINE, KIND, OP, Op
 
 
 @pytest.mark.parametrize("op", list(Op))
-def test_every_op_has_kind_engine_and_timing_model(op):
+def test_every_op_has_kind_engine_timing_model_and_numpy_executor(op):
+    from kernbench.replay.executors import EXECUTORS
+
     assert op in KIND and op in ENGINE and op in TIMING
+    assert callable(TIMING[op]) and callable(EXECUTORS[op].bind)
 
 
 def test_fast_member_namespace_is_the_enum():
