@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
 if TYPE_CHECKING:
@@ -78,10 +79,10 @@ def run_composite(pe: PEDriver, cmd: Cmd) -> None:
     timed = []
     for i, (dma, dot) in enumerate(children(cmd, pe.index, pe.hw.stage_bytes)):
         d_issue = max(t_issue, slot_free[i % 2])
-        d_busy, d_lat = pe.dma_rd.cost(dma.nbytes)
+        d_busy, d_lat = TIMING[OP.DMA_READ](pe, dma)
         d_start = pe.dma_rd.occupy(d_issue, d_busy)
         d_end = d_start + d_busy + d_lat
-        g_busy, _ = pe.gemm.cost(*dot.work)
+        g_busy, _ = TIMING[OP.DOT](pe, dot)
         g_start = pe.gemm.occupy(d_end, g_busy)
         g_end = g_start + g_busy
         slot_free[i % 2] = g_end

@@ -22,6 +22,7 @@ import simpy
 from kernbench.errors import IpcqError
 from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
 if TYPE_CHECKING:
@@ -83,15 +84,14 @@ class Send:
         key = (dst, incoming)
         yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
         t_issue = max(ready, int(pe.env.now))
-        link = pe.links[self.direction]
-        busy, latency = link.cost(x.nbytes)
-        start = link.occupy(t_issue, busy)
-        arrival = start + busy + latency
         slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
                                    self.src), x.shape, x.dtype)
-        ring.queues[key].put(Message(slot, arrival))
         cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), self.src,
                   attrs=f'{{"dir":"{self.direction}","to":{dst}}}')
+        busy, latency = TIMING[OP.SEND](pe, cmd)
+        start = pe.links[self.direction].occupy(t_issue, busy)
+        arrival = start + busy + latency
+        ring.queues[key].put(Message(slot, arrival))
         pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
         if start + busy > x.buf.read_until:  # the link reads the source until start + busy
             x.buf.read_until = start + busy

@@ -31,21 +31,6 @@ from kernbench.schemas.ops import Engine, Op
 _NON_BLOCKING = ops.NON_BLOCKING
 
 
-class Sync:
-    """A request from a kernel to wait on a SimPy event (cross-PE completions)."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: simpy.Event) -> None:
-        self.event = event
-
-    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
-        if pe.now > pe.env.now:
-            yield pe.env.timeout(pe.now - pe.env.now)
-        yield self.event
-        pe.now = max(pe.now, int(pe.env.now))
-
-
 class Wait:
     """``tl.wait``: stall until these buffers' pending completions have landed."""
 
@@ -109,7 +94,7 @@ class PEDriver:
 
     def issue(self, msg: Any) -> Any:
         """Execute a command for the kernel greenlet. A command in closed form (every op) runs
-        right here; a request that must synchronise with other PEs (IPCQ, Sync) switches to
+        right here; a request that must synchronise with other PEs (IPCQ) switches to
         this driver's SimPy process, which yields to SimPy and switches back with the result."""
         if type(msg) is Cmd:
             model, engine, handler = self._by_op[msg.op]

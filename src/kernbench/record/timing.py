@@ -43,7 +43,7 @@ def _softmax(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
 
 
 def _link(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
-    return pe.links["next"].cost(cmd.work[0])  # both directions have the same link model
+    return pe.links["next"].cost(cmd.work[0])  # both directions share one link model
 
 
 def _free(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:

@@ -22,8 +22,8 @@ from kernbench.schemas.ops import ENGINE, KIND, SCOPE, Engine, Kind
 
 BATCH_ROWS = 65536
 
-#: the order of fields in a row tuple handed to ``OpWriter.append`` (op_id, kind and engine
-#: are derived); tests check this against the Arrow schema, the single source of truth.
+#: the fields of a row tuple in ``OpWriter.rows`` (op_id, kind and engine are derived);
+#: tests check them against the Arrow schema, the single source of truth.
 ROW_FIELDS = (
     "pe", "program", "seq", "parent", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps",
     "wait_ps", "scratch_cursor", "scope_depth", "cmd",
@@ -105,14 +105,6 @@ class OpWriter:
                             "output.space", "output.dtype"],
             write_statistics=False, store_schema=True,
         )
-
-    def append(self, row: tuple) -> int:
-        """Add one row (fields in ROW_FIELDS order); returns its op_id."""
-        rows = self.rows
-        rows.append(row)
-        if len(rows) >= self.batch_rows:
-            self.flush()
-        return self._flushed + len(rows) - 1
 
     @property
     def next_op_id(self) -> int:
