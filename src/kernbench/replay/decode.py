@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.store import MemoryStore, Operand
-from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
@@ -29,30 +28,39 @@ OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
 
 @dataclass
 class Program:
-    """The decoded op log. Per-op lists are indexed by row; ``order`` is the replay order."""
+    """The decoded op log. Per-op arrays are indexed by row; ``order`` is the replay order.
+    Steps and operands are kept per distinct op signature (``sig``); ``sig_id[row]``."""
 
     op_id: np.ndarray
     names: list[Op]  # by name code
     name_code: np.ndarray
     srcs: list[str]  # by src code
     src_code: np.ndarray
-    t_start: list[int]
-    t_end: list[int]
-    step: list[Step]
-    #: the inputs each op reads (all of them, for messages)
-    ins: list[tuple[Operand, ...]]
+    t_start: np.ndarray
+    t_end: np.ndarray
+    sig_id: np.ndarray
+    sig_step: list[Step]
+    #: the inputs each signature reads (all of them, for messages)
+    sig_ins: list[tuple[Operand, ...]]
     #: the inputs whose valid map must be checked at each read
-    checks: list[tuple[Operand, ...]]
-    out: list[Operand | None]
+    sig_checks: list[tuple[Operand, ...]]
+    #: the operand each signature writes (None: it writes nothing)
+    sig_out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
-    order: list[int]
-    #: next_access[k]: t_start_ps of the first op after order[k] that touches (reads, writes
-    #: or rewinds) the memory order[k] writes; a large sentinel if none
-    next_access: list[int]
-    max_nbytes: int
+    order: np.ndarray
 
     def __len__(self) -> int:
         return len(self.op_id)
+
+    @property
+    def ins(self) -> list[tuple[Operand, ...]]:
+        """The inputs of each row."""
+        return [self.sig_ins[j] for j in self.sig_id.tolist()]
+
+    @property
+    def out(self) -> list[Operand | None]:
+        """The written operand of each row."""
+        return [self.sig_out[j] for j in self.sig_id.tolist()]
 
     def name(self, row: int) -> Op:
         return self.names[int(self.name_code[row])]
@@ -131,31 +139,6 @@ def _resolve(store: MemoryStore, keys: np.ndarray, names: dict[str, dict[str, in
     return found, inverse
 
 
-def _next_access(order: np.ndarray, t_start: np.ndarray, sig_id: np.ndarray,
-                 touched: list[tuple[int, ...]], outs: list[Operand | None]) -> list[int]:
-    """For each position k of ``order``: when the memory its op writes is next touched."""
-    n = len(order)
-    never = np.iinfo(np.int64).max
-    sig_sorted = sig_id[order]
-    counts = np.array([len(t) for t in touched], np.int64)[sig_sorted] if n else order
-    flat = np.array([m for t in touched for m in t], np.int64)
-    first = np.concatenate([[0], np.cumsum([len(t) for t in touched])]).astype(np.int64)
-    pos = np.repeat(np.arange(n), counts)
-    within = np.arange(len(pos)) - np.repeat(np.cumsum(counts) - counts, counts)
-    mids = flat[first[sig_sorted].repeat(counts) + within] if len(pos) else pos
-    keys = np.sort(mids * (n + 1) + pos)
-    out_mid = np.array([o.mem.mid if o is not None and o.mem is not None else -1
-                        for o in outs], np.int64)[sig_sorted] if n else order
-    query = out_mid * (n + 1) + np.arange(n)
-    at = np.searchsorted(keys, query, side="right")
-    hit = at < len(keys)
-    nxt = np.full(n, never, np.int64)
-    found = keys[np.minimum(at, max(len(keys) - 1, 0))] if len(keys) else nxt
-    same = hit & (found // (n + 1) == out_mid) & (out_mid >= 0)
-    nxt[same] = t_start[order[found[same] % (n + 1)]]
-    return nxt.tolist()
-
-
 def _fail(message: str) -> None:
     raise ReplayError(message)
 
@@ -201,21 +184,12 @@ def decode(table: pa.Table, store: MemoryStore) -> Program:
     sigs, sig_id = unique_rows(sig)
     binder = _Binder(name_vals, attr_vals, operands, store)
     bound = [binder.bind(row) for row in sigs.tolist()]
-    sig_list = sig_id.tolist()
-    steps = [bound[j][0] for j in sig_list]
-    ins = [bound[j][1] for j in sig_list]
-    checks = [bound[j][2] for j in sig_list]
-    outs = [bound[j][3] for j in sig_list]
-
     order = np.lexsort((op_id, t_start))
-    sizes = [o.nbytes for o in operands if o.error is None]
     return Program(
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
-        srcs=src_vals, src_code=src_code, t_start=t_start.tolist(), t_end=t_end.tolist(),
-        step=steps, ins=ins, checks=checks, out=outs, order=order.tolist(),
-        next_access=_next_access(order, t_start, sig_id, [b[4] for b in bound],
-                                 [b[3] for b in bound]),
-        max_nbytes=max(sizes, default=0))
+        srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
+        sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
+        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order)
 
 
 class _Binder:
@@ -229,22 +203,14 @@ class _Binder:
         self.contexts: dict[int, BindContext] = {}
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
-                                            Operand | None, tuple[int, ...]]:
-        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
-        ids of the memories the op touches)."""
+                                            Operand | None]:
+        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
         out = operands[row[3]] if row[3] >= 0 and EXECUTORS[op].writes else None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        touched = {o.mem.mid for o in (*ins, out) if o is not None and o.mem is not None}
-        if op in ops.SCOPE:  # a scope exit rewinds its PE's TCM
-            try:
-                touched.add(self.store.memory("tcm", row[2]).mid)
-            except (KeyError, ValueError):
-                pass
-        step = self._step(op, row[1], row[2], ins, out)
-        return step, ins, checks, out, tuple(sorted(touched))
+        return self._step(op, row[1], row[2], ins, out), ins, checks, out
 
     def _step(self, op: Op, attr_code: int, pe: int, ins: tuple[Operand, ...],
               out: Operand | None) -> Step:

@@ -1,17 +1,19 @@
 """The time-faithful run loop.
 
 Ops run in (t_start_ps, op_id) order; each reads its inputs at its start and its output
-becomes visible at its t_end_ps. Pending writes wait in a heap keyed (t_end_ps, op_id) and
-are committed before any op starting at or after their end (writes before reads at equal
-times). A write is committed at once when no write into the same memory is pending and no
-op touches that memory before it lands (``Program.next_access``): nothing can tell. A read
-that overtakes its producer therefore sees invalid bytes or old data.
+becomes visible at its t_end_ps: before the first op starting at or after t_end_ps (writes
+before reads at equal times), several landing at one point in (t_end_ps, op_id) order. That
+order depends on the timestamps alone, so ``schedule`` computes it up front, vectorised: most
+writes land right after their own op ran (the loop writes them at once), the others wait in
+``pending`` for the op after which they land. A read that overtakes its producer therefore
+sees invalid bytes or old data.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +23,8 @@ from kernbench.replay.store import Operand, check_read
 from kernbench.replay.values import ValueLog
 
 FLUSH_CHECK_EVERY = 256
+#: position flags: the op's own write waits for a later landing point; writes land after it
+DEFERRED, LANDING = 1, 2
 
 
 @dataclass(frozen=True)
@@ -37,71 +41,116 @@ class _InvalidRead(Exception):
         self.operand = operand
 
 
-def _arm_outputs(program: Program) -> None:
-    """Give each output operand its run of 0x01 bytes for marking writes valid."""
-    ones = memoryview(b"\x01" * program.max_nbytes)
-    for o in program.out:
-        if o is not None and o.ones is None and o.error is None:
-            o.ones = ones[:o.nbytes]
+def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: np.ndarray
+             ) -> tuple[np.ndarray, dict[int, list[int]]]:
+    """For ops in replay order (``t_start`` sorted): (flags per position, position k ->
+    positions whose writes land right after op k ran, in landing order, when that is not
+    just op k's own write landing first).
+
+    A write of the op at position k lands before the first position p > k whose t_start
+    is >= its t_end (p = n: after the last op); writes landing at one p in (t_end, op_id)
+    order. This is exactly a heap of pending writes popped before each op."""
+    n = len(t_start)
+    w = np.flatnonzero(writes)
+    land = np.maximum(np.searchsorted(t_start, t_end[w], side="left"), w + 1)
+    by = np.lexsort((op_id[w], t_end[w], land))
+    land, w = land[by], w[by]
+    first = np.ones(len(w), bool)
+    first[1:] = land[1:] != land[:-1]
+    now = first & (w == land - 1)
+    flags = np.zeros(n, np.int8)
+    later = w[~now]
+    flags[later] |= DEFERRED
+    after: dict[int, list[int]] = {}
+    for k, j in zip((land[~now] - 1).tolist(), later.tolist(), strict=True):
+        after.setdefault(k, []).append(j)
+    if after:
+        flags[np.fromiter(after, np.int64, len(after))] |= LANDING
+    return flags, after
+
+
+def _by_position(items: list[Any], idx: list[int]) -> list[Any]:
+    if len(idx) < 2:
+        return [items[j] for j in idx]
+    return list(itemgetter(*idx)(items))
+
+
+def _arm(program: Program, values: ValueLog, sig: np.ndarray) -> None:
+    """Give each output operand its run of 0x01 bytes; tell ``values`` what each position
+    writes (dtype code, element count, bytes)."""
+    outs = program.sig_out
+    ones = memoryview(b"\x01" * max((o.nbytes for o in outs if o is not None), default=0))
+    dtypes: dict[np.dtype, int] = {}
+    code = np.zeros(len(outs), np.int64)
+    count = np.zeros(len(outs), np.int64)
+    for j, o in enumerate(outs):
+        if o is not None and o.error is None:
+            if o.ones is None:
+                o.ones = ones[:o.nbytes]
+            code[j] = dtypes.setdefault(o.npd, len(dtypes))
+            count[j] = o.nbytes // o.npd.itemsize
+    nbytes = np.array([o.nbytes if o is not None else 0 for o in outs], np.int64)
+    values.set_layout(code[sig], count[sig], list(dtypes), nbytes[sig])
 
 
 def execute(program: Program, values: ValueLog) -> RunOutcome:
-    """Run every op of ``program`` in time-faithful order, logging written values."""
-    _arm_outputs(program)
-    order, next_access = program.order, program.next_access
-    t_start, t_end = program.t_start, program.t_end
-    steps, checks, outs = program.step, program.checks, program.out
-    heap: list[tuple] = []
-    push, pop = heapq.heappush, heapq.heappop
+    """Run every op of ``program`` in time-faithful order, logging written values by
+    position in ``program.order``."""
+    order = program.order
+    sig = program.sig_id[order]
+    sig_list = sig.tolist()
+    _arm(program, values, sig)
+    writes = np.array([o is not None for o in program.sig_out] or [False], bool)[sig]
+    flags, after = schedule(program.t_start[order], program.t_end[order],
+                            program.op_id[order], writes)
+    recs = _by_position(list(zip(program.sig_step, program.sig_checks, program.sig_out,
+                                 strict=True)), sig_list)
+    pending: dict[int, tuple[Operand, np.ndarray]] = {}
     log_row, log_value = values.rows.append, values.arrays.append
 
-    def commit(i: int, o: Operand, res: np.ndarray) -> None:
-        o.view[...] = res
-        o.valid[o.lo:o.hi] = o.ones
-        log_row(i)
-        log_value(res)
-
-    k, i = 0, -1
+    k = -1
     try:
         with np.errstate(all="ignore"):
-            for k, i in enumerate(order):
-                t = t_start[i]
-                while heap and heap[0][0] <= t:
-                    _, j, o, res = pop(heap)
-                    o.mem.pending -= 1
-                    commit(j, o, res)
-                for o in checks[i]:
-                    if o.valid.find(0, o.lo, o.hi) >= 0:
-                        raise _InvalidRead(o)
-                res = steps[i]()
-                o = outs[i]
+            for k, (step, checks, o), f in zip(range(len(recs)), recs, flags.tolist(),
+                                               strict=True):
+                for c in checks:
+                    if c.valid.find(0, c.lo, c.hi) >= 0:
+                        raise _InvalidRead(c)
+                res = step()
                 if o is not None:
                     # the value as written: a fresh array of the output dtype (a view of
                     # memory is snapshotted here, at the read time)
                     if res.base is not None or res.dtype is not o.npd:
                         res = res.astype(o.npd)
-                    e = t_end[i]
-                    m = o.mem
-                    if not m.pending and e <= next_access[k]:
-                        commit(i, o, res)  # nothing can see the difference: land it now
+                    if f & DEFERRED:
+                        pending[k] = (o, res)
                     else:
-                        m.pending += 1
-                        push(heap, (e, i, o, res))
+                        o.view[...] = res
+                        o.valid[o.lo:o.hi] = o.ones
+                        log_row(k)
+                        log_value(res)
+                if f & LANDING:
+                    for j in after[k]:
+                        w, r = pending.pop(j)
+                        w.view[...] = r
+                        w.valid[w.lo:w.hi] = w.ones
+                        log_row(j)
+                        log_value(r)
                 if not k % FLUSH_CHECK_EVERY and values.due():
                     values.flush()
-            while heap:
-                _, j, o, res = pop(heap)
-                o.mem.pending -= 1
-                commit(j, o, res)
     except _InvalidRead as exc:
-        index = program.ins[i].index(exc.operand)
+        row = int(order[k])
+        index = program.sig_ins[sig_list[k]].index(exc.operand)
         try:
-            check_read(exc.operand, program.where(i), index)
+            check_read(exc.operand, program.where(row), index)
         except ReplayError as err:
-            return RunOutcome(k, err, i)
+            return RunOutcome(k, err, row)
         raise AssertionError("check_read accepted an invalid read") from None  # pragma: no cover
     except ReplayError as err:
-        return RunOutcome(k, ReplayError(f"{program.where(i)}: {err}"), i)
+        row = int(order[k])
+        return RunOutcome(k, ReplayError(f"{program.where(row)}: {err}"), row)
     except (ValueError, TypeError, ArithmeticError, IndexError) as exc:
-        return RunOutcome(k, ReplayError(f"{program.where(i)}: {type(exc).__name__}: {exc}"), i)
-    return RunOutcome(len(order))
+        row = int(order[k])
+        return RunOutcome(k, ReplayError(f"{program.where(row)}: {type(exc).__name__}: {exc}"),
+                          row)
+    return RunOutcome(len(recs))

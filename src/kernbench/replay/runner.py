@@ -21,7 +21,7 @@ from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay.decode import decode
 from kernbench.replay.engine import RunOutcome, execute
 from kernbench.replay.store import NP_DTYPES, MemoryStore
-from kernbench.replay.values import ValueLog
+from kernbench.replay.values import ValueLog, values_table
 from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
 from kernbench.schemas.arrow import OUTPUTS, read_table
 from kernbench.schemas.dtypes import DTYPES
@@ -131,7 +131,7 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
     program = decode(trace.ops_table, store)
     values = ValueLog()
     outcome = execute(program, values)
-    values_table, first_nonfinite = values.finish(program)
+    table, first_nonfinite = values_table(program, values, program.order)
     outputs = final_outputs(store, tensors)
     verdict: dict[str, Any] = {
         "ok": False, "reference": reference.label if reference.fn else None,
@@ -154,7 +154,7 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
     verdict["ok"] = (verdict["invalid_read"] is None and verdict["error"] is None
                      and all(o["ok"] for o in verdict["outputs"].values()))
     verdict["replay_s"] = round(time.perf_counter() - started, 6)
-    write_replay_dir(path, values_table, outputs, tensors, verdict)
+    write_replay_dir(path, table, outputs, tensors, verdict)
     return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
 
 

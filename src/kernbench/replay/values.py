@@ -25,7 +25,7 @@ F32 = np.dtype(np.float32)
 U64 = np.uint64
 PRIME = 0x100000001B3
 PRIME_INV = pow(PRIME, -1, 1 << 64)
-FLUSH_BYTES = 1 << 20
+FLUSH_BYTES = 1 << 18
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _nbytes = operator.attrgetter("nbytes")
 
@@ -68,14 +68,40 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> U64(31))
 
 
+def _words(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(uint64 words, word start of each segment, byte count of each segment): each segment's
+    bytes zero-padded to a multiple of 8 and read as little-endian uint64 words."""
+    item = flat.dtype.itemsize
+    nbytes = sizes * item
+    raw = np.ascontiguousarray(flat).view(np.uint8)
+    if not (nbytes % 8).any() and not ((starts * item) % 8).any():
+        return raw.view("<u8"), starts * item // 8, nbytes
+    padded = (nbytes + 7) // 8 * 8
+    dest = np.cumsum(padded) - padded
+    out = np.zeros(int(padded.sum()), np.uint8)
+    first = np.cumsum(nbytes) - nbytes
+    within = np.arange(int(nbytes.sum())) - np.repeat(first, nbytes)
+    src = np.repeat(starts * item, nbytes) + within
+    shift = np.repeat(dest - starts * item, nbytes)
+    out[src + shift] = raw[src]
+    return out.view("<u8"), dest // 8, nbytes
+
+
 def checksums(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
               powers: _Powers | None = None) -> np.ndarray:
-    """The 64-bit checksum of each segment ``flat[starts[k]:starts[k] + sizes[k]]``."""
-    fwd, inv = (powers or POWERS).get(len(flat))
-    words = flat.view(_UINT[flat.dtype.itemsize]).astype(U64)
-    words *= fwd[:len(flat)]
-    h = np.add.reduceat(words, starts) * inv[starts]
-    return _mix(h ^ (sizes.astype(U64) * U64(flat.dtype.itemsize) * U64(PRIME)))
+    """The 64-bit checksum of each segment ``flat[starts[k]:starts[k] + sizes[k]]``: its
+    bytes zero-padded to whole 8-byte words ``w``, ``sum w[j] * P**j mod 2**64`` xor the
+    byte count times P, finished with splitmix64."""
+    words, wstart, nbytes = _words(flat, np.asarray(starts, np.int64),
+                                   np.asarray(sizes, np.int64))
+    if not len(words):
+        return _mix(nbytes.astype(U64) * U64(PRIME))
+    fwd, inv = (powers or POWERS).get(len(words) + 1)
+    h = np.add.reduceat(words * fwd[:len(words)], np.minimum(wstart, len(words) - 1))
+    h[nbytes == 0] = 0
+    h *= inv[wstart]
+    return _mix(h ^ (nbytes.astype(U64) * U64(PRIME)))
 
 
 def _as_numbers(arr: np.ndarray) -> np.ndarray:
@@ -87,21 +113,37 @@ def _as_numbers(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def reduce_batch(rows: list[int], arrays: list[np.ndarray], powers: _Powers) -> Chunk:
-    """Statistics of one batch of written values, in commit order."""
+def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers: _Powers,
+                 layout: tuple[np.ndarray, np.ndarray, list[np.dtype]] | None = None) -> Chunk:
+    """Statistics of one batch of written values, in commit order. ``layout``: (dtype code,
+    element count) of each array and the dtypes by code, when the caller knows them."""
     n = len(rows)
     row_ids = np.asarray(rows, dtype=np.int64)
+    if layout is None:
+        dtypes = list(dict.fromkeys(a.dtype for a in arrays))
+        code_of = {d: c for c, d in enumerate(dtypes)}
+        codes = np.array([code_of[a.dtype] for a in arrays], np.int64)
+        counts = np.array([a.size for a in arrays], np.int64)
+    else:
+        codes, counts, dtypes = layout
     checksum = np.zeros(n, U64)
     mins, maxs, means = np.empty(n), np.empty(n), np.empty(n)
     nonfinite = np.zeros(n, np.int64)
-    groups: dict[np.dtype, list[int]] = {}
-    for k, a in enumerate(arrays):
-        groups.setdefault(a.dtype, []).append(k)
+    if not n:
+        return row_ids, checksum, mins, maxs, means, nonfinite
+    lo, hi = int(codes.min()), int(codes.max())
+    groups = ([(lo, slice(None))] if lo == hi else
+              [(c, np.flatnonzero(codes == c)) for c in range(lo, hi + 1)])
     with np.errstate(all="ignore"):
-        for ks in groups.values():
-            parts = [arrays[k] for k in ks]
-            flat = np.concatenate(parts, axis=None)
-            sizes = np.fromiter((a.size for a in parts), np.int64, len(parts))
+        for code, ks in groups:
+            if lo == hi:
+                parts = arrays
+            else:
+                if not len(ks):
+                    continue
+                parts = [arrays[k] for k in ks.tolist()]
+            flat = np.concatenate(parts, axis=None, dtype=dtypes[code])
+            sizes = counts[ks]
             starts = np.cumsum(sizes) - sizes
             checksum[ks] = checksums(flat, starts, sizes, powers)
             vals = _as_numbers(flat)
@@ -110,59 +152,87 @@ def reduce_batch(rows: list[int], arrays: list[np.ndarray], powers: _Powers) -> 
             sums = np.add.reduceat(vals, starts, dtype=np.float64)
             means[ks] = sums / sizes
             if vals.dtype.kind == "f":  # a finite float64 sum of float32s has no inf/nan
-                for j in np.flatnonzero(~np.isfinite(sums)).tolist():
+                bad = np.flatnonzero(~np.isfinite(sums))
+                out = nonfinite[ks] if lo != hi else nonfinite
+                for j in bad.tolist():
                     seg = vals[starts[j]:starts[j] + sizes[j]]
-                    nonfinite[ks[j]] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
+                    out[j] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
+                if lo != hi:
+                    nonfinite[ks] = out
     return row_ids, checksum, mins, maxs, means, nonfinite
 
 
 class ValueLog:
-    """Collects (row, value) per write in commit order and reduces batches in bulk."""
+    """Collects (position, value) per write in commit order and reduces batches in bulk.
+
+    ``codes``/``counts``/``dtypes``: the dtype code and element count of the value each
+    position writes (the output operand's), so a batch needs no per-array inspection."""
 
     def __init__(self, flush_bytes: int = FLUSH_BYTES) -> None:
         self.flush_bytes = flush_bytes
-        #: appended by the run loop: the row of each write and the value written
+        #: appended by the run loop: the id (position) of each write and the value written
         self.rows: list[int] = []
         self.arrays: list[np.ndarray] = []
         self._counted = 0
         self._bytes = 0
         self._powers = POWERS
         self._chunks: list[Chunk] = []
+        self.codes: np.ndarray | None = None
+        self.counts = self.nbytes = np.zeros(0, np.int64)
+        self.dtypes: list[np.dtype] = []
+
+    def set_layout(self, codes: np.ndarray, counts: np.ndarray, dtypes: list[np.dtype],
+                   nbytes: np.ndarray) -> None:
+        self.codes, self.counts, self.dtypes, self.nbytes = codes, counts, dtypes, nbytes
 
     def due(self) -> bool:
         """Whether enough bytes are waiting to be worth a flush (cheap; checks new rows)."""
-        arrays = self.arrays
-        self._bytes += sum(map(_nbytes, arrays[self._counted:]))
-        self._counted = len(arrays)
+        rows = self.rows
+        if self.codes is not None:
+            self._bytes += int(self.nbytes[rows[self._counted:]].sum())
+        else:
+            self._bytes += sum(map(_nbytes, self.arrays[self._counted:]))
+        self._counted = len(rows)
         return self._bytes >= self.flush_bytes
 
     def flush(self) -> None:
         if not self.rows:
             return
         # the run loop holds these lists' append methods: take copies, clear in place
-        rows, arrays = self.rows[:], self.arrays[:]
+        rows, arrays = np.array(self.rows, np.int64), self.arrays[:]
         del self.rows[:], self.arrays[:]
         self._counted = self._bytes = 0
-        self._chunks.append(reduce_batch(rows, arrays, self._powers))
+        layout = None if self.codes is None else (self.codes[rows], self.counts[rows],
+                                                  self.dtypes)
+        self._chunks.append(reduce_batch(rows, arrays, self._powers, layout))
 
-    def finish(self, program: Program) -> tuple[pa.Table, int | None]:
-        """(the VALUES table sorted by op_id, the row of the first non-finite write)."""
+    def finish(self, op_rows: np.ndarray | None = None) -> tuple[np.ndarray, Chunk]:
+        """(rows of the writes in commit order, the statistics sorted by op row).
+        ``op_rows`` maps logged ids to op rows (identity if None)."""
         self.flush()
         chunks = self._chunks
         if chunks:
-            rows, checksum, mins, maxs, means, nonfinite = (
+            ids, checksum, mins, maxs, means, nonfinite = (
                 np.concatenate(cols) for cols in zip(*chunks, strict=True))
         else:
-            rows = np.zeros(0, np.int64)
+            ids = np.zeros(0, np.int64)
             checksum, nonfinite = np.zeros(0, U64), np.zeros(0, np.int64)
             mins = maxs = means = np.zeros(0)
-        bad = np.flatnonzero(nonfinite)
-        first = int(rows[bad[0]]) if len(bad) else None
-        op_id = program.op_id[rows]
-        order = np.argsort(op_id, kind="stable")
-        table = pa.Table.from_arrays([
-            pa.array(op_id[order], pa.int64()), pa.array(checksum[order], pa.uint64()),
-            pa.array(mins[order], pa.float64()), pa.array(maxs[order], pa.float64()),
-            pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
-        ], schema=VALUES)
-        return table, first
+        rows = ids if op_rows is None else op_rows[ids]
+        return rows, (rows, checksum, mins, maxs, means, nonfinite)
+
+
+def values_table(program: Program, values: ValueLog, op_rows: np.ndarray | None = None
+                 ) -> tuple[pa.Table, int | None]:
+    """(the VALUES table sorted by op_id, the row of the first non-finite write)."""
+    _, (rows, checksum, mins, maxs, means, nonfinite) = values.finish(op_rows)
+    bad = np.flatnonzero(nonfinite)
+    first = int(rows[bad[0]]) if len(bad) else None
+    op_id = program.op_id[rows]
+    order = np.argsort(op_id, kind="stable")
+    table = pa.Table.from_arrays([
+        pa.array(op_id[order], pa.int64()), pa.array(checksum[order], pa.uint64()),
+        pa.array(mins[order], pa.float64()), pa.array(maxs[order], pa.float64()),
+        pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
+    ], schema=VALUES)
+    return table, first
