@@ -14,6 +14,7 @@ import polars as pl
 
 from kernbench.analyze import metrics
 from kernbench.case import build_case
+from kernbench.errors import BadInputError
 from kernbench.hw import HwConfig
 from kernbench.record.runner import record
 
@@ -119,6 +120,12 @@ def run_panel(full: bool = False, out: str | Path | None = None,
               progress: Callable[[str], Any] | None = None) -> pl.DataFrame:
     """Record (and replay) every configuration; write Parquet and CSV to ``out`` if given."""
     configs = FULL if full else QUICK
+    if out is not None:
+        out = Path(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInputError(f"cannot write the panel to {str(out)!r}: {exc.strerror}") from None
     rows = []
     with tempfile.TemporaryDirectory(prefix="kb-panel-") as tmp:
         for i, cfg in enumerate(configs, 1):
@@ -127,8 +134,6 @@ def run_panel(full: bool = False, out: str | Path | None = None,
             rows.append(run_config(cfg, Path(tmp)))
     frame = pl.DataFrame(rows)
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(out / "panel.parquet")
         frame.write_csv(out / "panel.csv")
     return frame
