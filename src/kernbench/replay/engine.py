@@ -20,6 +20,7 @@ import numpy as np
 from kernbench.errors import ReplayError
 from kernbench.replay.decode import Program
 from kernbench.replay.store import Operand, check_read
+from kernbench.replay.validity import plan, rewind_of
 from kernbench.replay.values import ValueLog
 
 FLUSH_CHECK_EVERY = 256
@@ -42,21 +43,24 @@ class _InvalidRead(Exception):
 
 
 def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: np.ndarray
-             ) -> tuple[np.ndarray, dict[int, list[int]]]:
-    """For ops in replay order (``t_start`` sorted): (flags per position, position k ->
+             ) -> tuple[np.ndarray, dict[int, list[int]], np.ndarray, np.ndarray, np.ndarray]:
+    """For ops in replay order (``t_start`` sorted): flags per position; position k ->
     positions whose writes land right after op k ran, in landing order, when that is not
-    just op k's own write landing first).
+    just op k's own write landing first; and, per writer position (ascending), the position
+    after which its write lands and its rank there (1, 2, ...).
 
     A write of the op at position k lands before the first position p > k whose t_start
     is >= its t_end (p = n: after the last op); writes landing at one p in (t_end, op_id)
     order. This is exactly a heap of pending writes popped before each op."""
     n = len(t_start)
-    w = np.flatnonzero(writes)
-    land = np.maximum(np.searchsorted(t_start, t_end[w], side="left"), w + 1)
-    by = np.lexsort((op_id[w], t_end[w], land))
-    land, w = land[by], w[by]
+    writers = np.flatnonzero(writes)
+    land = np.maximum(np.searchsorted(t_start, t_end[writers], side="left"), writers + 1)
+    by = np.lexsort((op_id[writers], t_end[writers], land))
+    land, w = land[by], writers[by]
     first = np.ones(len(w), bool)
     first[1:] = land[1:] != land[:-1]
+    at = np.arange(len(w))
+    rank = at - np.maximum.accumulate(np.where(first, at, 0)) if len(w) else at
     now = first & (w == land - 1)
     flags = np.zeros(n, np.int8)
     later = w[~now]
@@ -66,7 +70,9 @@ def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: 
         after.setdefault(k, []).append(j)
     if after:
         flags[np.fromiter(after, np.int64, len(after))] |= LANDING
-    return flags, after
+    land_k, land_sub = np.empty(len(w), np.int64), np.empty(len(w), np.int64)
+    land_k[by], land_sub[by] = land - 1, rank + 1
+    return flags, after, writers, land_k, land_sub
 
 
 def _by_position(items: list[Any], idx: list[int]) -> list[Any]:
@@ -101,25 +107,87 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
     sig_list = sig.tolist()
     _arm(program, values, sig)
     writes = np.array([o is not None for o in program.sig_out] or [False], bool)[sig]
-    flags, after = schedule(program.t_start[order], program.t_end[order],
-                            program.op_id[order], writes)
-    recs = _by_position(list(zip(program.sig_step, program.sig_checks, program.sig_out,
-                                 strict=True)), sig_list)
+    flags, after, writers, land_k, land_sub = schedule(
+        program.t_start[order], program.t_end[order], program.op_id[order], writes)
+    valid = plan(program.sig_checks, program.sig_out, [rewind_of(s) for s in program.sig_step],
+                 sig, writers, land_k, land_sub)
+    if valid.ok:
+        recs = _by_position(list(zip(program.sig_step, program.sig_out, strict=True)),
+                            sig_list)
+        k, failure = _run(recs, flags.tolist(), after, values)
+        valid.settle(k)
+    else:
+        recs = _by_position(list(zip(program.sig_step, program.sig_checks, program.sig_out,
+                                     strict=True)), sig_list)
+        k, failure = _run_checked(recs, flags.tolist(), after, values)
+    if failure is None:
+        return RunOutcome(len(recs))
+    row = int(order[k])
+    if isinstance(failure, _InvalidRead):
+        index = program.sig_ins[sig_list[k]].index(failure.operand)
+        try:
+            check_read(failure.operand, program.where(row), index)
+        except ReplayError as err:
+            return RunOutcome(k, err, row)
+        raise AssertionError("check_read accepted an invalid read")  # pragma: no cover
+    if isinstance(failure, ReplayError):
+        return RunOutcome(k, ReplayError(f"{program.where(row)}: {failure}"), row)
+    return RunOutcome(k, ReplayError(f"{program.where(row)}: {type(failure).__name__}: "
+                                     f"{failure}"), row)
+
+
+Failure = ReplayError | ValueError | TypeError | ArithmeticError | IndexError | _InvalidRead
+
+
+def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
+         after: dict[int, list[int]], values: ValueLog) -> tuple[int, Failure | None]:
+    """The loop when ``validity.plan`` proved every read valid: no valid map per op."""
     pending: dict[int, tuple[Operand, np.ndarray]] = {}
     log_row, log_value = values.rows.append, values.arrays.append
-
     k = -1
     try:
         with np.errstate(all="ignore"):
-            for k, (step, checks, o), f in zip(range(len(recs)), recs, flags.tolist(),
-                                               strict=True):
+            for k, (step, o), f in zip(range(len(recs)), recs, flags, strict=True):
+                res = step()
+                if o is not None:
+                    # the value as written: a fresh array of the output dtype (a view of
+                    # memory is snapshotted here, at the read time)
+                    if res.base is not None or res.dtype is not o.npd:
+                        res = res.astype(o.npd)
+                    if f & DEFERRED:
+                        pending[k] = (o, res)
+                    else:
+                        o.view[...] = res
+                        log_row(k)
+                        log_value(res)
+                if f & LANDING:
+                    for j in after[k]:
+                        w, r = pending.pop(j)
+                        w.view[...] = r
+                        log_row(j)
+                        log_value(r)
+                if not k % FLUSH_CHECK_EVERY and values.due():
+                    values.flush()
+    except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError) as exc:
+        return k, exc
+    return k, None
+
+
+def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
+                 flags: list[int], after: dict[int, list[int]], values: ValueLog
+                 ) -> tuple[int, Failure | None]:
+    """The loop with the per-byte valid map: each read is checked, each write marks."""
+    pending: dict[int, tuple[Operand, np.ndarray]] = {}
+    log_row, log_value = values.rows.append, values.arrays.append
+    k = -1
+    try:
+        with np.errstate(all="ignore"):
+            for k, (step, checks, o), f in zip(range(len(recs)), recs, flags, strict=True):
                 for c in checks:
                     if c.valid.find(0, c.lo, c.hi) >= 0:
                         raise _InvalidRead(c)
                 res = step()
                 if o is not None:
-                    # the value as written: a fresh array of the output dtype (a view of
-                    # memory is snapshotted here, at the read time)
                     if res.base is not None or res.dtype is not o.npd:
                         res = res.astype(o.npd)
                     if f & DEFERRED:
@@ -138,19 +206,7 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
                         log_value(r)
                 if not k % FLUSH_CHECK_EVERY and values.due():
                     values.flush()
-    except _InvalidRead as exc:
-        row = int(order[k])
-        index = program.sig_ins[sig_list[k]].index(exc.operand)
-        try:
-            check_read(exc.operand, program.where(row), index)
-        except ReplayError as err:
-            return RunOutcome(k, err, row)
-        raise AssertionError("check_read accepted an invalid read") from None  # pragma: no cover
-    except ReplayError as err:
-        row = int(order[k])
-        return RunOutcome(k, ReplayError(f"{program.where(row)}: {err}"), row)
-    except (ValueError, TypeError, ArithmeticError, IndexError) as exc:
-        row = int(order[k])
-        return RunOutcome(k, ReplayError(f"{program.where(row)}: {type(exc).__name__}: {exc}"),
-                          row)
-    return RunOutcome(len(recs))
+    except (_InvalidRead, ReplayError, ValueError, TypeError, ArithmeticError,
+            IndexError) as exc:
+        return k, exc
+    return k, None

@@ -1,0 +1,136 @@
+"""Read validity decided before the run, exactly, on elementary byte intervals.
+
+Every event that reads, writes or rewinds a checked memory (TCM, staging, IPCQ) covers a byte
+range; the boundaries of all those ranges cut each memory into elementary intervals that are
+always wholly valid or wholly invalid. Events happen in the engine's schedule order (op runs
+at ``(k, 0)``, landings after op k at ``(k, 1..)``), which depends on timestamps alone, so
+one sort by (interval, time) tells, for every read of every interval, whether the last
+write-or-rewind before it was a write (valid), a rewind (invalid) or absent (the memory's
+initial valid map decides). ``Plan.ok``: no op reads an invalid byte; the engine then skips
+the per-byte valid map in its loop and ``Plan.settle`` leaves the valid maps as the loop
+would have. Otherwise the engine runs its checking loop, which reports the read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from kernbench.replay.store import Memory
+
+READ, WRITE, REWIND = 0, 1, 2
+
+
+def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
+    """(memory, lo, hi) a scope exit's step invalidates, clipped like ``Memory.invalidate``."""
+    if isinstance(step, partial) and getattr(step.func, "__func__", None) is Memory.invalidate:
+        mem: Memory = step.func.__self__
+        lo, hi = step.args
+        return mem, max(int(lo), 0), min(int(hi), mem.size)
+    return None
+
+
+def _expand(lists: list[list[int]], sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position, item) for every item of ``lists[sig[k]]`` at every position k."""
+    counts = np.array([len(x) for x in lists] or [0], np.int64)[sig]
+    flat = np.array([j for x in lists for j in x], np.int64)
+    first = np.cumsum([0] + [len(x) for x in lists])[:-1].astype(np.int64)
+    pos = np.repeat(np.arange(len(sig)), counts)
+    within = np.arange(len(pos)) - np.repeat(np.cumsum(counts) - counts, counts)
+    items = flat[first[sig].repeat(counts) + within] if len(pos) else pos
+    return pos, items
+
+
+@dataclass
+class Plan:
+    ok: bool
+    mems: dict[int, Memory]
+    stride: int
+    bounds: np.ndarray
+    #: write/rewind events sorted by (interval, time): interval, position k, kind
+    last_iv: np.ndarray
+    last_k: np.ndarray
+    last_kind: np.ndarray
+
+    def settle(self, executed: int) -> None:
+        """Set each interval's valid bytes as the events of the first ``executed`` ops (and
+        the landings after them) left them."""
+        keep = self.last_k < executed
+        iv, kind = self.last_iv[keep], self.last_kind[keep]
+        if not len(iv):
+            return
+        end = np.ones(len(iv), bool)
+        end[:-1] = iv[1:] != iv[:-1]
+        for j, kd in zip(iv[end].tolist(), kind[end].tolist(), strict=True):
+            g0, g1 = int(self.bounds[j]), int(self.bounds[j + 1])
+            mem = self.mems[g0 // self.stride]
+            lo = g0 % self.stride
+            mem.valid[lo:lo + g1 - g0] = (b"\x01" if kd == WRITE else b"\x00") * (g1 - g0)
+
+
+def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list[Any],
+         sig: np.ndarray, writers: np.ndarray, land_k: np.ndarray, land_sub: np.ndarray
+         ) -> Plan:
+    """The validity plan of a run: ``sig`` per position, writer positions with the (op,
+    sub) after which each write lands."""
+    index: dict[tuple[int, int, int], int] = {}
+    mems: dict[int, Memory] = {}
+    mid, lo, hi = [], [], []
+
+    def oid(mem: Memory, a: int, b: int) -> int:
+        key = (mem.mid, a, b)
+        j = index.get(key)
+        if j is None:
+            j = index[key] = len(mid)
+            mems[mem.mid] = mem
+            mid.append(mem.mid)
+            lo.append(a)
+            hi.append(b)
+        return j
+
+    reads = [[oid(c.mem, c.lo, c.hi) for c in chk if c.mem is not None and c.mem.check_reads]
+             for chk in sig_checks]
+    writes = [[oid(o.mem, o.lo, o.hi)] if o is not None and o.mem is not None
+              and o.mem.check_reads else [] for o in sig_out]
+    rewinds = [[oid(*r)] if r is not None and r[0].check_reads else [] for r in sig_rewind]
+    r_pos, r_op = _expand(reads, sig)
+    v_pos, v_op = _expand(rewinds, sig)
+    w_of = np.full(len(sig), -1, np.int64)
+    w_of[writers] = np.arange(len(writers))
+    w_pos, w_op = _expand(writes, sig)
+    w_at = w_of[w_pos]
+    k = np.concatenate([r_pos, land_k[w_at], v_pos])
+    sub = np.concatenate([np.zeros(len(r_pos), np.int64), land_sub[w_at],
+                          np.zeros(len(v_pos), np.int64)])
+    kind = np.concatenate([np.full(len(r_pos), READ), np.full(len(w_pos), WRITE),
+                           np.full(len(v_pos), REWIND)]).astype(np.int8)
+    ops = np.concatenate([r_op, w_op, v_op])
+    stride = max((m.size for m in mems.values()), default=0) + 1
+    base = np.array(mid or [0], np.int64) * stride
+    glo = (base + np.array(lo or [0], np.int64))[ops]
+    ghi = (base + np.array(hi or [0], np.int64))[ops]
+    bounds = np.unique(np.concatenate([glo, ghi]))
+    a0, a1 = np.searchsorted(bounds, glo), np.searchsorted(bounds, ghi)
+    cnt = a1 - a0
+    ev = np.repeat(np.arange(len(ops)), cnt)
+    iv = np.repeat(a0, cnt) + np.arange(len(ev)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    srt = np.lexsort((sub[ev], k[ev], iv))
+    ev, iv = ev[srt], iv[srt]
+    kd = kind[ev]
+    nonread = kd != READ
+    last = np.maximum.accumulate(np.where(nonread, np.arange(len(ev)), -1)) if len(ev) else ev
+    isread = ~nonread
+    prev = last[isread]
+    r_iv = iv[isread]
+    seen = (prev >= 0) & (iv[np.maximum(prev, 0)] == r_iv)
+    ok = bool((kd[prev[seen]] == WRITE).all()) if len(prev) else True
+    if ok:
+        for j in np.unique(r_iv[~seen]).tolist():  # read before any event: the initial map
+            g0, g1 = int(bounds[j]), int(bounds[j + 1])
+            mem = mems[g0 // stride]
+            if mem.valid.find(0, g0 % stride, g0 % stride + g1 - g0) >= 0:
+                ok = False
+                break
+    return Plan(ok, mems, stride, bounds, iv[nonread], k[ev][nonread], kd[nonread])
