@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tests.replay.conftest import op, operand, write_trace
 
-from kernbench.replay import engine, replay, validity
+from kernbench.replay import engine, replay, schedule, validity
 from kernbench.schemas.ops import Op
 
 X = np.arange(1, 17, dtype=np.float32)
@@ -58,3 +58,16 @@ def test_the_plan_agrees_with_the_checking_loop(tmp_path: Path, seed: int,
     assert fast.verdict["invalid_read"] == slow.verdict["invalid_read"]
     assert fast.verdict["n_executed"] == slow.verdict["n_executed"]
     np.testing.assert_array_equal(fast.outputs["y"], slow.outputs["y"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_landing_writes_early_when_unobserved_changes_nothing(
+        tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    ops = _program(random.Random(1000 + seed))
+    tensors = {"x": (X, "input"), "y": (np.zeros(16, np.float32), "output")}
+    early = replay(write_trace(tmp_path / "a.ktrace", ops, tensors), in_process=True)
+    monkeypatch.setattr(schedule, "_unobserved", lambda touch, out_mem, w, *_: w < 0)
+    heap = replay(write_trace(tmp_path / "b.ktrace", ops, tensors), in_process=True)
+    assert early.verdict["invalid_read"] == heap.verdict["invalid_read"]
+    assert early.verdict["first_nonfinite"] == heap.verdict["first_nonfinite"]
+    np.testing.assert_array_equal(early.outputs["y"], heap.outputs["y"])

@@ -89,9 +89,22 @@ def _ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct rows, index of each row's distinct row) of an int64 matrix, by one sort."""
+    """(distinct rows, index of each row's distinct row) of an int64 matrix, by one sort.
+    Distinct rows come in lexicographic order."""
     if not len(mat):
         return mat, np.zeros(0, np.int64)
+    lo = mat.min(axis=0)
+    span = (mat.max(axis=0) - lo + 1).tolist()
+    total = 1
+    for s in span:
+        total *= s
+    if total < 1 << 62:  # the row as one mixed-radix integer: a 1-D sort
+        key = np.zeros(len(mat), np.int64)
+        for j, s in enumerate(span):
+            key *= s
+            key += mat[:, j] - lo[j]
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        return mat[first], inverse.reshape(-1)
     order = np.lexsort(mat.T[::-1])
     srt = mat[order]
     new = np.ones(len(mat), dtype=bool)

@@ -19,13 +19,12 @@ import numpy as np
 
 from kernbench.errors import ReplayError
 from kernbench.replay.decode import Program
+from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
-from kernbench.replay.validity import plan, rewind_of
+from kernbench.replay.validity import expand, plan, rewind_of
 from kernbench.replay.values import ValueLog
 
 FLUSH_CHECK_EVERY = 256
-#: position flags: the op's own write waits for a later landing point; writes land after it
-DEFERRED, LANDING = 1, 2
 
 
 @dataclass(frozen=True)
@@ -40,39 +39,6 @@ class RunOutcome:
 class _InvalidRead(Exception):
     def __init__(self, operand: Operand) -> None:
         self.operand = operand
-
-
-def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: np.ndarray
-             ) -> tuple[np.ndarray, dict[int, list[int]], np.ndarray, np.ndarray, np.ndarray]:
-    """For ops in replay order (``t_start`` sorted): flags per position; position k ->
-    positions whose writes land right after op k ran, in landing order, when that is not
-    just op k's own write landing first; and, per writer position (ascending), the position
-    after which its write lands and its rank there (1, 2, ...).
-
-    A write of the op at position k lands before the first position p > k whose t_start
-    is >= its t_end (p = n: after the last op); writes landing at one p in (t_end, op_id)
-    order. This is exactly a heap of pending writes popped before each op."""
-    n = len(t_start)
-    writers = np.flatnonzero(writes)
-    land = np.maximum(np.searchsorted(t_start, t_end[writers], side="left"), writers + 1)
-    by = np.lexsort((op_id[writers], t_end[writers], land))
-    land, w = land[by], writers[by]
-    first = np.ones(len(w), bool)
-    first[1:] = land[1:] != land[:-1]
-    at = np.arange(len(w))
-    rank = at - np.maximum.accumulate(np.where(first, at, 0)) if len(w) else at
-    now = first & (w == land - 1)
-    flags = np.zeros(n, np.int8)
-    later = w[~now]
-    flags[later] |= DEFERRED
-    after: dict[int, list[int]] = {}
-    for k, j in zip((land[~now] - 1).tolist(), later.tolist(), strict=True):
-        after.setdefault(k, []).append(j)
-    if after:
-        flags[np.fromiter(after, np.int64, len(after))] |= LANDING
-    land_k, land_sub = np.empty(len(w), np.int64), np.empty(len(w), np.int64)
-    land_k[by], land_sub[by] = land - 1, rank + 1
-    return flags, after, writers, land_k, land_sub
 
 
 def _by_position(items: list[Any], idx: list[int]) -> list[Any]:
@@ -107,10 +73,19 @@ def execute(program: Program, values: ValueLog) -> RunOutcome:
     sig_list = sig.tolist()
     _arm(program, values, sig)
     writes = np.array([o is not None for o in program.sig_out] or [False], bool)[sig]
+    rewinds = [rewind_of(s) for s in program.sig_step]
+    touched = [sorted({o.mem.mid for o in ins if o.mem is not None}
+                      | ({r[0].mid} if r is not None else set()))
+               for ins, r in zip(program.sig_ins, rewinds, strict=True)]
+    out_mem = np.array([o.mem.mid if o is not None and o.mem is not None else -1
+                        for o in program.sig_out] or [-1], np.int64)[sig]
     flags, after, writers, land_k, land_sub = schedule(
-        program.t_start[order], program.t_end[order], program.op_id[order], writes)
-    valid = plan(program.sig_checks, program.sig_out, [rewind_of(s) for s in program.sig_step],
-                 sig, writers, land_k, land_sub)
+        program.t_start[order], program.t_end[order], program.op_id[order], writes,
+        expand(touched, sig), out_mem)
+    landing = np.full(len(sig), np.iinfo(np.int64).max, np.int64)
+    landing[writers] = land_k * (int(land_sub.max(initial=0)) + 1) + land_sub
+    values.landing = landing
+    valid = plan(program.sig_checks, program.sig_out, rewinds, sig, writers, land_k, land_sub)
     if valid.ok:
         recs = _by_position(list(zip(program.sig_step, program.sig_out, strict=True)),
                             sig_list)

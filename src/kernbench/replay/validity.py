@@ -32,7 +32,7 @@ def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
     return None
 
 
-def _expand(lists: list[list[int]], sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expand(lists: list[list[int]], sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position, item) for every item of ``lists[sig[k]]`` at every position k."""
     counts = np.array([len(x) for x in lists] or [0], np.int64)[sig]
     flat = np.array([j for x in lists for j in x], np.int64)
@@ -95,11 +95,11 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     writes = [[oid(o.mem, o.lo, o.hi)] if o is not None and o.mem is not None
               and o.mem.check_reads else [] for o in sig_out]
     rewinds = [[oid(*r)] if r is not None and r[0].check_reads else [] for r in sig_rewind]
-    r_pos, r_op = _expand(reads, sig)
-    v_pos, v_op = _expand(rewinds, sig)
+    r_pos, r_op = expand(reads, sig)
+    v_pos, v_op = expand(rewinds, sig)
     w_of = np.full(len(sig), -1, np.int64)
     w_of[writers] = np.arange(len(writers))
-    w_pos, w_op = _expand(writes, sig)
+    w_pos, w_op = expand(writes, sig)
     w_at = w_of[w_pos]
     k = np.concatenate([r_pos, land_k[w_at], v_pos])
     sub = np.concatenate([np.zeros(len(r_pos), np.int64), land_sub[w_at],

@@ -183,6 +183,8 @@ class ValueLog:
         self.codes: np.ndarray | None = None
         self.counts = self.nbytes = np.zeros(0, np.int64)
         self.dtypes: list[np.dtype] = []
+        #: per id, a key ordering writes as they land (the engine sets it); None: as logged
+        self.landing: np.ndarray | None = None
 
     def set_layout(self, codes: np.ndarray, counts: np.ndarray, dtypes: list[np.dtype],
                    nbytes: np.ndarray) -> None:
@@ -210,7 +212,7 @@ class ValueLog:
         self._chunks.append(reduce_batch(rows, arrays, self._powers, layout))
 
     def finish(self, op_rows: np.ndarray | None = None) -> tuple[np.ndarray, Chunk]:
-        """(rows of the writes in commit order, the statistics sorted by op row).
+        """(ids of the writes as logged, their statistics with ids mapped to op rows).
         ``op_rows`` maps logged ids to op rows (identity if None)."""
         self.flush()
         chunks = self._chunks
@@ -222,14 +224,16 @@ class ValueLog:
             checksum, nonfinite = np.zeros(0, U64), np.zeros(0, np.int64)
             mins = maxs = means = np.zeros(0)
         rows = ids if op_rows is None else op_rows[ids]
-        return rows, (rows, checksum, mins, maxs, means, nonfinite)
+        return ids, (rows, checksum, mins, maxs, means, nonfinite)
 
 
 def values_table(program: Program, values: ValueLog, op_rows: np.ndarray | None = None
                  ) -> tuple[pa.Table, int | None]:
     """(the VALUES table sorted by op_id, the row of the first non-finite write)."""
-    _, (rows, checksum, mins, maxs, means, nonfinite) = values.finish(op_rows)
+    ids, (rows, checksum, mins, maxs, means, nonfinite) = values.finish(op_rows)
     bad = np.flatnonzero(nonfinite)
+    if len(bad) and values.landing is not None:  # the first to land, not the first logged
+        bad = bad[np.argsort(values.landing[ids[bad]], kind="stable")]
     first = int(rows[bad[0]]) if len(bad) else None
     op_id = program.op_id[rows]
     order = np.argsort(op_id, kind="stable")
