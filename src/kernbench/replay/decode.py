@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -52,12 +53,12 @@ class Program:
     def __len__(self) -> int:
         return len(self.op_id)
 
-    @property
+    @cached_property
     def ins(self) -> list[tuple[Operand, ...]]:
         """The inputs of each row."""
         return [self.sig_ins[j] for j in self.sig_id.tolist()]
 
-    @property
+    @cached_property
     def out(self) -> list[Operand | None]:
         """The written operand of each row."""
         return [self.sig_out[j] for j in self.sig_id.tolist()]

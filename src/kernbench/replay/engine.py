@@ -116,32 +116,39 @@ Failure = ReplayError | ValueError | TypeError | ArithmeticError | IndexError | 
 
 def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
          after: dict[int, list[int]], values: ValueLog) -> tuple[int, Failure | None]:
-    """The loop when ``validity.plan`` proved every read valid: no valid map per op."""
+    """The loop when ``validity.plan`` proved every read valid: no valid map per op.
+    Runs in chunks of FLUSH_CHECK_EVERY ops, checking for a statistics flush between."""
     pending: dict[int, tuple[Operand, np.ndarray]] = {}
     log_row, log_value = values.rows.append, values.arrays.append
     k = -1
+    n = len(recs)
     try:
         with np.errstate(all="ignore"):
-            for k, (step, o), f in zip(range(len(recs)), recs, flags, strict=True):
-                res = step()
-                if o is not None:
-                    # the value as written: a fresh array of the output dtype (a view of
-                    # memory is snapshotted here, at the read time)
-                    if res.base is not None or res.dtype is not o.npd:
-                        res = res.astype(o.npd)
-                    if f & DEFERRED:
-                        pending[k] = (o, res)
-                    else:
-                        o.view[...] = res
-                        log_row(k)
-                        log_value(res)
-                if f & LANDING:
-                    for j in after[k]:
-                        w, r = pending.pop(j)
-                        w.view[...] = r
-                        log_row(j)
-                        log_value(r)
-                if not k % FLUSH_CHECK_EVERY and values.due():
+            for k0 in range(0, n, FLUSH_CHECK_EVERY):
+                k1 = min(k0 + FLUSH_CHECK_EVERY, n)
+                for k, (step, o), f in zip(range(k0, k1), recs[k0:k1], flags[k0:k1],
+                                           strict=True):
+                    res = step()
+                    if o is not None:
+                        # the value as written: a fresh array of the output dtype (a view
+                        # of memory is snapshotted here, at the read time)
+                        if res.base is not None or res.dtype is not o.npd:
+                            res = res.astype(o.npd)
+                        if not f & DEFERRED:
+                            o.view[...] = res
+                            log_row(k)
+                            log_value(res)
+                            if not f:
+                                continue
+                        else:
+                            pending[k] = (o, res)
+                    if f & LANDING:
+                        for j in after[k]:
+                            w, r = pending.pop(j)
+                            w.view[...] = r
+                            log_row(j)
+                            log_value(r)
+                if values.due():
                     values.flush()
     except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError) as exc:
         return k, exc

@@ -116,7 +116,11 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     cnt = a1 - a0
     ev = np.repeat(np.arange(len(ops)), cnt)
     iv = np.repeat(a0, cnt) + np.arange(len(ev)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    srt = np.lexsort((sub[ev], k[ev], iv))
+    span = int(sub.max(initial=0)) + 1
+    if (len(bounds) + 1) * (len(sig) + 1) * span < 1 << 62:  # one int64 key: a 1-D sort
+        srt = np.argsort((iv * (len(sig) + 1) + k[ev]) * span + sub[ev], kind="stable")
+    else:
+        srt = np.lexsort((sub[ev], k[ev], iv))
     ev, iv = ev[srt], iv[srt]
     kd = kind[ev]
     nonread = kd != READ
