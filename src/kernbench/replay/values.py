@@ -77,7 +77,7 @@ def _words(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray
     item = flat.dtype.itemsize
     nbytes = sizes * item
     raw = np.ascontiguousarray(flat).view(np.uint8)
-    if not (nbytes % 8).any() and not ((starts * item) % 8).any():
+    if not ((nbytes | starts * item) & 7).any():
         return raw.view("<u8"), starts * item // 8, nbytes
     padded = (nbytes + 7) // 8 * 8
     dest = np.cumsum(padded) - padded
@@ -91,19 +91,21 @@ def _words(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray
 
 
 def checksums(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-              powers: _Powers | None = None) -> np.ndarray:
+              powers: _Powers | None = None, mix: bool = True) -> np.ndarray:
     """The 64-bit checksum of each segment ``flat[starts[k]:starts[k] + sizes[k]]``: its
     bytes zero-padded to whole 8-byte words ``w``, ``sum w[j] * P**j mod 2**64`` xor the
-    byte count times P, finished with splitmix64."""
+    byte count times P, finished with splitmix64 (``mix=False``: not yet finished)."""
     words, wstart, nbytes = _words(flat, np.asarray(starts, np.int64),
                                    np.asarray(sizes, np.int64))
     if not len(words):
-        return _mix(nbytes.astype(U64) * U64(PRIME))
+        h = nbytes.astype(U64) * U64(PRIME)
+        return _mix(h) if mix else h
     fwd, inv = (powers or POWERS).get(len(words) + 1)
     h = np.add.reduceat(words * fwd[:len(words)], np.minimum(wstart, len(words) - 1))
     h[nbytes == 0] = 0
     h *= inv[wstart]
-    return _mix(h ^ (nbytes.astype(U64) * U64(PRIME)))
+    h ^= nbytes.astype(U64) * U64(PRIME)
+    return _mix(h) if mix else h
 
 
 def _as_numbers(arr: np.ndarray) -> np.ndarray:
@@ -116,9 +118,11 @@ def _as_numbers(arr: np.ndarray) -> np.ndarray:
 
 
 def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers: _Powers,
-                 layout: tuple[np.ndarray, np.ndarray, list[np.dtype]] | None = None) -> Chunk:
+                 layout: tuple[np.ndarray, np.ndarray, list[np.dtype]] | None = None,
+                 mix: bool = True) -> Chunk:
     """Statistics of one batch of written values, in commit order. ``layout``: (dtype code,
-    element count) of each array and the dtypes by code, when the caller knows them."""
+    element count) of each array and the dtypes by code, when the caller knows them.
+    ``mix=False``: checksums not yet finished (``_mix`` them later, all at once)."""
     n = len(rows)
     row_ids = np.asarray(rows, dtype=np.int64)
     if layout is None:
@@ -133,7 +137,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
     nonfinite = np.zeros(n, np.int64)
     if not n:
         return row_ids, checksum, mins, maxs, means, nonfinite
-    lo, hi = int(codes.min()), int(codes.max())
+    lo, hi = (0, 0) if len(dtypes) == 1 else (int(codes.min()), int(codes.max()))
     groups = ([(lo, slice(None))] if lo == hi else
               [(c, np.flatnonzero(codes == c)) for c in range(lo, hi + 1)])
     with np.errstate(all="ignore"):
@@ -150,7 +154,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
                 flat = np.concatenate(parts, axis=None, dtype=dtypes[code])
             sizes = counts[ks]
             starts = np.cumsum(sizes) - sizes
-            checksum[ks] = checksums(flat, starts, sizes, powers)
+            checksum[ks] = checksums(flat, starts, sizes, powers, mix)
             vals = _as_numbers(flat)
             mins[ks] = np.minimum.reduceat(vals, starts)
             maxs[ks] = np.maximum.reduceat(vals, starts)
@@ -211,7 +215,7 @@ class ValueLog:
         self._counted = self._bytes = 0
         layout = None if self.codes is None else (self.codes[rows], self.counts[rows],
                                                   self.dtypes)
-        self._chunks.append(reduce_batch(rows, arrays, self._powers, layout))
+        self._chunks.append(reduce_batch(rows, arrays, self._powers, layout, mix=False))
 
     def finish(self, op_rows: np.ndarray | None = None) -> tuple[np.ndarray, Chunk]:
         """(ids of the writes as logged, their statistics with ids mapped to op rows).
@@ -221,6 +225,7 @@ class ValueLog:
         if chunks:
             ids, checksum, mins, maxs, means, nonfinite = (
                 np.concatenate(cols) for cols in zip(*chunks, strict=True))
+            checksum = _mix(checksum)
         else:
             ids = np.zeros(0, np.int64)
             checksum, nonfinite = np.zeros(0, U64), np.zeros(0, np.int64)
