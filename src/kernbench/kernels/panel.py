@@ -32,40 +32,35 @@ class Config:
     link_hiding: bool = False  # ring prefill: report how much link time compute hides
 
 
-QUICK = [
-    Config("decode 4k (8 KV heads / 8 PEs)", "gqa-decode", {"S_kv": 4096}, replay=True),
-    Config("decode 32k", "gqa-decode", {"S_kv": 32768}),
-    Config("decode 32k composite", "gqa-decode", {"S_kv": 32768, "stream": "composite",
-                                                  "T_kv": 4096}),
-    Config("prefill 2k causal (1 group / 1 PE)", "gqa-prefill",
-           {"S": 2048, "H_q": 8, "H_kv": 1}),
-    Config("prefill reduced h_q=8 h_kv=1", "gqa-prefill",
-           {"S": 256, "T_kv": 64, "H_q": 8, "H_kv": 1}, replay=True),
-    Config("ring prefill 8 x 1024", "ring-attention",
-           {"n_ranks": 8, "S_kv_per_rank": 1024, "phase": "prefill"}, link_hiding=True),
-    Config("ring decode 8 x 4096", "ring-attention",
-           {"n_ranks": 8, "S_kv_per_rank": 4096, "phase": "decode"}),
-    Config("ring prefill reduced 4 x 256", "ring-attention",
-           {"n_ranks": 4, "S_kv_per_rank": 256, "phase": "prefill"}, replay=True),
-]
+def _decode(s_kv: int, replay: bool = False, **kw: Any) -> Config:
+    label = f"decode {s_kv // 1024}k" + (" composite" if kw else " (8 KV heads / 8 PEs)")
+    return Config(label, "gqa-decode", {"S_kv": s_kv, **kw}, replay=replay)
 
-FULL = [
-    Config("decode 4k (8 KV heads / 8 PEs)", "gqa-decode", {"S_kv": 4096}, replay=True),
-    Config("decode 32k", "gqa-decode", {"S_kv": 32768}, replay=True),
-    Config("decode 128k", "gqa-decode", {"S_kv": 131072}),
-    Config("decode 32k composite", "gqa-decode", {"S_kv": 32768, "stream": "composite",
-                                                  "T_kv": 4096}),
-    Config("prefill 8k causal (1 group / 1 PE)", "gqa-prefill",
-           {"S": 8192, "H_q": 8, "H_kv": 1}),
+
+def _prefill(s: int) -> Config:
+    return Config(f"prefill {s // 1024}k causal (1 group / 1 PE)", "gqa-prefill",
+                  {"S": s, "H_q": 8, "H_kv": 1})
+
+
+def _ring(ranks: int, s_kv: int, phase: str, replay: bool = False) -> Config:
+    return Config(f"ring {phase} {ranks} x {s_kv}", "ring-attention",
+                  {"n_ranks": ranks, "S_kv_per_rank": s_kv, "phase": phase}, replay=replay,
+                  link_hiding=phase == "prefill" and not replay)
+
+
+#: replayed with data in both panels (reduced GQA prefill h_q=8 h_kv=1, reduced ring)
+_REDUCED = [
     Config("prefill reduced h_q=8 h_kv=1", "gqa-prefill",
            {"S": 256, "T_kv": 64, "H_q": 8, "H_kv": 1}, replay=True),
-    Config("ring prefill 8 x 4096", "ring-attention",
-           {"n_ranks": 8, "S_kv_per_rank": 4096, "phase": "prefill"}, link_hiding=True),
-    Config("ring decode 8 x 4096", "ring-attention",
-           {"n_ranks": 8, "S_kv_per_rank": 4096, "phase": "decode"}, replay=True),
-    Config("ring prefill reduced 4 x 256", "ring-attention",
-           {"n_ranks": 4, "S_kv_per_rank": 256, "phase": "prefill"}, replay=True),
+    _ring(4, 256, "prefill", replay=True),
 ]
+_COMPOSITE = _decode(32768, stream="composite", T_kv=4096)
+
+QUICK = [_decode(4096, replay=True), _decode(32768), _COMPOSITE, _prefill(2048),
+         _ring(8, 1024, "prefill"), _ring(8, 4096, "decode"), *_REDUCED]
+FULL = [_decode(4096, replay=True), _decode(32768, replay=True), _decode(131072), _COMPOSITE,
+        _prefill(8192), _ring(8, 4096, "prefill"), _ring(8, 4096, "decode", replay=True),
+        *_REDUCED]
 
 #: a link so fast it costs nothing: the counterfactual that shows how much link time shows
 FREE_LINK = HwConfig(name="free-link", link_gbps=1e9, link_latency_ns=0)

@@ -51,24 +51,24 @@ def _before_overwrite(ctx: KernelContext, dst: TensorHandle, out: TensorHandle |
         ctx.issue(Wait([buf]))
 
 
-def recv(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
-         ) -> TensorHandle:
-    """Receive the next message from the ring neighbour ``direction`` (blocking)."""
+def _receive(request: type, direction: str, shape: Any, dtype: Any,
+             out: TensorHandle | None) -> TensorHandle:
     ctx = current()
     src = src_here()
     dst = _recv_buffer(ctx, direction, shape, dtype, out, src)
     _before_overwrite(ctx, dst, out)
-    ctx.issue(Recv(direction, dst, src))
+    ctx.issue(request(direction, dst, src))
     return dst
+
+
+def recv(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+         ) -> TensorHandle:
+    """Receive the next message from the ring neighbour ``direction`` (blocking)."""
+    return _receive(Recv, direction, shape, dtype, out)
 
 
 def recv_async(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
                ) -> TensorHandle:
     """Like recv, but returns at once; the handle auto-waits on first use like a lazy load.
     ``out=`` receives into an existing TCM handle (double-buffering persistent buffers)."""
-    ctx = current()
-    src = src_here()
-    dst = _recv_buffer(ctx, direction, shape, dtype, out, src)
-    _before_overwrite(ctx, dst, out)
-    ctx.issue(RecvAsync(direction, dst, src))
-    return dst
+    return _receive(RecvAsync, direction, shape, dtype, out)
