@@ -57,7 +57,14 @@ def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None
     from kernbench.params import parse_params
     from kernbench.record.runner import record as do_record
 
-    trace = do_record(build_case(case, parse_params(params)), out or f"{case}.ktrace", hw=hw)
+    progress = None
+    if sys.stderr.isatty():  # long recordings show how far they are on a terminal
+        def progress(n: int) -> None:
+            click.echo(f"\rrecording {case}: {n:,} ops", err=True, nl=False)
+    trace = do_record(build_case(case, parse_params(params)), out or f"{case}.ktrace", hw=hw,
+                      progress=progress)
+    if progress is not None:
+        click.echo("", err=True)
     click.echo(f"recorded {case}: {trace.n_ops} ops, latency {trace.t_end_ps / 1e6:.3f} us "
                f"-> {trace.path}")
 

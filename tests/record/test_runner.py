@@ -107,3 +107,13 @@ def test_non_scalar_params_are_rejected(tmp_path):
     with pytest.raises(kb.BadInputError, match=r"case param after=\[1\]"):
         kb.record(case, tmp_path / "x.ktrace")
     assert not any(Path(tmp_path).iterdir())
+
+
+def test_progress_is_reported_after_every_batch(tmp_path, monkeypatch):
+    from kernbench.record import writer
+
+    monkeypatch.setattr(writer, "BATCH_ROWS", 500)
+    seen: list[int] = []
+    trace = kb.record(build_case("small-ops", {"iters": 200}), tmp_path / "p.ktrace",
+                      progress=seen.append)
+    assert seen == [500, 1000] + [trace.n_ops]

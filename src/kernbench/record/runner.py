@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +87,16 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     return drivers
 
 
-def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None) -> Trace:
-    """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``."""
+def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
+           progress: Callable[[int], Any] | None = None) -> Trace:
+    """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
+    called with the number of ops recorded so far, every batch of rows."""
     hw = load_hw(hw)
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
     with atomic_dir(out) as tmp:
-        writer = OpWriter(tmp / "ops.parquet")
+        writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
             drivers = run_programs(case, hw, writer, tensors)
             writer.close()

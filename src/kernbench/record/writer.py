@@ -5,10 +5,12 @@ The per-op path appends one tuple; columns are built only when a batch is flushe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -89,8 +91,10 @@ def _dict(values: list | tuple) -> pa.Array:
 class OpWriter:
     """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time."""
 
-    def __init__(self, path: str | Path, batch_rows: int | None = None) -> None:
+    def __init__(self, path: str | Path, batch_rows: int | None = None,
+                 progress: Callable[[int], Any] | None = None) -> None:
         self.path = Path(path)
+        self.progress = progress  # called with the op count after every flushed batch
         self.batch_rows = batch_rows or BATCH_ROWS
         self.rows: list[tuple] = []
         self.n_ops = 0
@@ -153,6 +157,8 @@ class OpWriter:
         self.t_end_ps = max(self.t_end_ps, max(t_end))
         self._flushed += n
         self.n_ops = self._flushed
+        if self.progress is not None:
+            self.progress(self.n_ops)
         rows.clear()  # in place: PE drivers hold this list
 
     def _wait_write(self) -> None:
