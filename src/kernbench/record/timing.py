@@ -29,13 +29,11 @@ def _gemm(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
 
 
 def _math(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
-    m = pe.math
-    return (-(-cmd.work[0] // m.lanes) * m.op_cost + m.overhead) * m.cycle_ps, 0
+    return pe.math.cost(cmd.work[0], pe.math.op_cost)
 
 
 def _math_transcendental(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
-    m = pe.math
-    return (-(-cmd.work[0] // m.lanes) * m.transcendental_cost + m.overhead) * m.cycle_ps, 0
+    return pe.math.cost(cmd.work[0], pe.math.transcendental_cost)
 
 
 def _softmax(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
