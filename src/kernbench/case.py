@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -10,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, KernbenchError
 from kernbench.schemas.dtypes import DType, by_name
 
 ROLES = ("input", "output", "inout")
@@ -134,6 +136,9 @@ class Case:
     reference: Callable[..., dict[str, np.ndarray]] | None = None
     #: the factory arguments that rebuild this case (set by the registry)
     case_params: Mapping[str, Any] | None = None
+    #: the factory that built it, as data (``module:qualname``), and whether it is registered
+    factory: str | None = None
+    builtin: bool = False
 
     def inputs(self) -> dict[str, np.ndarray]:
         """The initial contents of every tensor, by name."""
@@ -144,12 +149,42 @@ CaseFactory = Callable[..., Case]
 _REGISTRY: dict[str, CaseFactory] = {}
 
 
+def kernel_name(kernel: Any) -> str:
+    """The kernel's stable name as the manifest records it (``module:qualname``)."""
+    name = getattr(kernel, "name", None)
+    if isinstance(name, str) and hasattr(kernel, "fn"):
+        return name
+    return f"{getattr(kernel, '__module__', '?')}:{getattr(kernel, '__qualname__', '?')}"
+
+
+def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The params that survive a JSON manifest (scalars); others rebuild from defaults."""
+    return {k: v for k, v in params.items()
+            if v is None or isinstance(v, bool | int | float | str)}
+
+
 def register_case(name: str) -> Callable[[CaseFactory], CaseFactory]:
-    """Register a case factory under ``name`` (``kernbench record NAME -p K=V``)."""
+    """Register a case factory under ``name`` (``kernbench record NAME -p K=V``).
+
+    The registered factory marks every Case it returns as built in, with its factory spec and
+    the full parameters it was built with, so a replay can rebuild it by name.
+    """
 
     def deco(factory: CaseFactory) -> CaseFactory:
-        _REGISTRY[name] = factory
-        return factory
+        spec = f"{factory.__module__}:{factory.__qualname__}"
+
+        @functools.wraps(factory)
+        def build(*args: Any, **kwargs: Any) -> Case:
+            case = factory(*args, **kwargs)
+            if not isinstance(case, Case):
+                return case
+            bound = inspect.signature(factory).bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dataclasses.replace(case, factory=spec, builtin=True,
+                                       case_params=json_params(bound.arguments))
+
+        _REGISTRY[name] = build
+        return build
 
     return deco
 
@@ -167,21 +202,34 @@ def factory_params(factory: CaseFactory) -> dict[str, Any]:
             if p.default is not inspect.Parameter.empty}
 
 
+def _check_names(name: str, factory: CaseFactory, params: Mapping[str, Any]) -> None:
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    known = [n for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}; known: {sorted(known)}")
+
+
 def build_case(name: str, params: Mapping[str, Any] | None = None,
-               factory: CaseFactory | None = None) -> Case:
-    """Build a registered case (or ``factory``'s) from its parameters."""
+               factory: CaseFactory | None = None, spec: str | None = None) -> Case:
+    """Build a registered case (or ``factory``'s, named ``spec``) from its parameters."""
+    builtin = factory is None
     if factory is None:
         reg = registry()
         if name not in reg:
             raise BadInputError(f"unknown case {name!r}; known: {', '.join(sorted(reg))}")
         factory = reg[name]
     params = dict(params or {})
+    _check_names(name, factory, params)
     known = factory_params(factory)
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}; known: {sorted(known)}")
     for key, value in params.items():
-        default = known[key]
+        default = known.get(key)
         want = type(default)
         ok = (isinstance(value, want) and not (want is int and isinstance(value, bool))) or (
             want is float and isinstance(value, int) and not isinstance(value, bool))
@@ -192,9 +240,19 @@ def build_case(name: str, params: Mapping[str, Any] | None = None,
         case = factory(**params)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         raise BadInputError(f"case {name!r} rejected its parameters {params}: {exc}") from None
-    full = {**known, **params}
-    return Case(case.name, case.kernel, case.grid, case.tensors, case.params, case.reference,
-                case_params=full)
+    except KernbenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a user's factory; one line, not a traceback
+        raise BadInputError(f"case {name!r}: the factory raised {type(exc).__name__}: {exc}"
+                            ) from None
+    if not isinstance(case, Case):
+        raise BadInputError(f"case {name!r}: the factory returned {type(case).__name__}, "
+                            "not a kernbench Case")
+    full = json_params({**known, **params})
+    if builtin:
+        return dataclasses.replace(case, case_params=full, builtin=True)
+    return dataclasses.replace(case, case_params=full, builtin=False,
+                               factory=spec or f"{factory.__module__}:{factory.__qualname__}")
 
 
 def describe_cases() -> str:

@@ -42,15 +42,23 @@ def test_a_correct_trace_exits_0_with_a_verified_line(copy_of) -> None:
         "values.parquet", "outputs.parquet", "verdict.json"}
 
 
-def test_wrong_outputs_exit_1(copy_of) -> None:
+WRONG_CASE = """
+import dataclasses
+from kernbench.kernels.examples import scale_exp_case
+
+
+def wrong_case(rows=2, n=4096, tile=512):
+    case = scale_exp_case(rows=rows, n=n, tile=tile)
+    return dataclasses.replace(case, reference=lambda x: {"y": x * 0.0 + 1.0})
+"""
+
+
+def test_wrong_outputs_exit_1(copy_of, tmp_path: Path) -> None:
+    (tmp_path / "wrongref.py").write_text(WRONG_CASE)
     path = copy_of("scale-exp")
-    manifest = json.loads((path / "manifest.json").read_text())
-    manifest["case"] = "softmax"  # the registry's softmax is the wrong reference here
-    manifest["case_params"] = {"rows": 2, "n": 256, "programs": 2}
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    proc = run_main(str(path))
-    assert proc.returncode == 1
-    assert proc.stdout.startswith("WRONG: ")
+    proc = run_main(str(path), "--case", "wrongref:wrong_case", "--case-path", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("WRONG: ") and "wrongref:wrong_case" in proc.stdout
 
 
 def _truncate_ops(path: Path) -> None:

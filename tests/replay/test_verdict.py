@@ -93,6 +93,23 @@ def _exp_trace(tmp_path: Path, x: np.ndarray) -> Path:
                        {"x": (x, "input"), "y": (np.zeros(4, np.float32), "output")})
 
 
+def _kernel() -> None:
+    """Stands for the synthetic trace's kernel (recorded as ``synthetic:kernel``)."""
+
+
+_kernel.__module__, _kernel.__qualname__ = "synthetic", "kernel"
+
+
+def _synthetic_case(reference) -> kb.Case:
+    """A case that rebuilds ``_exp_trace``'s recorded case, with the given reference."""
+    def data():
+        return kb.data(np.zeros(4, np.float32))
+
+    return kb.Case("t", _kernel, (1,), {
+        "x": kb.tensor((4,), "float32", init=data()),
+        "y": kb.tensor((4,), "float32", role="output", init=data())}, reference=reference)
+
+
 def test_without_a_reference_ok_reflects_only_invalid_reads(tmp_path: Path) -> None:
     res = replay(_exp_trace(tmp_path, np.arange(1, 5, dtype=np.float32)), in_process=True)
     assert res.ok and res.verdict["reference"] is None
@@ -104,9 +121,7 @@ def test_the_first_op_that_made_a_non_finite_value_is_named(tmp_path: Path) -> N
     x = np.array([1.0, -1.0, 2.0, 0.0], np.float32)
 
     def factory():
-        return kb.Case("t", None, (1,), {"x": kb.tensor((4,), "float32"),
-                                         "y": kb.tensor((4,), "float32", role="output")},
-                       reference=lambda x: {"y": x})
+        return _synthetic_case(lambda x: {"y": x})
 
     res = replay(_exp_trace(tmp_path, x), case=factory, in_process=True)
     assert res.verdict["first_nonfinite"] == {"op_id": 1, "name": "log",
@@ -116,7 +131,7 @@ def test_the_first_op_that_made_a_non_finite_value_is_named(tmp_path: Path) -> N
 
 def test_a_reference_that_raises_is_a_failed_verification(tmp_path: Path) -> None:
     def factory():
-        return kb.Case("t", None, (1,), {}, reference=lambda x: 1 / 0)
+        return _synthetic_case(lambda x: 1 / 0)
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
     assert not res.ok and "the reference raised ZeroDivisionError" in res.verdict["error"]
@@ -126,7 +141,7 @@ def test_a_reference_that_raises_is_a_failed_verification(tmp_path: Path) -> Non
 
 def test_a_reference_naming_an_unknown_output_is_an_error(tmp_path: Path) -> None:
     def factory():
-        return kb.Case("t", None, (1,), {}, reference=lambda x: {"z": x})
+        return _synthetic_case(lambda x: {"z": x})
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
     assert not res.ok and "['z'], which are not output tensors" in res.verdict["error"]

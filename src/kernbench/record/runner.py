@@ -112,6 +112,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "kernbench_version": __version__,
             "case": case.name,
             "case_params": dict(case.case_params) if case.case_params is not None else None,
+            "factory": case.factory, "builtin": case.builtin,  # as data; replay never imports it
             "kernel": kernel,
             "params": dict(case.params),
             "grid": list(case.grid),

@@ -1,21 +1,31 @@
-"""``python -m kernbench.replay PATH [--case MODULE:FUNC] [--in-process]``.
+"""``python -m kernbench.replay PATH [--case MODULE:FUNC] [--require-reference]``.
 
 This module *is* the replay process, so it always replays here (``--in-process`` is
-accepted for symmetry with ``kb.replay``). Exit 0: verified (or nothing to compare and no
-invalid read); 1: outputs wrong, an invalid read, or a reference failure; 2: bad input
-(one line on stderr, no traceback).
+accepted for symmetry with ``kb.replay``). Exit 0: verified (or, without
+``--require-reference``, nothing to compare and no invalid read); 1: outputs wrong, an invalid
+read, a reference failure, or unverified under ``--require-reference``; 2: bad input (one line
+on stderr, no traceback); 3: the replay crashed (one line, no verdict written).
+
+``kb.replay`` starts it isolated (see ``kernbench.replay.child``) with a fresh ``--run-id``
+that goes into ``verdict.json`` and ``--parent-pid``: the child ends when that process does.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Sequence
 
-from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.errors import KernbenchError
 from kernbench.replay.runner import ReplayResult, replay_in_process
 
-EXIT_OK, EXIT_WRONG, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_WRONG, EXIT_BAD_INPUT, EXIT_CRASH = 0, 1, 2, 3
+PR_SET_PDEATHSIG = 1
 
 
 def summary(result: ReplayResult) -> str:
@@ -38,23 +48,69 @@ def summary(result: ReplayResult) -> str:
     return f"{word}: {head} against {v['reference']}: {errs or 'no outputs compared'}{extra}"
 
 
+def exit_code(result: ReplayResult, require_reference: bool = False) -> int:
+    """0 verified (or unverified but clean, unless a reference is required), else 1."""
+    if not result.ok or (require_reference and result.verdict.get("reference") is None):
+        return EXIT_WRONG
+    return EXIT_OK
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` ends (it started us and waits for our verdict)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(EXIT_CRASH)
+
+    if os.getppid() != parent_pid:  # it died before the death signal was armed
+        os._exit(EXIT_CRASH)
+    threading.Thread(target=watch, name="kernbench-parent-watch", daemon=True).start()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:1000]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernbench.replay",
                                      description="Replay a kernbench trace on real numbers.")
     parser.add_argument("path", help="trace directory (NAME.ktrace)")
     parser.add_argument("--case", default=None, metavar="MODULE:FUNC",
                         help="case factory giving the reference (default: the built-in case)")
+    parser.add_argument("--require-reference", action="store_true",
+                        help="exit 1 when there is no reference (replayed, not verified)")
     parser.add_argument("--in-process", action="store_true",
                         help="accepted for symmetry with kb.replay; this is the replay process")
+    parser.add_argument("--case-path", action="append", default=[], metavar="DIR",
+                        help="where the --case module must import from (set by kb.replay)")
+    parser.add_argument("--sys-path", action="append", default=[], metavar="DIR",
+                        help="directory appended to sys.path (set by kb.replay)")
+    parser.add_argument("--run-id", default=None, help="written into verdict.json")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="end when this process ends (set by kb.replay)")
     args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
+    sys.path.extend(p for p in args.sys_path if p not in sys.path)
     try:
-        result = replay_in_process(args.path, args.case)
-    except (TraceFormatError, BadInputError) as exc:
-        msg = " ".join(str(exc).split())
-        print(f"kernbench replay: {type(exc).__name__}: {msg}", file=sys.stderr)
+        result = replay_in_process(args.path, args.case, run_id=args.run_id,
+                                   case_paths=args.case_path)
+    except KernbenchError as exc:
+        print(f"kernbench replay: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BaseException as exc:  # noqa: BLE001 - a crash: one line, never a verdict
+        print(f"kernbench replay: crash: {type(exc).__name__}: {_one_line(exc)}",
+              file=sys.stderr)
+        return EXIT_CRASH
     print(summary(result))
-    return EXIT_OK if result.ok else EXIT_WRONG
+    return exit_code(result, args.require_reference)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.case import init_from_json
-from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.errors import BadInputError, ReplayError, TraceFormatError
 from kernbench.replay.decode import decode
 from kernbench.replay.engine import RunOutcome, execute
 from kernbench.replay.store import NP_DTYPES, MemoryStore
@@ -118,15 +119,22 @@ def _nonfinite_info(program: Any, row: int | None) -> dict[str, Any] | None:
             "src": program.src(row)}
 
 
-def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None
+def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None,
+                      run_id: str | None = None, case_paths: Sequence[str] = ()
                       ) -> ReplayResult:
-    """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input."""
+    """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input.
+
+    ``run_id`` (fresh if None) is written into the verdict, so whoever started this replay
+    can tell its verdict from an older one; ``case_paths`` locate a ``--case`` module.
+    """
     path = Path(path)
+    run_id = run_id or new_run_id()
     started = time.perf_counter()
     trace = Trace.open(path)
     manifest = trace.manifest
     tensors = load_tensors(trace.tensors_table)
-    reference = resolve_reference(manifest, case)
+    rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
+    reference = resolve_reference(manifest, case, rows, case_paths)
     store = build_store(manifest, tensors)
     program = decode(trace.ops_table, store)
     values = ValueLog()
@@ -134,7 +142,7 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
     table, first_nonfinite = values_table(program, values, program.order)
     outputs = final_outputs(store, tensors)
     verdict: dict[str, Any] = {
-        "ok": False, "reference": reference.label if reference.fn else None,
+        "ok": False, "run_id": run_id, "reference": reference.label if reference.fn else None,
         "reference_note": reference.note, "n_ops": len(program),
         "n_executed": outcome.executed, "outputs": {}, "error": None,
         "invalid_read": _error_info(program, outcome),
@@ -189,13 +197,29 @@ def write_replay_dir(path: Path, values_table: pa.Table, outputs: dict[str, np.n
         raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
 
 
-def load_result(path: str | Path) -> ReplayResult:
-    """The ReplayResult of a replay already written to ``path/replay/``."""
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def load_result(path: str | Path, run_id: str | None = None) -> ReplayResult:
+    """The ReplayResult of a replay already written to ``path/replay/``; with ``run_id``,
+    only that run's (ReplayError if ``replay/`` holds no verdict of that run)."""
     rdir = Path(path) / "replay"
+    vpath = rdir / "verdict.json"
     try:
-        verdict = json.loads((rdir / "verdict.json").read_text())
+        verdict = json.loads(vpath.read_text())
+    except FileNotFoundError:
+        if run_id is not None:
+            raise ReplayError(f"the replay process wrote no verdict ({vpath} is missing)"
+                              ) from None
+        raise TraceFormatError(f"{path} has not been replayed ({vpath} is missing)") from None
     except (OSError, ValueError) as exc:
-        raise TraceFormatError(f"{rdir / 'verdict.json'}: unreadable ({exc})") from None
+        raise TraceFormatError(f"{vpath}: unreadable ({exc})") from None
+    if not isinstance(verdict, dict):
+        raise TraceFormatError(f"{vpath}: not a verdict object")
+    if run_id is not None and verdict.get("run_id") != run_id:
+        raise ReplayError(f"the replay process wrote no verdict of this run ({vpath} is "
+                          "from an earlier replay; not reporting it)")
     table = read_table(rdir / "outputs.parquet", "kernbench-outputs")
     outputs = {}
     for row in table.to_pylist():

@@ -7,16 +7,20 @@ trace. It is called with the trace's initial input/inout arrays.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from kernbench.case import Case, CaseFactory, build_case, registry
-from kernbench.errors import BadInputError
+from kernbench.case import Case, CaseFactory, build_case, kernel_name, registry
+from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.factory import SPEC_RE, factory_spec, load_factory
+from kernbench.replay.match import mismatch
+
+__all__ = ["Reference", "Tolerance", "TOLERANCES", "resolve_reference", "expected_outputs",
+           "compare", "check_outputs", "case_hint", "factory_spec", "load_factory"]
 
 
 @dataclass(frozen=True)
@@ -49,37 +53,6 @@ class Reference:
     note: str | None = None
 
 
-def load_factory(spec: str) -> CaseFactory:
-    """The callable named ``module:qualname`` (the user's ``--case``); BadInputError otherwise."""
-    module_name, sep, qualname = spec.partition(":")
-    if not sep or not module_name or not qualname:
-        raise BadInputError(f"--case {spec!r} is not MODULE:FUNC")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise BadInputError(f"--case {spec!r}: cannot import {module_name!r} ({exc})") from None
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise BadInputError(f"--case {spec!r}: {module_name!r} has no {qualname!r}")
-    if not callable(obj):
-        raise BadInputError(f"--case {spec!r} is not callable")
-    return obj
-
-
-def factory_spec(factory: Callable[..., Any]) -> str | None:
-    """``module:qualname`` that imports back to ``factory`` in another process, else None."""
-    module = getattr(factory, "__module__", None)
-    qualname = getattr(factory, "__qualname__", None)
-    if not module or not qualname or module == "__main__" or "<" in qualname:
-        return None
-    spec = f"{module}:{qualname}"
-    try:
-        return spec if load_factory(spec) is factory else None
-    except BadInputError:
-        return None
-
-
 def _accepted(factory: CaseFactory, params: Mapping[str, Any]) -> dict[str, Any]:
     """The recorded params the factory takes (all of them if it takes ``**kwargs``)."""
     try:
@@ -104,24 +77,61 @@ def _build(factory: CaseFactory, params: Mapping[str, Any] | None, what: str) ->
     return case
 
 
-def resolve_reference(manifest: Mapping[str, Any],
-                      case: str | Callable[..., Any] | None) -> Reference:
-    """The reference for a trace: the named factory, else the built-in case of that name."""
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "...'"
+
+
+def case_hint(manifest: Mapping[str, Any]) -> str:
+    """Which ``--case`` to pass: the recorded factory spec (quoted as data, never imported)."""
+    spec = manifest.get("factory")
+    if isinstance(spec, str) and len(spec) <= 200 and SPEC_RE.match(spec):
+        return f"pass --case {spec} to check against its reference"
+    return "pass --case MODULE:FUNC to check against a reference"
+
+
+def resolve_reference(manifest: Mapping[str, Any], case: str | Callable[..., Any] | None,
+                      tensor_rows: Sequence[Mapping[str, Any]] | None = None,
+                      case_paths: Sequence[str] = ()) -> Reference:
+    """The reference for a trace: the named factory, else the built-in case of that name.
+
+    The factory is built with the recorded params it takes (the factory's ``case_params``,
+    else the kernel's params); with ``tensor_rows`` the rebuilt case must match the recorded
+    one (BadInputError saying what differs). The built-in registry is consulted only for a
+    case not recorded as a user factory's, and only when the recorded kernel is the built-in's.
+    """
     params = manifest.get("case_params")
     if params is not None and not isinstance(params, dict):
-        raise BadInputError(f"manifest case_params {params!r} is not an object")
+        raise BadInputError(f"manifest case_params {_short(params)} is not an object")
     if case is not None:
         label = case if isinstance(case, str) else (
             factory_spec(case) or getattr(case, "__qualname__", repr(case)))
-        factory = load_factory(case) if isinstance(case, str) else case
+        factory = load_factory(case, case_paths) if isinstance(case, str) else case
+        if params is None and isinstance(manifest.get("params"), dict):
+            params = manifest["params"]
         built = _build(factory, params, f"--case {label}")
+        diffs = mismatch(manifest, tensor_rows, built) if tensor_rows is not None else []
+        if diffs:
+            raise BadInputError(f"--case {label} does not rebuild the recorded case: "
+                                + "; ".join(diffs))
     else:
         name = manifest.get("case")
-        if not isinstance(name, str) or name not in registry():
-            return Reference(None, None, f"case {name!r} is not a built-in case; pass "
-                                         "--case MODULE:FUNC to check against a reference")
-        label = f"registry:{name}"
+        if (manifest.get("builtin") is False or not isinstance(name, str)
+                or name not in registry()):
+            return Reference(None, None, f"case {_short(name)} is not a built-in case; "
+                                         + case_hint(manifest))
         built = build_case(name, params)
+        if tensor_rows is not None:
+            recorded, builtin_kernel = manifest.get("kernel"), kernel_name(built.kernel)
+            if recorded != builtin_kernel:
+                return Reference(None, None, f"case {name!r} was recorded from kernel "
+                                             f"{_short(recorded)}, not the built-in "
+                                             f"{builtin_kernel!r}; " + case_hint(manifest))
+            diffs = mismatch(manifest, tensor_rows, built)
+            if diffs:
+                raise TraceFormatError(f"built-in case {name!r} rebuilt from the recorded "
+                                       "params differs from the trace: " + "; ".join(diffs))
+        label = f"registry:{name}"
     if built.reference is None:
         return Reference(label, None, f"case {built.name!r} has no reference")
     return Reference(label, built.reference)

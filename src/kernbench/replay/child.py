@@ -1,0 +1,104 @@
+"""Start the replay child isolated, and believe only the verdict of the run it started.
+
+The child is ``python -I`` (no cwd or script dir on sys.path, no PYTHON* variables, no user
+site) with the package directory as cwd; every path it needs is passed explicitly (ADR-0101):
+kernbench's own import root first, then, appended after the interpreter's own entries, this
+process's absolute sys.path entries except its cwd and the trace directory, and the location
+of a ``--case`` module as resolved here. Each run has a fresh run id that the child writes into
+``verdict.json``; a verdict with another run id is never reported (ADR-0100). If this process
+dies, the child dies too (PR_SET_PDEATHSIG on Linux, a parent-pid watch elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import kernbench
+from kernbench import errors
+from kernbench.errors import KernbenchError, ReplayError
+from kernbench.replay.runner import ReplayResult, load_result, new_run_id
+
+#: errors a child may report on its one stderr line, by class name (no eval, a fixed table)
+_ERRORS: dict[str, type[KernbenchError]] = {
+    name: cls for name, cls in vars(errors).items()
+    if isinstance(cls, type) and issubclass(cls, KernbenchError)
+}
+_LINE = re.compile(r"^kernbench replay: (\w+): (.*)$")
+PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
+#: run in ``python -I -c``: put kernbench's root first, then hand over to the child's main
+BOOT = ("import sys; r = sys.argv.pop(1); r in sys.path or sys.path.insert(0, r); "
+        "from kernbench.replay.__main__ import main; sys.exit(main())")
+
+
+def extra_sys_path(trace: Path) -> list[str]:
+    """This process's sys.path entries the child may append: absolute existing directories,
+    not the current directory and not the trace directory or anything inside it."""
+    cwd = os.path.realpath(os.getcwd())
+    tdir = os.path.realpath(trace)
+    out: list[str] = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real in (cwd, tdir) or real.startswith(tdir + os.sep) or entry in out:
+            continue
+        out.append(entry)
+    return out
+
+
+def child_command(path: Path, run_id: str, spec: str | None = None,
+                  case_paths: Sequence[str] = ()) -> list[str]:
+    cmd = [sys.executable, "-I", "-c", BOOT, str(PACKAGE_DIR.parent), os.path.abspath(path),
+           "--run-id", run_id, "--parent-pid", str(os.getpid())]
+    for entry in extra_sys_path(path):
+        cmd += ["--sys-path", entry]
+    if spec is not None:
+        cmd += ["--case", spec]
+        for entry in case_paths:
+            cmd += ["--case-path", entry]
+    return cmd
+
+
+def run_child(path: str | Path, spec: str | None = None,
+              case_paths: Sequence[str] = ()) -> ReplayResult:
+    """Replay ``path`` in an isolated child; its own verdict, or an error — never an old one."""
+    path = Path(path)
+    run_id = new_run_id()
+    proc = subprocess.Popen(child_command(path, run_id, spec, case_paths),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            cwd=PACKAGE_DIR)
+    try:
+        _, stderr = proc.communicate()
+    finally:  # interrupted here (Ctrl-C, an exception): do not leave the child running on
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return interpret(path, run_id, proc.returncode, stderr)
+
+
+def interpret(path: Path, run_id: str, returncode: int, stderr: str) -> ReplayResult:
+    """The child's result: 0/1 with a verdict of ``run_id``; 2 its bad-input error; any
+    other end (a signal, a crash, exit 0/1 without this run's verdict) a ReplayError."""
+    if returncode in (0, 1):
+        return load_result(path, run_id)
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    last = lines[-1][:500] if lines else ""
+    m = _LINE.match(last)
+    if returncode == 2 and m and m.group(1) in _ERRORS:
+        raise _ERRORS[m.group(1)](m.group(2))
+    if returncode < 0:
+        try:
+            how = f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            how = f"was killed by signal {-returncode}"
+    else:
+        how = f"crashed (exit {returncode})"
+    detail = f": {last}" if last else ""
+    raise ReplayError(f"the replay process {how}{detail}; no verdict of this run")
