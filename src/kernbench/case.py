@@ -255,6 +255,19 @@ def build_case(name: str, params: Mapping[str, Any] | None = None,
                                factory=spec or f"{factory.__module__}:{factory.__qualname__}")
 
 
+def build_user_case(case: str, items: tuple[str, ...] | list[str]) -> Case:
+    """``kernbench record CASE|MODULE:FUNC -p K=V``: the built-in case or the user's factory
+    (imported from this process's sys.path, then the current directory), built with the
+    ``-p`` values typed by the factory's signature."""
+    from kernbench.factory import load_user_factory
+    from kernbench.params import parse_params
+
+    if ":" not in case:
+        return build_case(case, parse_params(items, registry().get(case)))
+    factory = load_user_factory(case)
+    return build_case(case, parse_params(items, factory), factory=factory, spec=case)
+
+
 def describe_cases() -> str:
     """One block per built-in case: name, first doc line, parameters with defaults."""
     lines = []

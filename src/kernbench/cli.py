@@ -47,22 +47,21 @@ def cases() -> None:
 @main.command()
 @click.argument("case")
 @click.option("-p", "--param", "params", multiple=True, metavar="KEY=VAL",
-              help="A case parameter (repeatable).")
+              help="A case parameter (repeatable), typed by the factory's signature.")
 @click.option("--hw", default="ahbm-v1", show_default=True, help="Preset name or TOML file.")
 @click.option("-o", "--out", default=None, help="Trace directory [default: CASE.ktrace].")
 @_one_line
 def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None:
-    """Record CASE (Phase 1) into a trace directory."""
-    from kernbench.case import build_case
-    from kernbench.params import parse_params
+    """Record CASE (a built-in name, or MODULE:FUNC, a case factory) into a trace directory."""
+    from kernbench.case import build_user_case
     from kernbench.record.runner import record as do_record
 
+    built = build_user_case(case, params)
     progress = None
     if sys.stderr.isatty():  # long recordings show how far they are on a terminal
         def progress(n: int) -> None:
             click.echo(f"\rrecording {case}: {n:,} ops", err=True, nl=False)
-    trace = do_record(build_case(case, parse_params(params)), out or f"{case}.ktrace", hw=hw,
-                      progress=progress)
+    trace = do_record(built, out or f"{built.name}.ktrace", hw=hw, progress=progress)
     if progress is not None:
         click.echo("", err=True)
     click.echo(f"recorded {case}: {trace.n_ops} ops, latency {trace.t_end_ps / 1e6:.3f} us "
@@ -80,15 +79,17 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @click.argument("trace", type=click.Path())
 @click.option("--case", "case", default=None, metavar="MODULE:FUNC",
               help="Case factory giving the reference [default: the built-in case].")
+@click.option("--require-reference", is_flag=True,
+              help="Exit 1 when there is no reference to verify against (for CI).")
 @_one_line
-def replay(trace: str, case: str | None) -> None:
+def replay(trace: str, case: str | None, require_reference: bool) -> None:
     """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
     from kernbench.replay import replay as do_replay
-    from kernbench.replay.__main__ import summary
+    from kernbench.replay.__main__ import exit_code, summary
 
     result = do_replay(trace, case=case)
     click.echo(summary(result))
-    sys.exit(0 if result.ok else 1)
+    sys.exit(exit_code(result, require_reference))
 
 
 @main.command()
