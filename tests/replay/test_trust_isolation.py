@@ -4,6 +4,7 @@ resolves in the user's process, and cannot shadow an installed package."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -39,8 +40,8 @@ def test_trust_8_the_child_command_is_isolated_and_gets_explicit_paths(
     monkeypatch.syspath_prepend(str(trace))
     cmd = child_command(Path("."), "r1", "mymod:f", ["/opt/cases"])
     assert cmd[1] == "-I" and cmd[4] == str(PACKAGE_DIR.parent)
-    assert cmd[5] == str(trace)  # the trace path is absolute: the child runs in PACKAGE_DIR
-    extra = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--sys-path"]
+    assert cmd[6] == str(trace)  # the trace path is absolute: the child runs in PACKAGE_DIR
+    extra = json.loads(cmd[5])
     assert extra and str(trace) not in extra and "" not in extra
     assert cmd[cmd.index("--case-path") + 1] == "/opt/cases"
 

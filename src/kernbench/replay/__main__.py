@@ -90,15 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="accepted for symmetry with kb.replay; this is the replay process")
     parser.add_argument("--case-path", action="append", default=[], metavar="DIR",
                         help="where the --case module must import from (set by kb.replay)")
-    parser.add_argument("--sys-path", action="append", default=[], metavar="DIR",
-                        help="directory appended to sys.path (set by kb.replay)")
     parser.add_argument("--run-id", default=None, help="written into verdict.json")
     parser.add_argument("--parent-pid", type=int, default=None,
                         help="end when this process ends (set by kb.replay)")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
-    sys.path.extend(p for p in args.sys_path if p not in sys.path)
     try:
         result = replay_in_process(args.path, args.case, run_id=args.run_id,
                                    case_paths=args.case_path)

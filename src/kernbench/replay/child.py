@@ -11,6 +11,7 @@ dies, the child dies too (PR_SET_PDEATHSIG on Linux, a parent-pid watch elsewher
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -31,8 +32,11 @@ _ERRORS: dict[str, type[KernbenchError]] = {
 }
 _LINE = re.compile(r"^kernbench replay: (\w+): (.*)$")
 PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
-#: run in ``python -I -c``: put kernbench's root first, then hand over to the child's main
-BOOT = ("import sys; r = sys.argv.pop(1); r in sys.path or sys.path.insert(0, r); "
+#: run in ``python -I -c BOOT ROOT EXTRA ...``: kernbench's root first, the JSON list EXTRA
+#: appended (both before anything is imported), then hand over to the child's main
+BOOT = ("import json, sys; r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1)); "
+        "r in sys.path or sys.path.insert(0, r); "
+        "sys.path.extend(p for p in extra if p not in sys.path); "
         "from kernbench.replay.__main__ import main; sys.exit(main())")
 
 
@@ -54,10 +58,9 @@ def extra_sys_path(trace: Path) -> list[str]:
 
 def child_command(path: Path, run_id: str, spec: str | None = None,
                   case_paths: Sequence[str] = ()) -> list[str]:
-    cmd = [sys.executable, "-I", "-c", BOOT, str(PACKAGE_DIR.parent), os.path.abspath(path),
+    cmd = [sys.executable, "-I", "-c", BOOT, str(PACKAGE_DIR.parent),
+           json.dumps(extra_sys_path(path)), os.path.abspath(path),
            "--run-id", run_id, "--parent-pid", str(os.getpid())]
-    for entry in extra_sys_path(path):
-        cmd += ["--sys-path", entry]
     if spec is not None:
         cmd += ["--case", spec]
         for entry in case_paths:
