@@ -150,3 +150,11 @@ def test_trust_1_killing_the_parent_ends_the_child(user, tmp_path: Path) -> None
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_trust_1_a_child_that_dies_with_exit_1_before_its_verdict_is_a_crash(user) -> None:
+    trace, _ = user  # e.g. the interpreter failed to import something: traceback, exit 1
+    err = "Traceback (most recent call last):\n  ...\nImportError: cannot import name 'x'\n"
+    with pytest.raises(ReplayError, match=r"wrote no verdict .*missing\) \(exit 1: "
+                                          r"ImportError: cannot import name 'x'\)"):
+        interpret(trace, new_run_id(), 1, err)

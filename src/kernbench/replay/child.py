@@ -89,10 +89,14 @@ def run_child(path: str | Path, spec: str | None = None,
 def interpret(path: Path, run_id: str, returncode: int, stderr: str) -> ReplayResult:
     """The child's result: 0/1 with a verdict of ``run_id``; 2 its bad-input error; any
     other end (a signal, a crash, exit 0/1 without this run's verdict) a ReplayError."""
-    if returncode in (0, 1):
-        return load_result(path, run_id)
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     last = lines[-1][:500] if lines else ""
+    if returncode in (0, 1):
+        try:
+            return load_result(path, run_id)
+        except ReplayError as exc:
+            raise ReplayError(f"{exc} (exit {returncode}{': ' + last if last else ''})"
+                              ) from None
     m = _LINE.match(last)
     if returncode == 2 and m and m.group(1) in _ERRORS:
         raise _ERRORS[m.group(1)](m.group(2))

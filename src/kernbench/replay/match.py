@@ -71,5 +71,9 @@ def differences(recorded: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list
 
 
 def mismatch(manifest: Mapping[str, Any], tensor_rows: Sequence[Mapping[str, Any]],
-             case: Case) -> list[str]:
-    return differences(recorded_signature(manifest, tensor_rows), case_signature(case))
+             case: Case, limit: int = 8) -> list[str]:
+    """The differences, at most ``limit`` of them (then how many more)."""
+    found = differences(recorded_signature(manifest, tensor_rows), case_signature(case))
+    if len(found) > limit:
+        found = [*found[:limit], f"and {len(found) - limit} more"]
+    return found
