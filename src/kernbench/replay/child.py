@@ -20,7 +20,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import kernbench
 from kernbench import errors
 from kernbench.errors import KernbenchError, ReplayError
 from kernbench.replay.runner import ReplayResult, load_result, new_run_id
@@ -31,7 +30,7 @@ _ERRORS: dict[str, type[KernbenchError]] = {
     if isinstance(cls, type) and issubclass(cls, KernbenchError)
 }
 _LINE = re.compile(r"^kernbench replay: (\w+): (.*)$")
-PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../kernbench
 #: run in ``python -I -c BOOT ROOT EXTRA ...``: kernbench's root first, the JSON list EXTRA
 #: appended (both before anything is imported), then hand over to the child's main
 BOOT = ("import json, sys; r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1)); "
