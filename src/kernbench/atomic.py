@@ -11,8 +11,8 @@ recovers what dead processes left behind, and swaps the new directory in:
   ``.NAME.old-PID-XXXX``; a kill between them leaves ``out`` missing until the next
   ``atomic_dir`` on it restores the old directory.
 
-Recovery (under the lock, only for names whose PID is no longer alive): if ``out`` is
-missing, the newest ``.NAME.old-*`` is renamed back to ``out``; every other ``.NAME.tmp-*``
+Recovery (under the lock, before the body and again before the swap, only for names whose
+PID is no longer alive): if ``out`` is missing, the newest ``.NAME.old-*`` is renamed back to ``out``; every other ``.NAME.tmp-*``
 and ``.NAME.old-*`` is deleted. Concurrent writers of one ``out`` each finish (the lock
 serialises the swaps; the last swap wins) and each reports only what it wrote. Every OS
 error is a one-line ``BadInputError``.
@@ -210,6 +210,8 @@ def atomic_dir(out: str | Path, replaceable: Callable[[Path], bool] = _is_trace
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _fail("create output folder", out.parent, exc) from None
+    with locked(out):  # a failing body must not leave an interrupted trace hidden
+        recover(out)
     tmp = _sibling(out, "tmp")
     try:
         tmp.mkdir()
