@@ -12,10 +12,10 @@ recovers what dead processes left behind, and swaps the new directory in:
   ``atomic_dir`` on it restores the old directory.
 
 Recovery (under the lock, before the body and again before the swap, only for names whose
-PID is no longer alive): if ``out`` is missing, the newest ``.NAME.old-*`` is renamed back to ``out``; every other ``.NAME.tmp-*``
-and ``.NAME.old-*`` is deleted. Concurrent writers of one ``out`` each finish (the lock
-serialises the swaps; the last swap wins) and each reports only what it wrote. Every OS
-error is a one-line ``BadInputError``.
+PID is no longer alive): if ``out`` is missing, the newest ``.NAME.old-*`` is renamed back
+to ``out``; every other ``.NAME.tmp-*`` and ``.NAME.old-*`` is deleted. Concurrent writers
+of one ``out`` each finish (the lock serialises the swaps; the last swap wins) and each
+reports only what it wrote. Every OS error is a one-line ``BadInputError``.
 """
 
 from __future__ import annotations
