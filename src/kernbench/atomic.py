@@ -200,8 +200,11 @@ def atomic_dir(out: str | Path, replaceable: Callable[[Path], bool] = _is_trace
     any other existing path, a symlink, the current directory or one of its parents is
     refused. See the module docstring for locking and recovery.
     """
-    out = Path(os.path.abspath(out))
-    cwd = os.getcwd()
+    try:
+        cwd = os.getcwd()
+    except OSError as exc:
+        raise _fail("resolve", out, exc) from None
+    out = Path(os.path.normpath(os.path.join(cwd, out)))
     if os.path.commonpath([cwd, str(out)]) == str(out):
         raise BadInputError(f"output {str(out)!r} is the current directory or contains it; "
                             "name a new directory (e.g. -o run.ktrace)")
