@@ -91,7 +91,11 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
 
 def _check_out(out: Path) -> None:
     """A trace never goes inside another trace (that would change the outer one)."""
-    for folder in Path(os.path.abspath(out)).parents:
+    try:
+        where = Path(os.path.abspath(out))
+    except OSError:  # no current directory: atomic_dir says so in one line
+        return
+    for folder in where.parents:
         if (folder / "manifest.json").is_file():
             raise BadInputError(f"output {str(out)!r} is inside the trace {str(folder)!r}; "
                                 "write it beside that trace instead")
