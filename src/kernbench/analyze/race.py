@@ -266,10 +266,8 @@ def _cross_pe_races(seg: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     races = acc[rows].select("op_id", "ev", "space", "mem_pe", lo="seg_lo", hi="seg_hi",
                              t_op="t0").with_columns(other_op_id=part["op_id"],
                                                      o_ev=part["ev"], t_other=part["t0"])
-    name = pl.lit(None, pl.String)
-    for (a, b), hazard in _RACE.items():
-        name = pl.when((pl.col("ev") == a) & (pl.col("o_ev") == b)).then(pl.lit(hazard)) \
-            .otherwise(name)
+    name = (pl.col("ev").cast(pl.Int32) * 3 + pl.col("o_ev").cast(pl.Int32)).replace_strict(
+        {a * 3 + b: hazard for (a, b), hazard in _RACE.items()}, return_dtype=pl.String)
     return races.select(hazard=name, op_id="op_id", other_op_id="other_op_id", space="space",
                         mem_pe="mem_pe", lo="lo", hi="hi", t_op="t_op",
                         t_other="t_other").cast(_FINDING)  # type: ignore[arg-type]
