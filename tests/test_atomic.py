@@ -226,3 +226,23 @@ def test_trust_13_leftover_names_belong_to_their_target_only(tmp_path):
         (tmp_path / name).mkdir()
     assert [(k, p, f.name) for k, p, f in leftovers(out)] == [
         ("old", 13, ".t.ktrace.old-13-ab"), ("tmp", 12, ".t.ktrace.tmp-12")]
+
+
+def test_trust_13_a_filesystem_without_flock_still_records(tmp_path, monkeypatch):
+    def no_flock(*_a: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(atomic.fcntl, "flock", no_flock)
+    out = tmp_path / "t.ktrace"
+    kb.record(build_case("scale-exp"), out)
+    kb.record(build_case("softmax"), out)
+    assert kb.Trace.open(out).manifest["case"] == "softmax" and hidden(tmp_path) == []
+
+
+def test_trust_13_other_lock_errors_are_one_line(tmp_path, monkeypatch):
+    def bad_flock(*_a: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(atomic.fcntl, "flock", bad_flock)
+    line = one_line_exit_2(record_cli("softmax", "-o", str(tmp_path / "t.ktrace")))
+    assert "cannot lock" in line and "Input/output error" in line
