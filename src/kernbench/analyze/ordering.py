@@ -4,7 +4,9 @@ Within a PE, ops are ordered by ``seq`` (programs on one PE run one after anothe
 PEs the only order is a message: everything a PE did up to a ``send`` happens before
 everything the receiver does from the matching ``recv`` on. A send writes an ``ipcq`` slot
 of the receiver (operand ``(ipcq, receiver, slot)``) and the receive reads it, so the k-th
-send into a slot matches the k-th receive from it (in op_id order).
+send into a slot matches the k-th receive from it (in op_id order). A ``recv_async`` row
+is logged where the kernel waits for it, so program order after a recv row is after the
+message arrived.
 
 ``clocks(ops)`` gives, for every sync op (send or recv), a vector clock: per PE, the largest
 ``seq`` of that PE known to happen before it (``-1``: nothing). An op at ``(pe q, seq s)``
