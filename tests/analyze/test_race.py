@@ -378,3 +378,13 @@ def test_trust_5_cross_pe_order_matches_the_brute_force_oracle(rows: list[dict[s
                                                                ) -> None:
     """Loads and stores of two hbm ranges on three PEs, ordered (or not) by messages."""
     assert found(rows) == oracle(rows)
+
+
+def test_trust_5_ops_after_a_recv_row_are_issued_after_its_message_arrived(traces) -> None:
+    """The order model relies on it: a recv_async row is logged where the kernel waits."""
+    import polars as pl
+    ops = kb.Trace.open(traces("ring-attention", S_kv_per_rank=128)).ops.sort("pe", "seq")
+    nxt = ops.with_columns(nxt=pl.col("t_issue_ps").shift(-1).over("pe")).filter(
+        (pl.col("name") == "recv") & pl.col("nxt").is_not_null())
+    assert nxt.height > 0
+    assert (nxt["nxt"] >= nxt["t_end_ps"]).all()
