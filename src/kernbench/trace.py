@@ -1,13 +1,10 @@
-"""A trace directory: atomic creation, manifest, verified reading. Reading never runs code."""
+"""A trace directory: manifest, verified reading. Reading never runs code. (Atomic creation
+lives in ``kernbench.atomic``; ``atomic_dir`` is re-exported here.)"""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import shutil
-from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,10 +12,12 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.atomic import atomic_dir
+from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import SUPPORTED_MAJOR, read_table
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
+__all__ = ["DATA_FILES", "Trace", "atomic_dir", "file_sha256", "read_manifest", "verify_files"]
 
 
 def file_sha256(path: Path) -> str:
@@ -27,47 +26,6 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _is_trace(path: Path) -> bool:
-    return (path / "manifest.json").is_file()
-
-
-@contextlib.contextmanager
-def atomic_dir(out: Path, replaceable: Callable[[Path], bool] = _is_trace) -> Iterator[Path]:
-    """Yield a temporary sibling of ``out``; rename it to ``out`` only if the body succeeds.
-
-    An existing ``out`` is replaced if ``replaceable(out)`` (by default: it is a trace);
-    any other existing path is refused.
-    """
-    out = Path(out)
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.exists() and not replaceable(out):
-        raise BadInputError(f"output {str(out)!r} exists and is not a trace; not overwriting")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInputError(
-            f"cannot create output folder {str(parent)!r}: {exc.strerror}") from None
-    tmp = parent / f".{out.name}.tmp-{os.getpid()}"
-    try:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-    except OSError as exc:
-        raise BadInputError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
-    try:
-        yield tmp
-        old = None
-        if out.exists():
-            old = parent / f".{out.name}.old-{os.getpid()}"
-            os.rename(out, old)
-        os.rename(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

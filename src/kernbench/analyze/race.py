@@ -11,13 +11,23 @@ is ``seq`` within the issuing PE. The hazards (``HAZARDS``):
 - ``waw``: a write lands before an earlier program-order write to the same bytes;
 - ``late_write``: a write lands after a later scope exit rewound its bytes;
 - ``war``: a write later in program order lands before a read of its bytes completes;
-- ``war_xpe``: a write from another PE lands while a read of its bytes is in flight.
+- ``war_xpe``: a write from another PE lands while a read of its bytes is in flight;
+- ``race_ww`` / ``race_rw`` / ``race_wr``: two ops on different PEs touch the same bytes
+  (both write / this op reads, the other writes / this op writes, the other reads) and
+  nothing orders them: only an IPCQ ``send`` -> ``recv`` orders PEs (``ordering``), so
+  whether the trace got the right bytes depended on timing. ``ipcq`` slots are excluded
+  (the queue protocol orders them). Each op names, per other PE, its latest unordered
+  partner with a smaller op_id, so a pair is reported once and findings stay bounded by
+  (accesses x PEs).
 
 Method: all access ranges of one memory are cut at every range boundary into elementary
 segments; each access becomes one row per segment it covers. Sorting by (segment, PE, seq)
 turns "the last program-order write" into a forward fill and "any later write" into a
 reverse cumulative minimum, both per group; cross-PE windows are binary searches over
-writes sorted by (segment, landing time).
+writes sorted by (segment, landing time). Unordered pairs: per PE ``p``, its accesses
+sorted by (segment, seq); an access of another PE sees, on ``p``, a seq window between the
+last op of ``p`` that happens before it and the first that happens after it (vector clocks),
+and a binary search finds the latest access of ``p`` in that window.
 """
 
 from __future__ import annotations
@@ -26,13 +36,17 @@ import numpy as np
 import polars as pl
 
 from kernbench.analyze.frames import operands
+from kernbench.analyze.ordering import Clocks, clocks
 from kernbench.schemas.ops import Kind, Op
 
 READ, WRITE, KILL = 0, 1, 2
 #: spaces whose bytes hold nothing until written on this PE (hbm has initial contents)
 SCRATCH_SPACES = frozenset({"tcm", "stage"})
+_ORDER_HINT = (" (only an IPCQ send -> recv orders two PEs; give each PE its own bytes or "
+               "order the accesses with tl.send/tl.recv)")
 
-#: hazard -> message template (fields: op, other, space, mem_pe, lo, hi, t_op, t_other)
+#: hazard -> message template (fields: op, other, space, mem_pe, lo, hi, t_op, t_other, and
+#: each op's source line and PE: src, pe, other_src, other_pe; ``check`` adds both ops' src)
 HAZARDS: dict[str, str] = {
     "raw": "op {op} reads {space}@pe{mem_pe} [{lo}, {hi}) at {t_op} ps, before op {other}'s "
            "earlier write to it lands at {t_other} ps",
@@ -48,7 +62,17 @@ HAZARDS: dict[str, str] = {
            "{t_other} ps, before op {op}'s read of it completes at {t_op} ps",
     "war_xpe": "op {other} writes {space}@pe{mem_pe} [{lo}, {hi}) at {t_other} ps while "
                "op {op} is reading it (until {t_op} ps)",
+    "race_ww": "op {op} (pe{pe}) and op {other} (pe{other_pe}) both write "
+               "{space}@pe{mem_pe} [{lo}, {hi}) and nothing orders them" + _ORDER_HINT,
+    "race_rw": "op {op} (pe{pe}) reads {space}@pe{mem_pe} [{lo}, {hi}) that op {other} "
+               "(pe{other_pe}) writes, and nothing orders them" + _ORDER_HINT,
+    "race_wr": "op {op} (pe{pe}) writes {space}@pe{mem_pe} [{lo}, {hi}) that op {other} "
+               "(pe{other_pe}) reads, and nothing orders them" + _ORDER_HINT,
 }
+#: cross-PE races by (this op's event, the other op's event)
+_RACE = {(WRITE, WRITE): "race_ww", (READ, WRITE): "race_rw", (WRITE, READ): "race_wr"}
+#: spaces whose cross-PE order the IPCQ protocol itself guarantees
+PROTOCOL_SPACES = frozenset({"ipcq"})
 
 _FINDING = {"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
             "space": pl.String, "mem_pe": pl.Int32, "lo": pl.Int64, "hi": pl.Int64,
@@ -177,20 +201,100 @@ def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
                     t_other="w_t1").cast(_FINDING))  # type: ignore[arg-type]
 
 
+def _latest_in_window(keys: np.ndarray, seg: np.ndarray, n: int, lo: np.ndarray,
+                      hi: np.ndarray) -> np.ndarray:
+    """Index into ``keys`` (sorted ``seg * (n + 1) + rank``) of the last entry of segment
+    ``seg`` with rank in ``[lo, hi)``, or -1."""
+    base = seg * (n + 1)
+    i0 = np.searchsorted(keys, base + lo, "left")
+    i1 = np.searchsorted(keys, base + np.maximum(hi, lo), "left")
+    return np.where(i1 > i0, i1 - 1, -1)
+
+
+def _races_with(p: int, cols: dict[str, np.ndarray], bounds: np.ndarray, ck: Clocks
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(row, partner row) of accesses of other PEs racing with an access of PE index ``p``
+    (one partner per row and PE). ``cols`` are sorted by (PE index, segment, seq)."""
+    lo_p, hi_p = int(bounds[p]), int(bounds[p + 1])
+    seq_p, seg_p = cols["seq"][lo_p:hi_p], cols["seg"][lo_p:hi_p]
+    uniq, first = np.unique(seq_p, return_index=True)
+    n = len(uniq)
+    # op_id by seq rank, forced nondecreasing (it is, unless op_id/seq are corrupt)
+    op_by_rank = np.maximum.accumulate(cols["op_id"][lo_p:hi_p][first])
+    key = seg_p * (n + 1) + np.searchsorted(uniq, seq_p)
+    is_w = cols["ev"][lo_p:hi_p] == WRITE
+    w_key, w_rows = key[is_w], np.append(np.flatnonzero(is_w), -1)  # [-1] -> -1: none
+    rows, partners = [], []
+    for q in range(len(bounds) - 1):
+        lo_q, hi_q = int(bounds[q]), int(bounds[q + 1])
+        if q == p or lo_q == hi_q:
+            continue
+        seq, seg = cols["seq"][lo_q:hi_q], cols["seg"][lo_q:hi_q]
+        lo = np.searchsorted(uniq, ck.known(q, p, seq), "right")  # ranks <= clock
+        hi = np.minimum(np.searchsorted(uniq, ck.first_after(p, q, seq), "left"),
+                        np.searchsorted(op_by_rank, cols["op_id"][lo_q:hi_q], "left"))
+        any_ = _latest_in_window(key, seg, n, lo, hi)
+        w = w_rows[_latest_in_window(w_key, seg, n, lo, hi)]
+        pick = np.where(cols["ev"][lo_q:hi_q] == WRITE, any_, w)
+        hit = np.flatnonzero(pick >= 0)
+        rows.append(lo_q + hit)
+        partners.append(lo_p + pick[hit])
+    return (np.concatenate(rows) if rows else np.zeros(0, np.int64),
+            np.concatenate(partners) if partners else np.zeros(0, np.int64))
+
+
+def _cross_pe_races(seg: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    """Access pairs of different PEs on the same bytes, at least one a write, that no chain
+    of program order and IPCQ messages orders."""
+    acc = seg.filter((pl.col("ev") != KILL) & ~pl.col("space").is_in(PROTOCOL_SPACES)
+                     # only segments some write touches and more than one PE accesses
+                     & (pl.col("ev") == WRITE).any().over("seg")
+                     & (pl.col("pe").n_unique().over("seg") > 1))
+    pes = np.unique(acc["pe"].to_numpy()).astype(np.int64)
+    if len(pes) < 2:
+        return pl.DataFrame(schema=_FINDING)
+    ck = clocks(ops, pes)
+    acc = acc.with_columns(pe_idx=pl.Series(ck.pe_index(acc["pe"].to_numpy().astype(np.int64)))
+                           ).sort("pe_idx", "seg", "seq", "op_id")
+    cols = {c: acc[c].to_numpy() for c in ("pe_idx", "seg", "seq", "op_id", "ev")}
+    bounds = np.searchsorted(cols["pe_idx"], np.arange(len(ck.pes) + 1))
+    pairs = [_races_with(p, cols, bounds, ck) for p in range(len(ck.pes))]
+    rows = np.concatenate([r for r, _ in pairs])
+    if not len(rows):
+        return pl.DataFrame(schema=_FINDING)
+    part = acc[np.concatenate([o for _, o in pairs])]
+    races = acc[rows].select("op_id", "ev", "space", "mem_pe", lo="seg_lo", hi="seg_hi",
+                             t_op="t0").with_columns(other_op_id=part["op_id"],
+                                                     o_ev=part["ev"], t_other=part["t0"])
+    name = (pl.col("ev").cast(pl.Int32) * 3 + pl.col("o_ev").cast(pl.Int32)).replace_strict(
+        {a * 3 + b: hazard for (a, b), hazard in _RACE.items()}, return_dtype=pl.String)
+    return races.select(hazard=name, op_id="op_id", other_op_id="other_op_id", space="space",
+                        mem_pe="mem_pe", lo="lo", hi="hi", t_op="t_op",
+                        t_other="t_other").cast(_FINDING)  # type: ignore[arg-type]
+
+
 def hazards(ops: pl.DataFrame) -> pl.DataFrame:
     """Every data hazard in an op log: one row per (hazard, op_id, other_op_id) with the
-    merged byte range and a ``message``; sorted by op_id."""
+    merged byte range, both ops' ``src`` and a ``message``; sorted by op_id."""
     acc = accesses(ops)
     if not acc.height:
-        return pl.DataFrame(schema={**_FINDING, "message": pl.String})
+        return pl.DataFrame(schema={**_FINDING, "src": pl.String, "other_src": pl.String,
+                                    "message": pl.String})
     seg = segments(acc)
-    found = pl.concat([_program_order_hazards(_program_order(seg)), _cross_pe_hazards(seg)])
+    found = pl.concat([_program_order_hazards(_program_order(seg)), _cross_pe_hazards(seg),
+                       _cross_pe_races(seg, ops)])
+    where = ops.select("op_id", src=pl.col("src").cast(pl.String), pe="pe")
     merged = (found.group_by("hazard", "op_id", "other_op_id", "space", "mem_pe",
                              maintain_order=True)
               .agg(pl.col("lo").min(), pl.col("hi").max(), pl.col("t_op").first(),
                    pl.col("t_other").first())
-              .sort("op_id", "hazard", "other_op_id", nulls_last=True))
+              .sort("op_id", "hazard", "other_op_id", nulls_last=True)
+              .join(where, on="op_id", how="left", maintain_order="left")
+              .join(where.rename({"op_id": "other_op_id", "src": "other_src", "pe": "other_pe"}),
+                    on="other_op_id", how="left", maintain_order="left"))
     messages = [HAZARDS[row["hazard"]].format(op=row["op_id"], other=row["other_op_id"], **{
-        k: row[k] for k in ("space", "mem_pe", "lo", "hi", "t_op", "t_other")})
+        k: row[k] for k in ("space", "mem_pe", "lo", "hi", "t_op", "t_other", "src", "pe",
+                            "other_src", "other_pe")})
         for row in merged.iter_rows(named=True)]
-    return merged.with_columns(message=pl.Series(messages, dtype=pl.String))
+    return merged.drop("pe", "other_pe").with_columns(
+        message=pl.Series(messages, dtype=pl.String))

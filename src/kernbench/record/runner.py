@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import simpy
 
 from kernbench import __version__
+from kernbench.atomic import atomic_dir
 from kernbench.case import Case
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
 from kernbench.hw import HwConfig, load_hw
@@ -22,7 +24,7 @@ from kernbench.record.pe import PEDriver
 from kernbench.record.tensors import write_tensors
 from kernbench.record.writer import OpWriter
 from kernbench.schemas.arrow import SCHEMA_VERSION
-from kernbench.trace import Trace, atomic_dir, file_sha256
+from kernbench.trace import Trace, file_sha256
 
 HBM_ALIGN = 4096
 
@@ -87,14 +89,30 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     return drivers
 
 
+def _check_out(out: Path) -> None:
+    """A trace never goes inside another trace (that would change the outer one)."""
+    try:
+        where = Path(os.path.abspath(out))
+    except OSError:  # no current directory: atomic_dir says so in one line
+        return
+    for folder in where.parents:
+        if (folder / "manifest.json").is_file():
+            raise BadInputError(f"output {str(out)!r} is inside the trace {str(folder)!r}; "
+                                "write it beside that trace instead")
+
+
 def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
            progress: Callable[[int], Any] | None = None) -> Trace:
     """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
-    called with the number of ops recorded so far, every batch of rows."""
+    called with the number of ops recorded so far, every batch of rows.
+
+    ``out`` is replaced atomically under a lock (``kernbench.atomic``). The returned Trace
+    is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
+    _check_out(out)
     with atomic_dir(out) as tmp:
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
@@ -123,4 +141,4 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "files": {n: file_sha256(tmp / n) for n in ("ops.parquet", "tensors.parquet")},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return Trace.open(out)
+    return Trace(out, manifest)

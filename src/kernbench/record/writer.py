@@ -20,7 +20,7 @@ from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.schemas.arrow import OPERAND, OPS
 from kernbench.schemas.dtypes import float32
-from kernbench.schemas.ops import ENGINE, KIND, SCOPE, Engine, Kind
+from kernbench.schemas.ops import ENGINE, KIND, SCOPE, Engine, Kind, Op
 
 BATCH_ROWS = 65536
 
@@ -72,8 +72,11 @@ def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array
     return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask)
 
 
-# the vocabulary as dictionaries: a row's name/kind/engine are codes into these
-_OPS_ORDER = list(KIND)
+# the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
+# is the enums' declaration order, never a set's or a dict built from sets (``KIND`` is
+# filled by iterating frozensets, whose order follows PYTHONHASHSEED): the dictionary values
+# are written into ops.parquet, so any hash order here would change its bytes (ADR-0140).
+_OPS_ORDER = list(Op)
 _CODE = {op: i for i, op in enumerate(_OPS_ORDER)}
 _NAME_DICT = pa.array([op.value for op in _OPS_ORDER], pa.string())
 _KINDS, _ENGINES = list(Kind), list(Engine)
