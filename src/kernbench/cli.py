@@ -152,6 +152,35 @@ def sql(trace: str, query: str, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("spec")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=V1,V2",
+              help="Sweep a parameter over values (repeatable; hw.FIELD for hardware).")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Sweep directory.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes [default: one per core].")
+@click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Run the points as Ray tasks: a local Ray, or join the cluster at ADDRESS.")
+@click.option("--replay/--no-replay", default=None, help="Replay every point (Phase 2).")
+@click.option("--check/--no-check", default=None, help="Check every point's invariants.")
+@click.option("--rules", type=click.Path(), default=None, help="Rules for the check stage.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_one_line
+def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray: str | None,
+          replay: bool | None, check: bool | None, rules: str | None, as_json: bool) -> None:
+    """Run every point of SPEC (a .toml file, a built-in spec or a case name with -p
+    K=V1,V2) into the sweep directory OUT; re-running resumes. Exit 1 if a point failed."""
+    from kernbench.sweep import resolve_spec, run_sweep
+
+    tty = sys.stderr.isatty()
+    summary = run_sweep(resolve_spec(spec, params, replay, check, rules), out, workers, ray,
+                        progress=(lambda p: click.echo("\r" + p.to_text(), err=True, nl=False))
+                        if tty else None)
+    if tty:
+        click.echo("", err=True)
+    _emit(summary, as_json)
+
+
+@main.command()
 @click.option("--quick", "mode", flag_value="quick", default=True,
               help="The quick panel (<= 60 s on 2 cores) [default].")
 @click.option("--full", "mode", flag_value="full", help="The full headline panel.")

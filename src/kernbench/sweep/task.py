@@ -21,7 +21,7 @@ POINT_FORMAT = "kernbench-sweep-point"
 #: environment of every worker: one BLAS (and polars) thread each
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
-              "POLARS_MAX_THREADS": "1"}
+              "POLARS_MAX_THREADS": "1", "PYTHONHASHSEED": "0"}
 
 
 def one_line(exc: BaseException) -> str:
