@@ -97,8 +97,14 @@ def replay(trace: str, case: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def check(trace: str, rules: str | None, as_json: bool) -> None:
-    """Check a trace's invariants (and rules); exit 1 on a violation."""
+    """Check a trace's (or every sweep point's) invariants and rules; exit 1 on a violation."""
     from kernbench.analyze import check as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace):  # a sweep: every point, naming the failing ones
+        from kernbench.sweep.query import sweep_check
+
+        return _emit(sweep_check(trace, rules), as_json)
 
     _emit(run(trace, rules=rules), as_json)
 
@@ -111,8 +117,14 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
-    """Compare trace A (before) with trace B (after)."""
+    """Compare trace A (before) with trace B (after), or two sweeps point by point."""
     from kernbench.analyze import diff as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(a) or is_sweep(b):
+        from kernbench.sweep.query import sweep_diff
+
+        return _emit(sweep_diff(a, b, fail_on=list(fail_on)), as_json)
 
     _emit(run(a, b, fail_on=list(fail_on)), as_json)
 
@@ -120,10 +132,19 @@ def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--sort", default=None, metavar="METRIC", help="Sweeps: best points first.")
+@click.option("--pareto", default=None, metavar="M1,M2",
+              help="Sweeps: only the Pareto front of these metrics.")
 @_one_line
-def report(trace: str, as_json: bool) -> None:
-    """The metrics of a trace, as a table (or JSON)."""
+def report(trace: str, as_json: bool, sort: str | None, pareto: str | None) -> None:
+    """The metrics of a trace (or the points of a sweep), as a table (or JSON)."""
     from kernbench.analyze import report as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace) or sort or pareto:
+        from kernbench.sweep.report import sweep_report
+
+        return _emit(sweep_report(trace, sort=sort, pareto=pareto), as_json)
 
     _emit(run(trace), as_json)
 
@@ -145,8 +166,14 @@ def export(trace: str, out: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def sql(trace: str, query: str, as_json: bool) -> None:
-    """Run SQL over the tables ops, operands, tensors and values."""
+    """Run SQL over the tables ops, operands, tensors and values (a sweep: points, ops)."""
     from kernbench.analyze import sql as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace):
+        from kernbench.sweep.query import sweep_sql
+
+        return _emit(sweep_sql(trace, query), as_json)
 
     _emit(run(trace, query), as_json)
 
