@@ -35,6 +35,19 @@ def _local_env() -> dict[str, str]:
     return {**WORKER_ENV, "PYTHONPATH": os.pathsep.join(paths)}
 
 
+def init_kwargs(address: str | None = None, num_cpus: int | None = None) -> dict[str, Any]:
+    """``ray.init`` arguments: quiet, workers with one BLAS thread and a fixed hash seed (and,
+    for a local Ray, this process's import path)."""
+    env = dict(WORKER_ENV) if address else _local_env()
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                              "runtime_env": {"env_vars": env}}
+    if address:
+        kwargs["address"] = address
+    elif num_cpus:
+        kwargs["num_cpus"] = num_cpus
+    return kwargs
+
+
 class RayEngine:
     """``run(tasks)`` yields ``(task, result)`` as Ray tasks finish."""
 
@@ -48,15 +61,8 @@ class RayEngine:
         """Start or join Ray unless a session is open; whether this engine started it."""
         if ray.is_initialized():
             return False
-        env = dict(WORKER_ENV) if self.address else _local_env()
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "runtime_env": {"env_vars": env}}
-        if self.address:
-            kwargs["address"] = self.address
-        elif self.workers:
-            kwargs["num_cpus"] = self.workers
         try:
-            ray.init(**kwargs)
+            ray.init(**init_kwargs(self.address, self.workers))
         except (ConnectionError, ValueError, RuntimeError) as exc:
             where = self.address or "a local Ray"
             raise BadInputError(f"--ray: cannot start or join {where}: "

@@ -76,7 +76,7 @@ def _finish(trace_dir: Path, task: dict[str, Any], row: dict[str, Any]) -> None:
 
     body = {"format": POINT_FORMAT, "point_id": task["point_id"],
             "manifest_sha256": file_sha256(trace_dir / "manifest.json"), "row": row}
-    (trace_dir / POINT_FILE).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    (trace_dir / POINT_FILE).write_text(json.dumps(body, indent=1) + "\n")  # row in order
 
 
 def read_files(root: Path) -> dict[str, bytes]:
