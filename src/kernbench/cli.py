@@ -196,15 +196,18 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
           replay: bool | None, check: bool | None, rules: str | None, as_json: bool) -> None:
     """Run every point of SPEC (a .toml file, a built-in spec or a case name with -p
     K=V1,V2) into the sweep directory OUT; re-running resumes. Exit 1 if a point failed."""
-    from kernbench.sweep import resolve_spec, run_sweep
+    from kernbench.sweep import run_sweep
+    from kernbench.sweep.builtin import plan
 
-    tty = sys.stderr.isatty()
-    summary = run_sweep(resolve_spec(spec, params, replay, check, rules), out, workers, ray,
-                        progress=(lambda p: click.echo("\r" + p.to_text(), err=True, nl=False))
-                        if tty else None)
-    if tty:
-        click.echo("", err=True)
-    _emit(summary, as_json)
+    tty, code = sys.stderr.isatty(), 0
+    for one, where in plan(spec, out, params, replay, check, rules):  # a suite: several
+        summary = run_sweep(one, where, workers, ray, progress=(
+            lambda p: click.echo("\r" + p.to_text(), err=True, nl=False)) if tty else None)
+        if tty:
+            click.echo("", err=True)
+        click.echo(summary.to_json() if as_json else summary.to_text(), nl=as_json)
+        code = max(code, summary.exit_code)
+    sys.exit(code)
 
 
 @main.command()
@@ -213,10 +216,16 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
 @click.option("--full", "mode", flag_value="full", help="The full headline panel.")
 @click.option("-o", "--out", default=None, type=click.Path(),
               help="Also write panel.parquet and panel.csv into this folder.")
+@click.option("--best", default=None, type=click.Path(), metavar="SWEEP",
+              help="Only show the best point of each sweep in SWEEP (e.g. the output of "
+                   "`kernbench sweep milestone`).")
 @_one_line
-def panel(mode: str, out: str | None) -> None:
+def panel(mode: str, out: str | None, best: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
-    from kernbench.kernels.panel import format_panel, run_panel
+    from kernbench.kernels.panel import format_best, format_panel, run_panel
+
+    if best is not None:
+        return click.echo(format_best(best))
 
     frame = run_panel(full=mode == "full", out=out,
                       progress=lambda m: click.echo(m, err=True))

@@ -30,8 +30,8 @@ case = "gqa-prefill"
 S = [2048]
 H_q = [8]
 H_kv = [1]
-T_q = [16, 32, 64]
-T_kv = [64, 128, 256]
+T_q = [8, 16]
+T_kv = [32, 64, 128]
 [best]
 metric = "latency_ps"
 """,
@@ -46,6 +46,32 @@ phase = ["prefill"]
 metric = "efficiency"
 """,
 }
+
+
+#: built-in suites: one name, several sweeps (each into OUT/<part>)
+SUITES: dict[str, tuple[str, ...]] = {
+    "milestone": ("milestone-decode", "milestone-prefill", "milestone-ring"),
+}
+
+
+def plan(arg: str, out: str | Path, params: Sequence[str] = (), replay: bool | None = None,
+         check: bool | None = None, rules: str | None = None) -> list[tuple[SweepSpec, Path]]:
+    """The (spec, sweep directory) pairs ``kernbench sweep ARG -o OUT`` runs: one, or one per
+    part of a suite (``OUT/decode``, ``OUT/prefill``, ...)."""
+    if arg in SUITES and not Path(arg).is_file():
+        return [(resolve_spec(name, params, replay, check, rules),
+                 Path(out) / name.split("-", 1)[1]) for name in SUITES[arg]]
+    return [(resolve_spec(arg, params, replay, check, rules), Path(out))]
+
+
+def sweep_dirs(path: str | Path) -> list[Path]:
+    """``path`` if it is a sweep, else the sweeps directly inside it (a suite's output)."""
+    from kernbench.sweep.store import is_sweep
+
+    path = Path(path)
+    if is_sweep(path):
+        return [path]
+    return sorted(p for p in path.iterdir() if is_sweep(p)) if path.is_dir() else []
 
 
 def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
