@@ -12,8 +12,8 @@ from kernbench.sweep.table import WALL_COLUMNS
 
 #: gemm points: DMA reads always outweigh writes, so every metric has one answer
 GEMM = ["M=128", "N=128,256", "K=256", "hw.hbm_gbps=64,128"]
-#: scale-exp with tile=262144 (two 1 MiB tiles in 1 MiB of scratch) fails at record
-FAILING = ["n=262144", "tile=4096,262144"]
+#: gemm with K=8192 (a 2 MiB A tile in 1 MiB of scratch) fails at record; K=256 runs
+FAILING = ["M=128", "N=128", "K=256,8192"]
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def gemm_spec():
 
 @pytest.fixture
 def failing_spec():
-    return resolve_spec("scale-exp", FAILING, replay=True)
+    return resolve_spec("gemm", FAILING, replay=True)
 
 
 def points_without_walls(root: Path) -> pl.DataFrame:

@@ -34,7 +34,7 @@ def failing_sweep(tmp_path_factory):
     from .conftest import FAILING
 
     out = tmp_path_factory.mktemp("sweeps") / "F"
-    run_sweep(resolve_spec("scale-exp", FAILING), out, workers=2)
+    run_sweep(resolve_spec("gemm", FAILING), out, workers=2)
     return out
 
 

@@ -52,7 +52,7 @@ def test_one_failing_point_fails_alone(tmp_path, failing_spec):
     out = tmp_path / "F"
     summary = run_sweep(failing_spec, out, workers=2)
     assert (summary.ok, summary.failed, summary.exit_code) == (1, 1, 1)
-    points = pl.read_parquet(out / "points.parquet").sort("tile")
+    points = pl.read_parquet(out / "points.parquet").sort("K")
     assert points["status"].to_list() == ["ok", "failed"]
     bad = points.row(1, named=True)
     assert bad["error"].startswith("ScratchOverflowError: ") and "\n" not in bad["error"]
