@@ -67,6 +67,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("record", "kernbench.bench:bench_record"),
     ("replay", "kernbench.replay.bench:measure"),
     ("decode", "kernbench.kernels.bench:measure"),
+    ("sweep", "kernbench.sweep.bench:measure"),
 ]
 
 

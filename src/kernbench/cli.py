@@ -98,8 +98,14 @@ def replay(trace: str, case: str | None, require_reference: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def check(trace: str, rules: str | None, as_json: bool) -> None:
-    """Check a trace's invariants (and rules); exit 1 on a violation."""
+    """Check a trace's (or every sweep point's) invariants and rules; exit 1 on a violation."""
     from kernbench.analyze import check as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace):  # a sweep: every point, naming the failing ones
+        from kernbench.sweep.query import sweep_check
+
+        return _emit(sweep_check(trace, rules), as_json)
 
     _emit(run(trace, rules=rules), as_json)
 
@@ -112,8 +118,14 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
-    """Compare trace A (before) with trace B (after)."""
+    """Compare trace A (before) with trace B (after), or two sweeps point by point."""
     from kernbench.analyze import diff as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(a) or is_sweep(b):
+        from kernbench.sweep.query import sweep_diff
+
+        return _emit(sweep_diff(a, b, fail_on=list(fail_on)), as_json)
 
     _emit(run(a, b, fail_on=list(fail_on)), as_json)
 
@@ -121,10 +133,19 @@ def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--sort", default=None, metavar="METRIC", help="Sweeps: best points first.")
+@click.option("--pareto", default=None, metavar="M1,M2",
+              help="Sweeps: only the Pareto front of these metrics.")
 @_one_line
-def report(trace: str, as_json: bool) -> None:
-    """The metrics of a trace, as a table (or JSON)."""
+def report(trace: str, as_json: bool, sort: str | None, pareto: str | None) -> None:
+    """The metrics of a trace (or the points of a sweep), as a table (or JSON)."""
     from kernbench.analyze import report as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace) or sort or pareto:
+        from kernbench.sweep.report import sweep_report
+
+        return _emit(sweep_report(trace, sort=sort, pareto=pareto), as_json)
 
     _emit(run(trace), as_json)
 
@@ -146,10 +167,48 @@ def export(trace: str, out: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 def sql(trace: str, query: str, as_json: bool) -> None:
-    """Run SQL over the tables ops, operands, tensors and values."""
+    """Run SQL over the tables ops, operands, tensors and values (a sweep: points, ops)."""
     from kernbench.analyze import sql as run
+    from kernbench.sweep import is_sweep
+
+    if is_sweep(trace):
+        from kernbench.sweep.query import sweep_sql
+
+        return _emit(sweep_sql(trace, query), as_json)
 
     _emit(run(trace, query), as_json)
+
+
+@main.command()
+@click.argument("spec")
+@click.option("-p", "--param", "params", multiple=True, metavar="KEY=V1,V2",
+              help="Sweep a parameter over values (repeatable; hw.FIELD for hardware).")
+@click.option("-o", "--out", required=True, type=click.Path(), help="Sweep directory.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes [default: one per core].")
+@click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Run the points as Ray tasks: a local Ray, or join the cluster at ADDRESS.")
+@click.option("--replay/--no-replay", default=None, help="Replay every point (Phase 2).")
+@click.option("--check/--no-check", default=None, help="Check every point's invariants.")
+@click.option("--rules", type=click.Path(), default=None, help="Rules for the check stage.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_one_line
+def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray: str | None,
+          replay: bool | None, check: bool | None, rules: str | None, as_json: bool) -> None:
+    """Run every point of SPEC (a .toml file, a built-in spec or a case name with -p
+    K=V1,V2) into the sweep directory OUT; re-running resumes. Exit 1 if a point failed."""
+    from kernbench.sweep import run_sweep
+    from kernbench.sweep.builtin import plan
+
+    tty, code = sys.stderr.isatty(), 0
+    for one, where in plan(spec, out, params, replay, check, rules):  # a suite: several
+        summary = run_sweep(one, where, workers, ray, progress=(
+            lambda p: click.echo("\r" + p.to_text(), err=True, nl=False)) if tty else None)
+        if tty:
+            click.echo("", err=True)
+        click.echo(summary.to_json() if as_json else summary.to_text(), nl=as_json)
+        code = max(code, summary.exit_code)
+    sys.exit(code)
 
 
 @main.command()
@@ -158,10 +217,16 @@ def sql(trace: str, query: str, as_json: bool) -> None:
 @click.option("--full", "mode", flag_value="full", help="The full headline panel.")
 @click.option("-o", "--out", default=None, type=click.Path(),
               help="Also write panel.parquet and panel.csv into this folder.")
+@click.option("--best", default=None, type=click.Path(), metavar="SWEEP",
+              help="Only show the best point of each sweep in SWEEP (e.g. the output of "
+                   "`kernbench sweep milestone`).")
 @_one_line
-def panel(mode: str, out: str | None) -> None:
+def panel(mode: str, out: str | None, best: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
-    from kernbench.kernels.panel import format_panel, run_panel
+    from kernbench.kernels.panel import format_best, format_panel, run_panel
+
+    if best is not None:
+        return click.echo(format_best(best))
 
     frame = run_panel(full=mode == "full", out=out,
                       progress=lambda m: click.echo(m, err=True))

@@ -150,3 +150,24 @@ def format_panel(frame: pl.DataFrame) -> str:
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_best(sweeps: str | Path) -> str:
+    """The best point of each sweep under ``sweeps`` (one sweep, or a suite's folder such as
+    ``kernbench sweep milestone -o DIR``'s), ranked by each spec's ``[best]``."""
+    from kernbench.analyze.report import format_table
+    from kernbench.sweep.builtin import sweep_dirs
+    from kernbench.sweep.report import best_points, load_sweep
+
+    dirs = sweep_dirs(sweeps)
+    if not dirs:
+        raise BadInputError(f"{str(sweeps)!r} is not a sweep nor a folder of sweeps")
+    rows = []
+    for d in dirs:
+        spec, _ = load_sweep(d)
+        for r in best_points(d).iter_rows(named=True):
+            rows.append([d.name, spec.case, " ".join(f"{k}={r[k]}" for k in spec.swept),
+                         spec.best_metric, r["latency_ps"] / 1e6, r["efficiency"],
+                         r["roofline_bound"], r["point_id"]])
+    return format_table(["sweep", "case", "best point", "by", "latency_us", "efficiency",
+                         "bound", "point_id"], rows)

@@ -1,0 +1,106 @@
+"""Built-in sweep specs (the milestone's design space), and turning the ``kernbench sweep``
+argument into a spec: a TOML file, a built-in spec name, or a case name with ``-p`` axes."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kernbench.sweep.spec import SweepSpec, parse_spec, read_rules, with_overrides
+
+#: the milestone-gqa-headline design space, one sweep per kernel family
+BUILTIN: dict[str, str] = {
+    "milestone-decode": """
+# GQA decode (Llama3-70B shapes): which K/V tile and stream win at each context length
+case = "gqa-decode"
+[grid]
+S_kv = [4096, 32768]
+T_kv = [256, 512, 1024]
+stream = ["lazy", "composite"]
+[best]
+metric = "latency_ps"
+per = ["S_kv"]
+""",
+    "milestone-prefill": """
+# causal GQA prefill (one group on one PE): query and key tile sizes
+case = "gqa-prefill"
+[grid]
+S = [2048]
+H_q = [8]
+H_kv = [1]
+T_q = [8, 16]
+T_kv = [32, 64, 128]
+[best]
+metric = "latency_ps"
+""",
+    "milestone-ring": """
+# ring attention prefill (one GQA group): how the ring scales with its number of ranks
+case = "ring-attention"
+[grid]
+n_ranks = [2, 4, 8]
+S_kv_per_rank = [1024]
+phase = ["prefill"]
+[best]
+metric = "efficiency"
+""",
+}
+
+
+#: built-in suites: one name, several sweeps (each into OUT/<part>)
+SUITES: dict[str, tuple[str, ...]] = {
+    "milestone": ("milestone-decode", "milestone-prefill", "milestone-ring"),
+}
+
+
+def plan(arg: str, out: str | Path, params: Sequence[str] = (), replay: bool | None = None,
+         check: bool | None = None, rules: str | None = None) -> list[tuple[SweepSpec, Path]]:
+    """The (spec, sweep directory) pairs ``kernbench sweep ARG -o OUT`` runs: one, or one per
+    part of a suite (``OUT/decode``, ``OUT/prefill``, ...)."""
+    if arg in SUITES and not Path(arg).is_file():
+        return [(resolve_spec(name, params, replay, check, rules),
+                 Path(out) / name.split("-", 1)[1]) for name in SUITES[arg]]
+    return [(resolve_spec(arg, params, replay, check, rules), Path(out))]
+
+
+def sweep_dirs(path: str | Path) -> list[Path]:
+    """``path`` if it is a sweep, else the sweeps directly inside it (a suite's output)."""
+    from kernbench.sweep.store import is_sweep
+
+    path = Path(path)
+    if is_sweep(path):
+        return [path]
+    return sorted(p for p in path.iterdir() if is_sweep(p)) if path.is_dir() else []
+
+
+def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
+    path = Path(arg)
+    if arg.endswith(".toml") or path.is_file():
+        from kernbench.sweep.spec import load_spec_file
+
+        load_spec_file(path)  # one-line errors for a missing or malformed file
+        return tomllib.loads(path.read_text()), path.parent
+    if arg in BUILTIN:
+        return tomllib.loads(BUILTIN[arg]), None
+    return {"case": arg}, None
+
+
+def resolve_spec(arg: str, params: Sequence[str] = (), replay: bool | None = None,
+                 check: bool | None = None, rules: str | None = None) -> SweepSpec:
+    """The spec ``kernbench sweep ARG -p K=V1,V2 [--replay] [--check] [--rules F]`` runs."""
+    data, base = _document(arg)
+    data = with_overrides(data, params)
+    spec = parse_spec(data, base)
+    changes: dict[str, Any] = {}
+    if replay is not None:
+        changes["replay"] = replay
+    if check is not None:
+        changes["check"] = check
+    if rules is not None:
+        changes.update(check=True, rules_text=read_rules(rules))
+    if changes:
+        import dataclasses
+
+        spec = dataclasses.replace(spec, **changes)
+    return spec

@@ -1,0 +1,121 @@
+"""One point, run by a worker (a pool process or a Ray task): record, then the stages the spec
+asks for, then ``point.json`` (the point's row) inside the trace directory.
+
+A task is a plain function of plain data. It returns its row and, when it has no shared
+filesystem with the driver (``dest`` None), the bytes of its trace files for the driver to
+write. A point whose kernel (or any stage) raises is a ``failed`` row, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+POINT_FILE = "point.json"
+POINT_FORMAT = "kernbench-sweep-point"
+#: environment of every worker: one BLAS (and polars) thread each
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1",
+              "POLARS_MAX_THREADS": "1", "PYTHONHASHSEED": "0"}
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
+    """Metrics, then replay and check when asked; fills ``row``."""
+    from kernbench.analyze import check, metrics
+
+    row["metrics"] = metrics(trace)
+    if task["replay"]:
+        from kernbench.replay import replay
+
+        t0 = time.perf_counter()
+        case = task["case"] if ":" in task["case"] else None
+        result = replay(trace.path, case=case, in_process=True)
+        row["replay_wall_s"] = time.perf_counter() - t0
+        row["replay_ok"] = bool(result.ok)
+        row["replay_max_abs_err"] = max(result.max_abs_err.values(), default=None)
+    if task["check"]:
+        rules = None
+        if task.get("rules_text") is not None:
+            import tomllib
+
+            from kernbench.analyze.rules import parse_rules
+
+            rules = parse_rules(tomllib.loads(task["rules_text"]), "sweep rules.toml")
+        report = check(trace, rules=rules)
+        row["check_ok"] = report.ok
+        row["check_violations"] = ", ".join(report.violated()) or None
+
+
+def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
+    from kernbench.case import build_case
+    from kernbench.hw import HwConfig
+    from kernbench.record.runner import record
+    from kernbench.sweep.points import resolve_factory
+
+    factory = resolve_factory(task["case"])
+    case = build_case(task["case"], task["params"], factory=factory)
+    t0 = time.perf_counter()
+    trace = record(case, out, hw=HwConfig(**task["hw"]))
+    row["record_wall_s"] = time.perf_counter() - t0
+    return trace
+
+
+def _finish(trace_dir: Path, task: dict[str, Any], row: dict[str, Any]) -> None:
+    from kernbench.trace import file_sha256
+
+    body = {"format": POINT_FORMAT, "point_id": task["point_id"],
+            "manifest_sha256": file_sha256(trace_dir / "manifest.json"), "row": row}
+    (trace_dir / POINT_FILE).write_text(json.dumps(body, indent=1) + "\n")  # row in order
+
+
+def read_files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by its relative POSIX path."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def run_point(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one point. ``task``: point_id, case, params, hw (full dict), replay, check,
+    rules_text, dest (a staging folder on the driver's filesystem, or None).
+
+    Returns ``{"row": ..., "files": {relpath: bytes} | None, "staged": path | None}``.
+    """
+    started = time.perf_counter()
+    row: dict[str, Any] = {"status": "ok", "error": None, "metrics": None, "replay_ok": None,
+                           "replay_max_abs_err": None, "check_ok": None,
+                           "check_violations": None, "record_wall_s": None,
+                           "replay_wall_s": None}
+    dest = task.get("dest")
+    stage = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="kb-point-"))
+    trace_dir = stage / f"{task['point_id']}.{os.getpid()}.ktrace"
+    result: dict[str, Any] = {"row": row, "files": None, "staged": None}
+    try:
+        trace = _record(task, trace_dir, row)
+        _stages(trace, task, row)
+    except Exception as exc:  # noqa: BLE001 - a point's failure is data, not the sweep's end
+        row.update(status="failed", error=one_line(exc), metrics=None)
+    row["wall_s"] = time.perf_counter() - started
+    try:
+        if row["status"] == "ok":
+            _finish(trace_dir, task, row)
+            if dest:
+                result["staged"] = str(trace_dir)
+            else:
+                result["files"] = read_files(trace_dir)
+        elif trace_dir.exists():
+            shutil.rmtree(trace_dir, ignore_errors=True)
+    finally:
+        if not dest:
+            shutil.rmtree(stage, ignore_errors=True)
+    return result
