@@ -120,12 +120,30 @@ def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--html", "html_out", default=None, type=click.Path(), metavar="FILE.html",
+              help="Write a self-contained HTML report with pictures instead.")
 @_one_line
-def report(trace: str, as_json: bool) -> None:
-    """The metrics of a trace, as a table (or JSON)."""
+def report(trace: str, as_json: bool, html_out: str | None) -> None:
+    """The metrics of a trace, as a table (or JSON, or an HTML page with pictures)."""
+    if html_out is not None:
+        from kernbench.plot.html import html_report
+
+        return _emit(html_report(trace, html_out), as_json)
     from kernbench.analyze import report as run
 
     _emit(run(trace), as_json)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("-o", "--out", required=True, type=click.Path(), help="FILE.png, .svg or .pdf.")
+@_one_line
+def plot(trace: str, out: str) -> None:
+    """Draw a trace (engine timeline, scratch, stalls by line, roofline) or a sweep
+    (metrics against parameters, Pareto front)."""
+    from kernbench.plot import plot as run
+
+    _emit(run(trace, out))
 
 
 @main.command()
@@ -156,7 +174,7 @@ def sql(trace: str, query: str, as_json: bool) -> None:
               help="The quick panel (<= 60 s on 2 cores) [default].")
 @click.option("--full", "mode", flag_value="full", help="The full headline panel.")
 @click.option("-o", "--out", default=None, type=click.Path(),
-              help="Also write panel.parquet and panel.csv into this folder.")
+              help="Also write panel.parquet, panel.csv and panel.png into this folder.")
 @_one_line
 def panel(mode: str, out: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
