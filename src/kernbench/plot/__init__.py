@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from kernbench.errors import BadInputError
@@ -18,6 +19,8 @@ from kernbench.errors import BadInputError
 #: output formats by file suffix -> matplotlib format name
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 DPI = 110
+#: fixed SVG ids (a salt instead of random ones): the same trace gives the same bytes
+STABLE = {"svg.hashsalt": "kernbench"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ def save(fig: Figure, out: str | Path) -> Path:
                             f"name it {' or '.join('*' + s for s in FORMATS)}")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format=fmt, dpi=DPI, metadata=_metadata(fmt))
+        with rc_context(STABLE):
+            fig.savefig(out, format=fmt, dpi=DPI, metadata=_metadata(fmt))
     except OSError as exc:
         raise BadInputError(f"cannot write {str(out)!r}: {exc.strerror}") from None
     return out
