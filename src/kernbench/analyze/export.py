@@ -200,11 +200,17 @@ def export_perfetto(trace_or_path: Trace | str | Path, out: str | Path) -> Expor
     trace = open_trace(trace_or_path)
     out = Path(out)
     if out.suffix.lower() in PROTO_SUFFIXES:
-        from kernbench.analyze.export_proto import export_proto
+        from kernbench.analyze.export_proto import export_proto, protos
 
-        data, n_events, n_spans = export_proto(timeline(trace))
-        _write(out, data)
-        return ExportReport(str(out), str(trace.path), n_events, n_spans, "protobuf", len(data))
+        protos()  # the one-line "pip install" error before any file is touched
+        tl = timeline(trace)
+        try:
+            with open(out, "wb") as f:
+                n_events, n_spans = export_proto(tl, f)
+        except OSError as exc:
+            raise BadInputError(f"cannot write {str(out)!r}: {exc.strerror}") from None
+        return ExportReport(str(out), str(trace.path), n_events, n_spans, "protobuf",
+                            out.stat().st_size)
     events = timeline_events(trace)
     doc = {"traceEvents": events, "displayTimeUnit": "ns",
            "otherData": {"trace": str(trace.path), "case": str(trace.manifest.get("case")),

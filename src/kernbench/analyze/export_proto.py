@@ -10,7 +10,7 @@ before begins at equal times), so a track's slices nest exactly as in the JSON.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -22,14 +22,14 @@ CLEARED, NEEDS_STATE = 1, 2  # TracePacket.SequenceFlags
 END, COUNTER, ZERO, BEGIN = 0, 1, 2, 3
 
 
-def _protos() -> Any:
+def protos() -> Any:
     try:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
-        from perfetto.trace_builder.proto_builder import TraceProtoBuilder
+        from perfetto.trace_builder.proto_builder import StreamingTraceProtoBuilder
     except ImportError:
         raise BadInputError("the .pftrace format needs the perfetto package: "
                             "pip install 'kernbench[perfetto]' (or write .json)") from None
-    return pb, TraceProtoBuilder
+    return pb, StreamingTraceProtoBuilder
 
 
 def _uuid(pe: int, tid: int) -> int:
@@ -39,10 +39,28 @@ def _uuid(pe: int, tid: int) -> int:
 COUNTER_TID = (1 << 20) - 1
 
 
-def export_proto(tl: Any) -> tuple[bytes, int, int]:
-    """Serialise a ``Timeline``: (bytes, packets, slices)."""
-    pb, builder_cls = _protos()
-    builder = builder_cls()
+class _Writer:
+    """Packets streamed to a file as they are made (memory flat in the number of events)."""
+
+    def __init__(self, builder: Any) -> None:
+        self.builder, self.pending, self.count = builder, None, 0
+
+    def add_packet(self) -> Any:
+        self.flush()
+        self.pending = self.builder.create_packet()
+        return self.pending
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            self.builder.write_packet(self.pending)
+            self.count += 1
+            self.pending = None
+
+
+def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
+    """Stream a ``Timeline`` to ``out`` as Perfetto protobuf: (packets, slices)."""
+    pb, builder_cls = protos()
+    builder = _Writer(builder_cls(out))
     track_event = pb.TrackEvent
     for pe in tl.pes:
         p = builder.add_packet()
@@ -114,5 +132,5 @@ def export_proto(tl: Any) -> tuple[bytes, int, int]:
                     ev.flow_ids.append(op_id)
                 for load in flows_in.get(op_id, ()):
                     ev.terminating_flow_ids.append(load)
-    data = builder.serialize()
-    return data, len(builder.trace.packet), n_slices
+    builder.flush()
+    return builder.count, n_slices
