@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import BadInputError
+from kernbench.record.hints import closest
 from kernbench.schemas.dtypes import DType, by_name
 
 ROLES = ("input", "output", "inout")
@@ -173,13 +174,15 @@ def build_case(name: str, params: Mapping[str, Any] | None = None,
     if factory is None:
         reg = registry()
         if name not in reg:
-            raise BadInputError(f"unknown case {name!r}; known: {', '.join(sorted(reg))}")
+            raise BadInputError(f"unknown case {name!r}{closest(name, reg)}; known: "
+                                f"{', '.join(sorted(reg))}")
         factory = reg[name]
     params = dict(params or {})
     known = factory_params(factory)
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}; known: {sorted(known)}")
+        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}"
+                            f"{closest(unknown[0], known)}; known: {sorted(known)}")
     for key, value in params.items():
         default = known[key]
         want = type(default)
