@@ -5,6 +5,7 @@ by ``--case``, plot, and the pytest plugin's regression check against its checke
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,4 +62,5 @@ def test_user_matmul_regression_is_caught_by_the_plugin(tmp_path):
     module.write_text(slower)
     run = _pytest(work)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "regressed against the golden" in run.stdout and "latency=+1%" in run.stdout
+    assert "regressed against the golden" in run.stdout
+    assert re.search(r"latency=\+1%\s+\d+\s+\d+\s+\+[\d.]+%\s+FAIL", run.stdout), run.stdout
