@@ -64,3 +64,15 @@ def test_user_matmul_regression_is_caught_by_the_plugin(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert "regressed against the golden" in run.stdout
     assert re.search(r"latency=\+1%\s+\d+\s+\d+\s+\+[\d.]+%\s+FAIL", run.stdout), run.stdout
+
+
+def test_readme_shows_the_checked_in_picture_of_the_example():
+    root = EXAMPLES.parent
+    picture = root / "docs" / "pictures" / "tiled-matmul.png"
+    readme = (root / "README.md").read_text()
+    assert "](docs/pictures/tiled-matmul.png)" in readme
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert imread(picture).shape[1] >= 1000
+    for section in ("## Your own kernel, from the command line", "## Pictures", "## Use in CI"):
+        assert section in readme
+    assert "kernbench record tiled_matmul:case" in readme

@@ -29,7 +29,9 @@ def panel_figure(frame: pl.DataFrame) -> Figure:
     eff.set_xlim(0, 1)
     eff.set_xlabel("efficiency (busiest engine / latency)")
     for y, v in zip(ys, frame["efficiency"].to_list(), strict=True):
-        eff.text(min(v, 0.9) + 0.01, y, f"{v:.3f}", va="center", fontsize=7)
+        inside = v > 0.85  # label inside the bar's end, else just past it
+        eff.text(v - 0.01 if inside else v + 0.01, y, f"{v:.3f}", va="center", fontsize=7,
+                 ha="right" if inside else "left", color="white" if inside else "black")
     for b in sorted({str(b) for b in bounds}):
         lat.barh([0], [0], color=COLOURS.get(b, "#7f7f7f"), label=b)
     if bounds:
