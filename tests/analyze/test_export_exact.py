@@ -85,6 +85,8 @@ def test_a_stall_track_per_pe_holds_the_kernel_waits(exported):
     stalls = [e for e in events if e["ph"] == "X" and e["cat"] == "stall"]
     ops = kb.Trace.open(path).ops.filter(pl.col("parent").is_null() & (pl.col("wait_ps") > 0))
     assert {e["pid"] for e in stalls} == set(ops["pe"].unique().to_list())
+    all_pes = set(kb.Trace.open(path).ops["pe"].unique().to_list())
+    assert {pid for (pid, _), n in names.items() if n == "stall"} == all_pes
     assert all(names[(e["pid"], e["tid"])] == "stall" for e in stalls)
     assert sum(e["args"]["wait_ps"] for e in stalls) == m["stall_ps"]
     total_ns = sum(_ns(e["dur"]) for e in stalls)

@@ -109,7 +109,8 @@ def timeline(trace: Trace) -> Timeline:
         lane_expr()).collect()
     held = ops.filter(pl.col("engine").is_in([str(e) for e in ENGINES]) & (pl.col("busy_ps") > 0))
     waits = ops.filter(pl.col("parent").is_null() & (pl.col("wait_ps") > 0))
-    tracks = _tracks(held, sorted(waits["pe"].unique().to_list()))
+    pes = sorted(ops["pe"].unique().to_list())
+    tracks = _tracks(held, pes)  # a stall track on every PE, empty if it never waited
     tid = tracks.select("pe", "engine", "lane", "tid")
     cols = ["pe", "tid", "start_ns", "end_ns", "name", "cat", "op_id", "src", "nbytes",
             "wait_ps"]
@@ -134,7 +135,7 @@ def timeline(trace: Trace) -> Timeline:
                    left_on="consumer", right_on="op_id")
              .select(id="load_id", pe="pe", tid="tid", ts_ns="mid", consumer="consumer",
                      c_pe="c_pe", c_tid="c_tid", c_ts_ns="c_ts_ns").sort("id"))
-    return Timeline(spans, counters, flows, tracks, sorted(ops["pe"].unique().to_list()))
+    return Timeline(spans, counters, flows, tracks, pes)
 
 
 def timeline_events(trace: Trace) -> list[dict[str, Any]]:
