@@ -74,17 +74,18 @@ class Timeline:
     pes: list[int]
 
 
-def first_consumers(ops: pl.DataFrame) -> pl.DataFrame:
+def first_consumers(ops: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """load_id -> consumer: for each ``dma_read``, the first later op reading its on-chip
     output address (same space and PE), provided nothing wrote that address in between. A
     composite's parent row is not a consumer (its children that hold engines are)."""
-    parents = ops.filter(pl.col("kind") == Kind.COMPOSITE.value)["op_id"]
+    ops = ops.lazy()
+    parents = ops.filter(pl.col("kind") == Kind.COMPOSITE.value).select("op_id").collect()["op_id"]
     opnd = (operands(ops.select("op_id", "inputs", "output"))
             .filter((pl.col("space") != "hbm") & ~pl.col("op_id").is_in(parents.to_list()))
             .select("op_id", "role", pl.format("{}@{}", "space", "mem_pe").alias("mem_pe"),
                     "addr")
             .collect())
-    loads = (ops.filter(pl.col("name") == Op.DMA_READ.value).select("op_id")
+    loads = (ops.filter(pl.col("name") == Op.DMA_READ.value).select("op_id").collect()
              .join(opnd.filter(pl.col("role") == "out"), on="op_id")
              .select(load_id="op_id", mem_pe="mem_pe", addr="addr").sort("load_id"))
     side = {"by": ["mem_pe", "addr"], "strategy": "forward", "allow_exact_matches": False,
@@ -103,10 +104,10 @@ def first_consumers(ops: pl.DataFrame) -> pl.DataFrame:
 
 
 def timeline(trace: Trace) -> Timeline:
-    ops = scan_ops(trace).select(
+    scan = scan_ops(trace)
+    ops = scan.select(
         "op_id", "pe", "kind", "name", "engine", "parent", "t_issue_ps", "t_start_ps",
-        "busy_ps", "wait_ps", "nbytes", "scratch_cursor", "src", "inputs", "output",
-        lane_expr()).collect()
+        "busy_ps", "wait_ps", "nbytes", "scratch_cursor", "src", lane_expr()).collect()
     held = ops.filter(pl.col("engine").is_in([str(e) for e in ENGINES]) & (pl.col("busy_ps") > 0))
     waits = ops.filter(pl.col("parent").is_null() & (pl.col("wait_ps") > 0))
     pes = sorted(ops["pe"].unique().to_list())
@@ -129,7 +130,7 @@ def timeline(trace: Trace) -> Timeline:
                 .group_by("pe", "ts_ns", maintain_order=True).agg(pl.col("bytes").last()))
     at = op_spans.select("op_id", "pe", "tid",
                          mid=pl.col("start_ns") + (pl.col("end_ns") - pl.col("start_ns")) // 2)
-    flows = (first_consumers(ops)
+    flows = (first_consumers(scan)  # operand structs are read for this alone
              .join(at, left_on="load_id", right_on="op_id")
              .join(at.rename({"pe": "c_pe", "tid": "c_tid", "mid": "c_ts_ns"}),
                    left_on="consumer", right_on="op_id")
