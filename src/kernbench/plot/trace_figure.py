@@ -21,6 +21,7 @@ COLOURS: dict[str, str] = {
 #: the order of rows inside one PE's block of the timeline
 ROW_ORDER = {"dma_rd": 0, "dma_wr": 1, "gemm": 2, "math": 3, "link_tx": 4, "stall": 5}
 US = 1e6  # ps per microsecond
+MIN_WIDTH = 800  # a drawn span is at least latency / MIN_WIDTH wide (about 1.5 px)
 STYLES = ("-", "--", "-.", ":")  # PEs that run in lock-step stay distinguishable
 
 
@@ -36,12 +37,18 @@ def draw_timeline(ax: Axes, trace: Trace) -> None:
     stall_rows = stalls.with_columns(engine=pl.lit("stall"), lane=pl.lit(""))
     both = pl.concat([spans, stall_rows.select(spans.columns)])
     labels = []
+    least = trace.t_end_ps // MIN_WIDTH  # every span drawn at least about a pixel wide
     for y, (pe, engine, lane) in enumerate(rows):
         part = both.filter((pl.col("pe") == pe) & (pl.col("engine") == engine)
                            & (pl.col("lane") == lane))
-        bars = [(t0 / US, (t1 - t0) / US) for t0, t1 in part.select("t0", "t1").iter_rows()]
-        ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=COLOURS.get(engine, "#7f7f7f"),
-                       edgecolor="white" if len(bars) < 400 else "none", linewidth=0.4)
+        bars = [(t0 / US, max(t1 - t0, least) / US)
+                for t0, t1 in part.select("t0", "t1").iter_rows()]
+        edged = len(bars) < 400  # white edges show op boundaries, but would hide thin bars
+        wide = [b for b in bars if edged and b[1] > 4 * least / US]
+        thin = [b for b in bars if not (edged and b[1] > 4 * least / US)]
+        colour = COLOURS.get(engine, "#7f7f7f")
+        ax.broken_barh(wide, (y - 0.4, 0.8), facecolors=colour, edgecolor="white", lw=0.4)
+        ax.broken_barh(thin, (y - 0.4, 0.8), facecolors=colour, edgecolor="none")
         labels.append(f"PE{pe} {data.track_label(engine, lane)}")
     ax.set_yticks(range(len(rows)), labels, fontsize=7 if len(rows) > 24 else 8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -59,12 +66,18 @@ def draw_scratch(ax: Axes, trace: Trace, budget: int) -> None:
         s = steps.filter(pl.col("pe") == pe)
         ax.step((s["t"] / US).to_list(), (s["bytes"] / 1024).to_list(), where="post",
                 lw=1.2, alpha=0.8, ls=STYLES[pe % len(STYLES)], label=f"PE{pe}")
-    ax.axhline(budget / 1024, color="#d62728", ls="--", lw=1, label="budget")
+    peak = int(steps["bytes"].max() or 0)
+    title = "kernel scratch occupancy per PE"
+    if peak >= budget // 4:
+        ax.axhline(budget / 1024, color="#d62728", ls="--", lw=1, label="budget")
+        ax.set_ylim(0, budget / 1024 * 1.08)
+    else:  # a small peak would be a flat line against the budget: zoom, say the budget
+        ax.set_ylim(0, max(peak, 1) / 1024 * 1.25)
+        title += f" (peak {peak / 1024:.1f} KiB; budget {budget / 1024:.0f} KiB, off scale)"
     ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
-    ax.set_ylim(0, budget / 1024 * 1.08)
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("scratch in use (KiB)")
-    ax.set_title("kernel scratch occupancy per PE")
+    ax.set_title(title)
     ax.legend(fontsize=7, ncol=5, loc="upper right")
 
 
