@@ -167,3 +167,29 @@ def test_protobuf_export_holds_the_same_timeline(path, tmp_path):
     assert sum(map(len, counters.values())) == sum(e["ph"] == "C" for e in doc)
     json_flows = {e["id"] for e in doc if e["ph"] == "s"}
     assert flows_out == flows_in == json_flows
+
+
+def test_export_cli_writes_protobuf_by_suffix(tmp_path):
+    from click.testing import CliRunner
+
+    from kernbench.cli import main
+
+    out = tmp_path / "t.pftrace"
+    result = CliRunner().invoke(main, ["export", str(GOLDEN[0]), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "protobuf" in result.output and f"{out.stat().st_size:,} bytes" in result.output
+
+
+def test_protobuf_without_the_perfetto_package_is_one_line_and_writes_nothing(
+        tmp_path, monkeypatch):
+    import sys
+
+    from click.testing import CliRunner
+
+    from kernbench.cli import main
+
+    monkeypatch.setitem(sys.modules, "perfetto.trace_builder.proto_builder", None)
+    out = tmp_path / "t.pftrace"
+    result = CliRunner().invoke(main, ["export", str(GOLDEN[0]), "-o", str(out)])
+    assert result.exit_code == 2 and "kernbench[perfetto]" in result.output
+    assert result.output.count("\n") == 1 and not out.exists()
