@@ -31,8 +31,9 @@ def _rows(spans: pl.DataFrame, stalls: pl.DataFrame) -> list[tuple[int, str, str
     return sorted(keys, key=lambda k: (k[0], ROW_ORDER.get(k[1], 9), k[2]))
 
 
-def draw_timeline(ax: Axes, trace: Trace) -> None:
-    spans, stalls = data.engine_spans(trace), data.stall_spans(trace)
+def draw_timeline(ax: Axes, trace: Trace,
+                  frames: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> None:
+    spans, stalls = frames or (data.engine_spans(trace), data.stall_spans(trace))
     rows = _rows(spans, stalls)
     stall_rows = stalls.with_columns(engine=pl.lit("stall"), lane=pl.lit(""))
     both = pl.concat([spans, stall_rows.select(spans.columns)])
@@ -125,11 +126,11 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
 
 def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     """One figure: timeline on top, scratch below, wait and roofline side by side."""
-    n_rows = len(_rows(data.engine_spans(trace), data.stall_spans(trace)))
-    timeline_h = max(2.5, 0.18 * n_rows)
+    frames = data.engine_spans(trace), data.stall_spans(trace)
+    timeline_h = max(2.5, 0.18 * len(_rows(*frames)))
     fig = Figure(figsize=(12, timeline_h + 7.5), layout="constrained")
     grid = fig.add_gridspec(3, 2, height_ratios=[timeline_h, 3, 4])
-    draw_timeline(fig.add_subplot(grid[0, :]), trace)
+    draw_timeline(fig.add_subplot(grid[0, :]), trace, frames)
     draw_scratch(fig.add_subplot(grid[1, :]), trace, budget)
     draw_wait(fig.add_subplot(grid[2, 0]), trace)
     draw_roofline(fig.add_subplot(grid[2, 1]), trace, m)
@@ -143,9 +144,9 @@ def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
 def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
     """The four charts as separate figures (the HTML report shows them one by one)."""
     out: dict[str, Any] = {}
-    n_rows = len(_rows(data.engine_spans(trace), data.stall_spans(trace)))
-    fig = Figure(figsize=(12, max(2.5, 0.18 * n_rows) + 1), layout="constrained")
-    draw_timeline(fig.add_subplot(), trace)
+    frames = data.engine_spans(trace), data.stall_spans(trace)
+    fig = Figure(figsize=(12, max(2.5, 0.18 * len(_rows(*frames))) + 1), layout="constrained")
+    draw_timeline(fig.add_subplot(), trace, frames)
     out["timeline"] = fig
     fig = Figure(figsize=(12, 3.5), layout="constrained")
     draw_scratch(fig.add_subplot(), trace, budget)
