@@ -20,6 +20,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}
 img{max-width:100%;display:block;margin:1em 0}
+img.half{display:inline-block;max-width:49%;vertical-align:top;margin-right:1%}
 h2{border-bottom:1px solid #ddd;padding-bottom:4px}"""
 
 
@@ -39,9 +40,10 @@ class HtmlReport:
         return to_json({"html": self.path, "source": self.source, "images": self.n_images})
 
 
-def img(fig: Figure, alt: str) -> str:
+def img(fig: Figure, alt: str, cls: str = "") -> str:
     data = base64.b64encode(png_bytes(fig)).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    klass = f' class="{cls}"' if cls else ""
+    return f'<img{klass} alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -71,8 +73,9 @@ def trace_parts(path: Path) -> tuple[str, list[str], int]:
     parts = ["<h2>summary</h2>", table(["metric", "value"], [[lbl, m[k]] for lbl, k in SUMMARY]),
              "<h2>engine timeline</h2>", img(figs["timeline"], "engine timeline per PE"),
              "<h2>scratch occupancy</h2>", img(figs["scratch"], "scratch occupancy per PE"),
-             "<h2>stalls and roofline</h2>", img(figs["wait"], "stall time by source line"),
-             img(figs["roofline"], "roofline"),
+             "<h2>stalls and roofline</h2>",
+             img(figs["wait"], "stall time by source line", "half")
+             + img(figs["roofline"], "roofline", "half"),
              "<h2>engines</h2>", table(["engine", "busy_ps", "busy_max_ps", "util",
                                         "util_mean", "roofline_ps"], rep.engine_rows()),
              "<h2>ops</h2>", table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
