@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import BadInputError, KernbenchError
+from kernbench.record.hints import closest
 from kernbench.schemas.dtypes import DType, by_name
 
 ROLES = ("input", "output", "inout")
@@ -213,7 +214,8 @@ def _check_names(name: str, factory: CaseFactory, params: Mapping[str, Any]) -> 
              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}; known: {sorted(known)}")
+        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}"
+                            f"{closest(unknown[0], known)}; known: {sorted(known)}")
 
 
 def build_case(name: str, params: Mapping[str, Any] | None = None,
@@ -223,7 +225,8 @@ def build_case(name: str, params: Mapping[str, Any] | None = None,
     if factory is None:
         reg = registry()
         if name not in reg:
-            raise BadInputError(f"unknown case {name!r}; known: {', '.join(sorted(reg))}")
+            raise BadInputError(f"unknown case {name!r}{closest(name, reg)}; known: "
+                                f"{', '.join(sorted(reg))}")
         factory = reg[name]
     params = dict(params or {})
     _check_names(name, factory, params)

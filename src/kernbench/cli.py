@@ -136,9 +136,17 @@ def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
 @click.option("--sort", default=None, metavar="METRIC", help="Sweeps: best points first.")
 @click.option("--pareto", default=None, metavar="M1,M2",
               help="Sweeps: only the Pareto front of these metrics.")
+@click.option("--html", "html_out", default=None, type=click.Path(), metavar="FILE.html",
+              help="Write a self-contained HTML report with pictures instead.")
 @_one_line
-def report(trace: str, as_json: bool, sort: str | None, pareto: str | None) -> None:
-    """The metrics of a trace (or the points of a sweep), as a table (or JSON)."""
+def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
+           html_out: str | None) -> None:
+    """The metrics of a trace (or the points of a sweep), as a table, JSON, or an HTML page
+    with pictures."""
+    if html_out is not None:
+        from kernbench.plot.html import html_report
+
+        return _emit(html_report(trace, html_out), as_json)
     from kernbench.analyze import report as run
     from kernbench.sweep import is_sweep
 
@@ -148,6 +156,18 @@ def report(trace: str, as_json: bool, sort: str | None, pareto: str | None) -> N
         return _emit(sweep_report(trace, sort=sort, pareto=pareto), as_json)
 
     _emit(run(trace), as_json)
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("-o", "--out", required=True, type=click.Path(), help="FILE.png, .svg or .pdf.")
+@_one_line
+def plot(trace: str, out: str) -> None:
+    """Draw a trace (engine timeline, scratch, stalls by line, roofline) or a sweep
+    (metrics against parameters, Pareto front)."""
+    from kernbench.plot import plot as run
+
+    _emit(run(trace, out))
 
 
 @main.command()
@@ -216,7 +236,7 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
               help="The quick panel (<= 60 s on 2 cores) [default].")
 @click.option("--full", "mode", flag_value="full", help="The full headline panel.")
 @click.option("-o", "--out", default=None, type=click.Path(),
-              help="Also write panel.parquet and panel.csv into this folder.")
+              help="Also write panel.parquet, panel.csv and panel.png into this folder.")
 @click.option("--best", default=None, type=click.Path(), metavar="SWEEP",
               help="Only show the best point of each sweep in SWEEP (e.g. the output of "
                    "`kernbench sweep milestone`).")

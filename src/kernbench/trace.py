@@ -65,10 +65,17 @@ def verify_files(path: Path, manifest: dict[str, Any]) -> None:
 
 
 class Trace:
-    """An opened trace directory. ``ops``/``tensors`` are polars DataFrames."""
+    """An opened trace directory. ``ops``/``tensors`` are polars DataFrames.
 
-    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
-        self.path = path
+    ``Trace(path)`` opens and verifies a directory as ``Trace.open(path)`` does."""
+
+    def __init__(self, path: str | Path, manifest: dict[str, Any] | None = None,
+                 verify: bool = True) -> None:
+        self.path = Path(path)
+        if manifest is None:
+            manifest = read_manifest(self.path)
+            if verify:
+                verify_files(self.path, manifest)
         self.manifest = manifest
 
     @classmethod
@@ -105,3 +112,8 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, case={self.manifest.get('case')!r}, n_ops={self.n_ops})"
+
+    def _repr_html_(self) -> str:
+        from kernbench.notebook import trace_html
+
+        return trace_html(self)

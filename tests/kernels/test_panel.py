@@ -25,6 +25,7 @@ def test_panel_rows_carry_the_headline_columns_and_write_parquet_and_csv(tmp_pat
     assert frame["replay"].to_list() == ["ok", "-"]
     assert 0.0 <= frame["link_hidden"][1] <= 1.0
     assert (tmp_path / "out" / "panel.csv").read_text().startswith("config,")
+    assert (tmp_path / "out" / "panel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "decode 1k" in result.output and "efficiency" in result.output
 
 

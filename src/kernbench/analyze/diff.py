@@ -200,6 +200,16 @@ class DiffReport:
     def to_json(self) -> str:
         return to_json(self.to_dict())
 
+    def __repr__(self) -> str:
+        from kernbench.notebook import diff_repr
+
+        return diff_repr(self)
+
+    def _repr_html_(self) -> str:
+        from kernbench.notebook import diff_html
+
+        return diff_html(self)
+
     def to_text(self) -> str:
         head = f"diff {self.a} -> {self.b}"
         if self.identical and not self.thresholds:

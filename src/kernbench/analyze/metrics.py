@@ -14,6 +14,7 @@ import polars as pl
 
 from kernbench.analyze.frames import hw_of, open_trace, scan_ops
 from kernbench.hw import HwConfig
+from kernbench.notebook import MetricsDict
 from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
 from kernbench.trace import Trace
 
@@ -155,7 +156,7 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     out.update(_overlap_metrics(ops))
     out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
     out.update(_roofline_metrics(ops, hw))
-    return out
+    return MetricsDict(out)  # a dict, with a short repr and an HTML table in notebooks
 
 
 def resolve_metric(name: str, available: dict[str, object] | list[str]) -> str:

@@ -120,6 +120,16 @@ class MetricsReport:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
                 "by_op": self.by_op}
 
+    def __repr__(self) -> str:
+        from kernbench.notebook import report_repr
+
+        return report_repr(self)
+
+    def _repr_html_(self) -> str:
+        from kernbench.notebook import report_html
+
+        return report_html(self)
+
     def to_json(self) -> str:
         return to_json(self.to_dict())
 

@@ -113,7 +113,8 @@ def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
 
 def run_panel(full: bool = False, out: str | Path | None = None,
               progress: Callable[[str], Any] | None = None) -> pl.DataFrame:
-    """Record (and replay) every configuration; write Parquet and CSV to ``out`` if given."""
+    """Record (and replay) every configuration; write Parquet, CSV and a PNG chart to ``out``
+    if given."""
     configs = FULL if full else QUICK
     if out is not None:
         out = Path(out)
@@ -131,6 +132,9 @@ def run_panel(full: bool = False, out: str | Path | None = None,
     if out is not None:
         frame.write_parquet(out / "panel.parquet")
         frame.write_csv(out / "panel.csv")
+        from kernbench.plot.panel_figure import save_panel_chart  # matplotlib only when asked
+
+        save_panel_chart(frame, out / "panel.png")
     return frame
 
 

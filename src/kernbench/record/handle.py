@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernbench.record.hints import pointer_offset as _off
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import Op
 
@@ -37,12 +38,12 @@ class Pointer:
         self.offset = offset
 
     def __add__(self, k: Any) -> Pointer:
-        return Pointer(self.tensor, self.offset + int(k))
+        return Pointer(self.tensor, self.offset + (k if type(k) is int else _off(self, k)))
 
     __radd__ = __add__
 
     def __sub__(self, k: Any) -> Pointer:
-        return Pointer(self.tensor, self.offset - int(k))
+        return Pointer(self.tensor, self.offset - (k if type(k) is int else _off(self, k)))
 
     @property
     def addr(self) -> int:

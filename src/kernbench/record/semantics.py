@@ -16,6 +16,7 @@ from kernbench.errors import (
     ShapeError,
     SpaceError,
 )
+from kernbench.record import hints
 from kernbench.record.commands import Cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
@@ -244,7 +245,7 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
     _live(b, src, "dot b")
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ShapeError(f"dot shapes {list(a.shape)} @ {list(b.shape)} do not fit "
-                         "([M, K] @ [K, N])", src)
+                         f"([M, K] @ [K, N]){hints.dot_shapes(a.shape, b.shape)}", src)
     m, k = a.shape
     n = b.shape[1]
     dt = _dtype(out_dtype, src)
@@ -304,8 +305,8 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             elif isinstance(v, _SCALARS) or hasattr(v, "item"):
                 scalars.append((pos, v.item() if hasattr(v, "item") else v))
             else:
-                raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar",
-                                  src)
+                raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar"
+                                  f"{hints.operand(v)}", src)
         if not hs:
             raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
         handles = tuple(hs)

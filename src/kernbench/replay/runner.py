@@ -42,6 +42,16 @@ class ReplayResult:
     verdict: dict[str, Any]
     path: Path | None = field(default=None, compare=False)
 
+    def __repr__(self) -> str:
+        from kernbench.notebook import replay_repr
+
+        return replay_repr(self)
+
+    def _repr_html_(self) -> str:
+        from kernbench.notebook import replay_html
+
+        return replay_html(self)
+
 
 @dataclass(frozen=True)
 class HbmTensor:

@@ -1,0 +1,111 @@
+"""The frames a picture draws, computed with polars from a trace (no matplotlib here).
+
+Every frame is bounded in size whatever the trace holds: spans on one track that lie closer
+together than a pixel are merged, and step series are reduced to the maximum per time bin, so
+a picture of a million-op trace costs about as much as one of a thousand ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from kernbench.analyze.frames import hw_of, scan_ops
+from kernbench.analyze.metrics import ENGINES, Metrics, lane_expr
+from kernbench.hw import HwConfig
+from kernbench.trace import Trace
+
+#: horizontal resolution a timeline is reduced to (about a pixel at the default size)
+BINS = 2000
+#: how many source lines the wait chart shows (the rest are summed as "other")
+TOP_LINES = 15
+
+
+def track_label(engine: str, lane: str) -> str:
+    return f"{engine}[{lane}]" if lane else engine
+
+
+def engine_spans(trace: Trace, bins: int = BINS) -> pl.DataFrame:
+    """Columns pe, engine, lane, t0, t1 (ps): the spans each capacity-1 engine is held. On a
+    track of more than ``bins`` spans, spans less than ``latency / bins`` apart are merged."""
+    gap = max(1, trace.t_end_ps // bins)
+    held = (scan_ops(trace)
+            .filter(pl.col("engine").is_in([str(e) for e in ENGINES]) & (pl.col("busy_ps") > 0))
+            .select("pe", "engine", lane_expr(), t0="t_start_ps",
+                    t1=pl.col("t_start_ps") + pl.col("busy_ps"))
+            .sort("pe", "engine", "lane", "t0"))
+    track = ("pe", "engine", "lane")
+    prev_end = pl.col("t1").cum_max().shift(1).over(track)
+    few = pl.len().over(track) <= bins
+    return (held.with_columns(new=(prev_end.is_null() | few | (pl.col("t0") > prev_end + gap))
+                              .cast(pl.Int64).cum_sum().over("pe", "engine", "lane"))
+            .group_by("pe", "engine", "lane", "new")
+            .agg(pl.col("t0").min(), pl.col("t1").max())
+            .drop("new").sort("pe", "engine", "lane", "t0").collect())
+
+
+def stall_spans(trace: Trace, bins: int = BINS) -> pl.DataFrame:
+    """Columns pe, t0, t1 (ps): when each PE's kernel waited before issuing (``wait_ps``)."""
+    gap = max(1, trace.t_end_ps // bins)
+    waits = (scan_ops(trace).filter(pl.col("parent").is_null() & (pl.col("wait_ps") > 0))
+             .select("pe", t0=pl.col("t_issue_ps") - pl.col("wait_ps"), t1="t_issue_ps")
+             .sort("pe", "t0"))
+    prev_end = pl.col("t1").cum_max().shift(1).over("pe")
+    few = pl.len().over("pe") <= bins
+    return (waits.with_columns(new=(prev_end.is_null() | few | (pl.col("t0") > prev_end + gap))
+                               .cast(pl.Int64).cum_sum().over("pe"))
+            .group_by("pe", "new").agg(pl.col("t0").min(), pl.col("t1").max())
+            .drop("new").sort("pe", "t0").collect())
+
+
+def scratch_steps(trace: Trace, bins: int = BINS) -> pl.DataFrame:
+    """Columns pe, t (ps), bytes: the kernel-scratch cursor over time, the maximum per bin
+    (so the peak survives the reduction)."""
+    width = max(1, trace.t_end_ps // bins)
+    return (scan_ops(trace).select("pe", "t_issue_ps", "scratch_cursor")
+            .with_columns(t=(pl.col("t_issue_ps") // width) * width)
+            .group_by("pe", "t").agg(bytes=pl.col("scratch_cursor").max())
+            .sort("pe", "t").collect())
+
+
+def wait_by_line(trace: Trace, top: int = TOP_LINES) -> pl.DataFrame:
+    """Columns src, wait_ps, ops: stall time attributed to the kernel line whose op waited,
+    largest first; lines past ``top`` are summed into one ``(other lines)`` row."""
+    per = (scan_ops(trace).filter(pl.col("parent").is_null() & (pl.col("wait_ps") > 0))
+           .group_by("src").agg(wait_ps=pl.col("wait_ps").sum(), ops=pl.len())
+           .sort("wait_ps", "src", descending=[True, False]).collect())
+    if per.height <= top:
+        return per
+    rest = per.slice(top)
+    other = pl.DataFrame({"src": ["(other lines)"], "wait_ps": [int(rest["wait_ps"].sum())],
+                          "ops": [int(rest["ops"].sum())]}, schema=per.schema)
+    return pl.concat([per.head(top), other])
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The modelled hardware's roofline over the PEs the kernel used, and its point."""
+
+    peak_gflops: float  # GEMM peak: 2 * rows * cols flops per cycle per PE
+    hbm_gbps: float  # HBM bandwidth over the PEs used
+    intensity: float  # the kernel's flops per HBM byte moved (0 when it moved none)
+    achieved_gflops: float  # flops / latency
+    n_pe: int
+
+    @property
+    def ridge(self) -> float:
+        """The intensity (flop/byte) where the bandwidth roof meets the compute roof."""
+        return self.peak_gflops / self.hbm_gbps
+
+
+def roofline(trace: Trace, m: Metrics) -> Roofline:
+    hw: HwConfig = hw_of(trace)
+    n_pe = max(1, int(m["n_pe_used"]))
+    moved = int(m["dma_read_bytes"]) + int(m["dma_write_bytes"])
+    flops = int(m["flops"])
+    latency_ns = max(1, int(m["latency_ps"])) / 1000.0
+    return Roofline(peak_gflops=2.0 * hw.gemm_rows * hw.gemm_cols * hw.clock_ghz * n_pe,
+                    hbm_gbps=float(hw.hbm_gbps) * n_pe,
+                    intensity=flops / moved if moved else 0.0,
+                    achieved_gflops=flops / latency_ns, n_pe=n_pe)

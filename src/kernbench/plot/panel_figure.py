@@ -1,0 +1,44 @@
+"""The milestone panel's chart: latency and efficiency per configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from matplotlib.figure import Figure
+
+from kernbench.plot import save
+from kernbench.plot.trace_figure import COLOURS
+
+
+def panel_figure(frame: pl.DataFrame) -> Figure:
+    """Two bar charts over the panel rows: latency (coloured by the roofline bound) and
+    efficiency (busiest engine / latency)."""
+    labels = frame["config"].to_list()
+    ys = list(range(len(labels)))
+    fig = Figure(figsize=(11, 1.2 + 0.35 * len(labels)), layout="constrained")
+    lat, eff = fig.subplots(1, 2, sharey=True)
+    bounds = frame["roofline_bound"].to_list() if "roofline_bound" in frame.columns else []
+    colours = [COLOURS.get(str(b), "#7f7f7f") for b in bounds] or None
+    lat.barh(ys, frame["latency_us"].to_list(), color=colours)
+    lat.set_yticks(ys, labels, fontsize=8)
+    lat.invert_yaxis()
+    lat.set_xscale("log")
+    lat.set_xlabel("latency (µs, log); colour: roofline-bound engine")
+    eff.barh(ys, frame["efficiency"].to_list(), color="#555555")
+    eff.set_xlim(0, 1)
+    eff.set_xlabel("efficiency (busiest engine / latency)")
+    for y, v in zip(ys, frame["efficiency"].to_list(), strict=True):
+        inside = v > 0.85  # label inside the bar's end, else just past it
+        eff.text(v - 0.01 if inside else v + 0.01, y, f"{v:.3f}", va="center", fontsize=7,
+                 ha="right" if inside else "left", color="white" if inside else "black")
+    for b in sorted({str(b) for b in bounds}):
+        lat.barh([0], [0], color=COLOURS.get(b, "#7f7f7f"), label=b)
+    if bounds:
+        lat.legend(fontsize=7, loc="lower right")
+    fig.suptitle("milestone-gqa-headline panel", fontsize=11)
+    return fig
+
+
+def save_panel_chart(frame: pl.DataFrame, out: str | Path) -> Path:
+    return save(panel_figure(frame), out)

@@ -1,0 +1,160 @@
+"""The picture of one trace: engine timeline per PE, scratch occupancy per PE, wait by
+kernel source line, and the kernel's point on the modelled hardware's roofline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from kernbench.analyze.metrics import Metrics
+from kernbench.plot import data
+from kernbench.trace import Trace
+
+#: one colour per engine (and the stall row), by name
+COLOURS: dict[str, str] = {
+    "dma_rd": "#1f77b4", "dma_wr": "#17becf", "gemm": "#d62728", "math": "#2ca02c",
+    "link_tx": "#9467bd", "stall": "#bbbbbb",
+}
+#: the order of rows inside one PE's block of the timeline
+ROW_ORDER = {"dma_rd": 0, "dma_wr": 1, "gemm": 2, "math": 3, "link_tx": 4, "stall": 5}
+US = 1e6  # ps per microsecond
+MIN_WIDTH = 800  # a drawn span is at least latency / MIN_WIDTH wide (about 1.5 px)
+STYLES = ("-", "--", "-.", ":")  # PEs that run in lock-step stay distinguishable
+
+
+def _rows(spans: pl.DataFrame, stalls: pl.DataFrame) -> list[tuple[int, str, str]]:
+    keys = {(r[0], r[1], r[2]) for r in spans.select("pe", "engine", "lane").iter_rows()}
+    keys |= {(pe, "stall", "") for pe in stalls["pe"].unique().to_list()}
+    return sorted(keys, key=lambda k: (k[0], ROW_ORDER.get(k[1], 9), k[2]))
+
+
+def draw_timeline(ax: Axes, trace: Trace,
+                  frames: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> None:
+    spans, stalls = frames or (data.engine_spans(trace), data.stall_spans(trace))
+    rows = _rows(spans, stalls)
+    stall_rows = stalls.with_columns(engine=pl.lit("stall"), lane=pl.lit(""))
+    both = pl.concat([spans, stall_rows.select(spans.columns)])
+    labels = []
+    least = trace.t_end_ps // MIN_WIDTH  # every span drawn at least about a pixel wide
+    for y, (pe, engine, lane) in enumerate(rows):
+        part = both.filter((pl.col("pe") == pe) & (pl.col("engine") == engine)
+                           & (pl.col("lane") == lane))
+        bars = [(t0 / US, max(t1 - t0, least) / US)
+                for t0, t1 in part.select("t0", "t1").iter_rows()]
+        edged = len(bars) < 400  # white edges show op boundaries, but would hide thin bars
+        wide = [b for b in bars if edged and b[1] > 4 * least / US]
+        thin = [b for b in bars if not (edged and b[1] > 4 * least / US)]
+        colour = COLOURS.get(engine, "#7f7f7f")
+        ax.broken_barh(wide, (y - 0.4, 0.8), facecolors=colour, edgecolor="white", lw=0.4)
+        ax.broken_barh(thin, (y - 0.4, 0.8), facecolors=colour, edgecolor="none")
+        labels.append(f"PE{pe} {data.track_label(engine, lane)}")
+    ax.set_yticks(range(len(rows)), labels, fontsize=7 if len(rows) > 24 else 8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
+    ax.set_xlabel("time (µs)")
+    ax.set_title("engine timeline per PE (busy spans; grey: kernel stalled waiting)")
+    for y, (a, b) in enumerate(zip(rows, rows[1:], strict=False)):
+        if a[0] != b[0]:
+            ax.axhline(y + 0.5, color="#dddddd", lw=0.8)
+
+
+def draw_scratch(ax: Axes, trace: Trace, budget: int) -> None:
+    steps = data.scratch_steps(trace)
+    for pe in steps["pe"].unique().sort().to_list():
+        s = steps.filter(pl.col("pe") == pe)
+        ax.step((s["t"] / US).to_list(), (s["bytes"] / 1024).to_list(), where="post",
+                lw=1.2, alpha=0.8, ls=STYLES[pe % len(STYLES)], label=f"PE{pe}")
+    peak = int(steps["bytes"].max() or 0)
+    title = "kernel scratch occupancy per PE"
+    if peak >= budget // 4:
+        ax.axhline(budget / 1024, color="#d62728", ls="--", lw=1, label="budget")
+        ax.set_ylim(0, budget / 1024 * 1.08)
+    else:  # a small peak would be a flat line against the budget: zoom, say the budget
+        ax.set_ylim(0, max(peak, 1) / 1024 * 1.25)
+        title += f" (peak {peak / 1024:.1f} KiB; budget {budget / 1024:.0f} KiB, off scale)"
+    ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
+    ax.set_xlabel("time (µs)")
+    ax.set_ylabel("scratch in use (KiB)")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=5, loc="upper right")
+
+
+def draw_wait(ax: Axes, trace: Trace) -> None:
+    per = data.wait_by_line(trace)
+    ax.set_title("stall time by kernel source line")
+    if per.height == 0:
+        ax.text(0.5, 0.5, "the kernel never waited", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    ys = range(per.height)
+    ax.barh(list(ys), (per["wait_ps"] / US).to_list(), color=COLOURS["stall"], edgecolor="#555")
+    ax.set_yticks(list(ys), [f"{s} ({n} ops)" for s, n in per.select("src", "ops").iter_rows()],
+                  fontsize=7)
+    ax.set_ylim(max(per.height, 6) - 0.5, -0.5)  # thin bars even for one line
+    ax.set_xlabel("wait (µs, summed over PEs)")
+
+
+def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
+    r = data.roofline(trace, m)
+    lo = min(r.ridge / 100, r.intensity / 4) if r.intensity else r.ridge / 100
+    hi = max(r.ridge * 100, r.intensity * 4)
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.loglog(xs, [min(r.peak_gflops, x * r.hbm_gbps) for x in xs], color="#333", lw=1.5)
+    ax.axvline(r.ridge, color="#999", ls=":", lw=1)
+    ax.text(r.ridge, r.peak_gflops * 1.15, f" ridge {r.ridge:.0f} flop/B", fontsize=7)
+    ax.set_title(f"roofline ({r.n_pe} PE: {r.hbm_gbps:.0f} GB/s HBM, "
+                 f"{r.peak_gflops / 1000:.0f} TFLOP/s GEMM)", fontsize=9)
+    ax.set_xlabel("arithmetic intensity (flop / HBM byte)")
+    ax.set_ylabel("GFLOP/s")
+    if r.intensity and r.achieved_gflops:
+        ax.plot([r.intensity], [r.achieved_gflops], "o", color="#d62728", ms=8)
+        bound = min(r.peak_gflops, r.intensity * r.hbm_gbps)
+        ax.annotate(f"kernel: {r.achieved_gflops:.1f} GFLOP/s\n"
+                    f"({100 * r.achieved_gflops / bound:.1f}% of its roof)",
+                    (r.intensity, r.achieved_gflops), textcoords="offset points",
+                    xytext=(8, -24), fontsize=8)
+        ax.set_ylim(min(r.achieved_gflops / 4, lo * r.hbm_gbps), r.peak_gflops * 3)
+    else:
+        ax.text(0.5, 0.1, "no GEMM flops or no HBM traffic: no point to place",
+                ha="center", transform=ax.transAxes, fontsize=8)
+    ax.grid(True, which="major", color="#eeeeee")
+
+
+def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
+    """One figure: timeline on top, scratch below, wait and roofline side by side."""
+    frames = data.engine_spans(trace), data.stall_spans(trace)
+    timeline_h = max(2.5, 0.18 * len(_rows(*frames)))
+    fig = Figure(figsize=(12, timeline_h + 7.5), layout="constrained")
+    grid = fig.add_gridspec(3, 2, height_ratios=[timeline_h, 3, 4])
+    draw_timeline(fig.add_subplot(grid[0, :]), trace, frames)
+    draw_scratch(fig.add_subplot(grid[1, :]), trace, budget)
+    draw_wait(fig.add_subplot(grid[2, 0]), trace)
+    draw_roofline(fig.add_subplot(grid[2, 1]), trace, m)
+    latency = int(m["latency_ps"]) / US
+    fig.suptitle(f"{trace.manifest.get('case')}  ·  latency {latency:.3f} µs  ·  "
+                 f"efficiency {float(m['efficiency']):.3f}  ·  bottleneck "
+                 f"{m['bottleneck_engine']}", fontsize=11)
+    return fig
+
+
+def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
+    """The four charts as separate figures (the HTML report shows them one by one)."""
+    out: dict[str, Any] = {}
+    frames = data.engine_spans(trace), data.stall_spans(trace)
+    fig = Figure(figsize=(12, max(2.5, 0.18 * len(_rows(*frames))) + 1), layout="constrained")
+    draw_timeline(fig.add_subplot(), trace, frames)
+    out["timeline"] = fig
+    fig = Figure(figsize=(12, 3.5), layout="constrained")
+    draw_scratch(fig.add_subplot(), trace, budget)
+    out["scratch"] = fig
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    draw_wait(fig.add_subplot(), trace)
+    out["wait"] = fig
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
+    draw_roofline(fig.add_subplot(), trace, m)
+    out["roofline"] = fig
+    return out

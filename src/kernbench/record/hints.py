@@ -1,0 +1,108 @@
+"""How to fix it: the hints kernbench adds to a kernel author's errors.
+
+Each function builds a message (or the error itself) from what the failing call already
+knows; the call sites in ``semantics``, ``allocator``, ``handle`` and ``case`` are one line.
+Hints stay on the message's first line, because the CLI shows only that line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kernbench.errors import KernelError, ScratchOverflowError
+
+#: how many allocation sites a scratch-overflow message lists
+TOP_SITES = 5
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
+    match = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def _size(nbytes: int) -> str:
+    if nbytes >= 1 << 20:
+        return f"{nbytes / (1 << 20):.1f} MiB"
+    if nbytes >= 1 << 10:
+        return f"{nbytes / (1 << 10):.1f} KiB"
+    return f"{nbytes} B"
+
+
+def live_sites(live: Sequence[Any]) -> list[tuple[str, int, int]]:
+    """(source line, buffers, bytes) of the live scratch allocations, largest total first."""
+    sites: dict[str, list[int]] = {}
+    for buf in live:
+        entry = sites.setdefault(buf.src, [0, 0])
+        entry[0] += 1
+        entry[1] += buf.nbytes
+    return sorted(((s, n, b) for s, (n, b) in sites.items()), key=lambda r: (-r[2], r[0]))
+
+
+def scratch_overflow(alloc: Any, nbytes: int, cursor: int, src: str) -> ScratchOverflowError:
+    """The overflow error, listing the live allocations by source line and size."""
+    sites = live_sites(alloc.live)
+    shown = "; ".join(f"{s}: {_size(b)} in {n} buffer{'s' if n > 1 else ''}"
+                      for s, n, b in sites[:TOP_SITES])
+    more = f"; and {len(sites) - TOP_SITES} more lines" if len(sites) > TOP_SITES else ""
+    scoped = any(buf.scope is not None for buf in alloc.live)
+    fix = ("free a loop's temporaries each iteration with `with tl.scratch_scope():` "
+           "around its body, or use smaller tiles" if not scoped else
+           "smaller tiles, or a tl.scratch_scope() around the inner loop body")
+    live = f"; live allocations: {shown}{more}" if shown else ""
+    return ScratchOverflowError(
+        f"scratch overflow: requested {nbytes} bytes at cursor {cursor} with budget "
+        f"{alloc.budget} bytes (allocation at {src}){live}; hint: {fix}", src)
+
+
+def drop_from(live: list[Any], cursor: int) -> None:
+    """Forget the allocations at or above ``cursor`` (a rewind); ``live`` is in address
+    order because the allocator only bumps."""
+    if live and live[-1].addr >= cursor:
+        del live[bisect_left(live, cursor, key=lambda b: b.addr):]
+
+
+def dot_shapes(a: Sequence[int], b: Sequence[int]) -> str:
+    """A ``tl.trans`` suggestion when transposing one operand makes ``a @ b`` fit."""
+    if len(a) != 2 or len(b) != 2:
+        return "; dot takes 2-D operands (tl.reshape a [1, K] row first)"
+    if a[1] == b[1]:
+        return f"; did you mean tl.dot(a, tl.trans(b)) ([{a[0]}, {a[1]}] @ [{b[1]}, {b[0]}])?"
+    if a[0] == b[0]:
+        return f"; did you mean tl.dot(tl.trans(a), b) ([{a[1]}, {a[0]}] @ [{b[0]}, {b[1]}])?"
+    if a[0] == b[1]:
+        return "; did you mean tl.dot(b, a)?"
+    return ""
+
+
+POINTER_HELP = ("kernbench loads are (pointer, shape): a load reads prod(shape) contiguous "
+                "elements at the pointer, so write `tl.load(ptr + start, (BLOCK,), dtype)` "
+                "instead of Triton's `tl.load(ptr + tl.arange(0, BLOCK))`; pointer offsets "
+                "are Python ints (elements), never tensors")
+
+
+def pointer_offset(ptr: Any, k: Any) -> int:
+    """The int offset of ``ptr + k``; a KernelError explaining (pointer, shape) loads when
+    ``k`` is a tensor handle (Triton's ``ptr + tl.arange(...)``) or not an integer."""
+    from kernbench.record.handle import TensorHandle
+    from kernbench.record.source import src_here
+
+    if isinstance(k, TensorHandle):
+        raise KernelError(f"{ptr!r} + a {list(k.shape)} tensor: {POINTER_HELP}", src_here())
+    try:
+        if isinstance(k, float) and not k.is_integer():
+            raise TypeError
+        return int(k)
+    except (TypeError, ValueError):
+        raise KernelError(f"pointer offset {k!r} is not an int; {POINTER_HELP}",
+                          src_here()) from None
+
+
+def operand(v: Any) -> str:
+    """Extra words for an op operand that is neither a handle nor a scalar."""
+    from kernbench.record.handle import Pointer
+
+    return f"; {POINTER_HELP}" if isinstance(v, Pointer) else ""

@@ -1,0 +1,65 @@
+"""docs/tl.md is tested against the tl API: every public call has its exact signature as a
+heading, its docstring's first paragraph in the page, and the page's example records and replays."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import kernbench as kb
+from kernbench import tl
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "tl.md"
+CALLS = [n for n in tl.__all__
+         if callable(getattr(tl, n)) and (not isinstance(getattr(tl, n), type)
+                                          or n == "scratch_scope")]
+
+
+def _plain_signature(fn) -> str:
+    """The signature as a reader writes it: no annotations."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+def _sections() -> dict[str, str]:
+    """heading signature -> the text under it (up to the next heading)."""
+    text = DOC.read_text()
+    parts = re.split(r"^### (tl\.\S.*)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_every_tl_call_has_its_exact_signature_as_a_heading(name):
+    heading = f"tl.{name}{_plain_signature(getattr(tl, name))}"
+    assert heading in _sections(), f"docs/tl.md has no '### {heading}'"
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_every_docstring_first_line_is_in_the_reference(name):
+    doc = inspect.getdoc(getattr(tl, name))
+    if not doc:
+        return
+    first = " ".join(doc.split("\n\n")[0].split())  # the first paragraph, one line
+    text = " ".join(DOC.read_text().split())
+    assert first in text, f"docs/tl.md does not carry the docstring of tl.{name}: {first!r}"
+
+
+def test_no_heading_names_a_call_tl_does_not_have():
+    for heading in _sections():
+        name = heading.removeprefix("tl.").split("(")[0]
+        assert name in CALLS, f"docs/tl.md documents tl.{name}, which does not exist"
+
+
+def test_the_example_records_and_replays(tmp_path):
+    text = DOC.read_text()
+    code = re.search(r"```python\n(.*?)```", text, flags=re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, str(DOC), "exec"), scope)  # our own documentation, not a trace
+    trace = kb.record(scope["case"], tmp_path / "doc.ktrace")
+    assert trace.n_ops == 2 * (1024 // 256) * 6  # scope enter, load, mul, exp, store, exit
+    res = kb.replay(trace.path, case=lambda: scope["case"], in_process=True)
+    assert res.ok and res.verdict["reference"] is not None

@@ -1,0 +1,121 @@
+"""The pytest plugin ``kernbench.testing``, run through ``pytester`` on a throwaway kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+KERNEL = '''
+import numpy as np
+import kernbench as kb
+from kernbench import tl
+
+EXTRA = {extra}
+
+@kb.kernel
+def scale(x, y, *, n: int, tile: int):
+    pid = tl.program_id(0)
+    for j in range(n // tile):
+        with tl.scratch_scope():
+            a = tl.load(x + pid * n + j * tile, (tile,), tl.float32)
+            for _ in range(EXTRA):
+                a = a * 1.0
+            tl.store(y + pid * n + j * tile, a * {factor})
+
+def case(n: int = 1024, tile: int = 256):
+    return kb.Case(
+        name="scale", kernel=scale, grid=(2,),
+        tensors={{"x": kb.tensor((2, n), "float32", init=kb.randn(seed=1)),
+                  "y": kb.tensor((2, n), "float32", role="output")}},
+        params={{"n": n, "tile": tile}},
+        reference=lambda x: {{"y": x * 2.0}},
+    )
+'''
+
+TESTS = '''
+from pathlib import Path
+from kernbench.testing import assert_check_ok, assert_no_regression, assert_replay_ok
+
+import kern
+
+GOLDEN = Path(__file__).parent / "goldens" / "scale.ktrace"
+
+def test_scale(kb_record):
+    trace = kb_record(kern.case, n=1024)
+    assert trace.path.parent.name.startswith("test_scale")  # recorded into tmp_path
+    assert_check_ok(trace)
+    assert_replay_ok(trace, case="kern:case")
+    assert_no_regression(GOLDEN, trace, latency="+1%")
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(kern=KERNEL.format(extra=0, factor=2.0), test_kern=TESTS)
+    return pytester
+
+
+def test_plugin_is_registered_by_its_entry_point(pytester: pytest.Pytester):
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(["*--kb-update-goldens*"])
+
+
+def test_missing_golden_fails_and_says_how_to_make_it(project: pytest.Pytester):
+    result = project.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no golden trace at*--kb-update-goldens*"])
+    assert not (project.path / "goldens").exists()
+
+
+def test_update_goldens_then_the_same_kernel_passes(project: pytest.Pytester):
+    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    golden = project.path / "goldens" / "scale.ktrace"
+    assert (golden / "manifest.json").is_file() and (golden / "ops.parquet").is_file()
+    project.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_a_slower_kernel_fails_the_regression_check(project: pytest.Pytester):
+    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    project.makepyfile(kern=KERNEL.format(extra=3, factor=2.0))  # 3 more MATH ops per tile
+    result = project.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*regressed against the golden*latency=+1%*", "*FAIL*"])
+    # refreshing the golden accepts the new kernel
+    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    project.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_a_wrong_kernel_fails_replay(project: pytest.Pytester):
+    project.makepyfile(kern=KERNEL.format(extra=0, factor=3.0))  # reference says * 2
+    result = project.runpytest_subprocess("--kb-update-goldens")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*kernbench replay of*WRONG*"])
+
+
+def test_check_rules_failure_shows_the_rule(pytester: pytest.Pytester):
+    pytester.makepyfile(kern=KERNEL.format(extra=0, factor=2.0))
+    pytester.makefile(".toml", rules='[[rule]]\nmetric = "latency_ps"\nop = "<"\nvalue = 1\n')
+    pytester.makepyfile(test_rules='''
+from pathlib import Path
+from kernbench.testing import assert_check_ok
+import kern
+
+def test_rules(kb_record):
+    assert_check_ok(kb_record(kern.case), rules=Path(__file__).parent / "rules.toml")
+''')
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*kernbench check failed*", "*latency_ps*"])
+
+
+def test_kb_record_takes_builtin_names_and_params(pytester: pytest.Pytester):
+    pytester.makepyfile(test_builtin='''
+from kernbench.testing import assert_check_ok
+
+def test_builtin(kb_record):
+    trace = kb_record("scale-exp", n=1024, tile=256)
+    assert trace.manifest["case_params"]["n"] == 1024
+    assert_check_ok(trace)
+''')
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
