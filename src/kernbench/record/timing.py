@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kernbench.schemas import ops
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import OPS, Cost, Op
 
 if TYPE_CHECKING:
     from kernbench.record.commands import Cmd
@@ -48,16 +47,16 @@ def _free(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
     return 0, 0
 
 
-TIMING: dict[Op, TimingModel] = {
-    Op.DMA_READ: _dma_read,
-    Op.DMA_WRITE: _dma_write,
-    Op.DOT: _gemm,
-    **{op: _math for op in ops.MATH - ops.TRANSCENDENTAL - {Op.SOFTMAX}},
-    **{op: _math_transcendental for op in ops.TRANSCENDENTAL},
-    Op.SOFTMAX: _softmax,
-    Op.SEND: _link,
-    Op.RECV: _free,
-    Op.SCOPE_ENTER: _free,
-    Op.SCOPE_EXIT: _free,
-    Op.GEMM: _free,
+#: cost class (the op table's ``cost``) -> closed-form timing model
+COST_MODELS: dict[Cost, TimingModel] = {
+    Cost.DMA_READ: _dma_read,
+    Cost.DMA_WRITE: _dma_write,
+    Cost.GEMM: _gemm,
+    Cost.MATH: _math,
+    Cost.TRANSCENDENTAL: _math_transcendental,
+    Cost.SOFTMAX: _softmax,
+    Cost.LINK: _link,
+    Cost.FREE: _free,
 }
+
+TIMING: dict[Op, TimingModel] = {op: COST_MODELS[spec.cost] for op, spec in OPS.items()}
