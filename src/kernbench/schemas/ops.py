@@ -107,6 +107,7 @@ class Op(StrEnum):
     RSQRT = "rsqrt"
     ABS = "abs"
     NEG = "neg"
+    TANH = "tanh"
     CAST = "cast"
     SUM = "sum"
     MAX = "max"
@@ -196,6 +197,7 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.RSQRT, _U, Dt.FLOAT, 1, "1 / sqrt(x)", rsqrt, cost=_T, tl=True),
     _spec(Op.ABS, _U, _S, 1, "absolute value", np.abs, tl=True),
     _spec(Op.NEG, _U, _S, 1, "-x", np.negative),
+    _spec(Op.TANH, _U, Dt.FLOAT, 1, "hyperbolic tangent", np.tanh, cost=_T, tl=True),
     _spec(Op.CAST, Family.CAST, Dt.ATTR, 1, "x.to(dtype)"),
     _spec(Op.SUM, _R, _S, 1, "sum over axis", np.add, tl=True),
     _spec(Op.MAX, _R, _S, 1, "maximum over axis", np.maximum, tl=True),
