@@ -32,8 +32,8 @@ from kernbench.schemas.dtypes import DTYPES, promote
 FLOATS = ("float32", "bfloat16")
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs", "neg", "tanh")
-TRANSCENDENTAL = {"exp", "exp2", "log", "sqrt", "rsqrt", "tanh"}
+UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs", "neg", "tanh", "erf")
+TRANSCENDENTAL = {"exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf"}
 SCALARS = (0.5, 2.0, -1.5, 3.0)
 NP_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
             "maximum": np.maximum, "minimum": np.minimum, "lt": np.less,
@@ -58,6 +58,16 @@ def npd(name: str) -> np.dtype:
     return DTYPES[name].np
 
 
+def erf_as(v: np.ndarray) -> np.ndarray:
+    """Abramowitz & Stegun 7.1.26 in float64 (|error| < 1.5e-7, inside the float32
+    tolerance): an oracle written apart from replay's libm erf."""
+    x = np.abs(v.astype(np.float64))
+    t = 1 / (1 + 0.3275911 * x)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
+        -1.453152027 + t * 1.061405429))))
+    return np.sign(v) * (1 - poly * np.exp(-x * x))
+
+
 class Numpy:
     scope = staticmethod(contextlib.nullcontext)
 
@@ -68,7 +78,8 @@ class Numpy:
     def unary(self, op, a, dt):
         fn = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "sqrt": np.sqrt,
               "rsqrt": lambda v: 1 / np.sqrt(v), "abs": np.abs, "neg": np.negative,
-              "tanh": lambda v: 1 - 2 / (np.exp(2 * v.astype(np.float64)) + 1)}[op]
+              "tanh": lambda v: 1 - 2 / (np.exp(2 * v.astype(np.float64)) + 1),
+              "erf": erf_as}[op]
         return fn(f32(a)).astype(npd(dt))
 
     def reduce(self, op, a, axis, keepdims, shape, dt):

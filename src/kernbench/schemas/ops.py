@@ -108,6 +108,7 @@ class Op(StrEnum):
     ABS = "abs"
     NEG = "neg"
     TANH = "tanh"
+    ERF = "erf"
     CAST = "cast"
     SUM = "sum"
     MAX = "max"
@@ -198,6 +199,7 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.ABS, _U, _S, 1, "absolute value", np.abs, tl=True),
     _spec(Op.NEG, _U, _S, 1, "-x", np.negative),
     _spec(Op.TANH, _U, Dt.FLOAT, 1, "hyperbolic tangent", np.tanh, cost=_T, tl=True),
+    _spec(Op.ERF, _U, Dt.FLOAT, 1, "Gauss error function", erf, cost=_T, tl=True),
     _spec(Op.CAST, Family.CAST, Dt.ATTR, 1, "x.to(dtype)"),
     _spec(Op.SUM, _R, _S, 1, "sum over axis", np.add, tl=True),
     _spec(Op.MAX, _R, _S, 1, "maximum over axis", np.maximum, tl=True),
