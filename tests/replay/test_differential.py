@@ -32,8 +32,8 @@ from kernbench.schemas.dtypes import DTYPES, promote
 FLOATS = ("float32", "bfloat16")
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs", "neg", "tanh", "erf")
-TRANSCENDENTAL = {"exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf"}
+UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs", "neg", "tanh", "erf", "sigmoid")
+TRANSCENDENTAL = {"exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid"}
 SCALARS = (0.5, 2.0, -1.5, 3.0)
 NP_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
             "maximum": np.maximum, "minimum": np.minimum, "lt": np.less,
@@ -79,7 +79,7 @@ class Numpy:
         fn = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "sqrt": np.sqrt,
               "rsqrt": lambda v: 1 / np.sqrt(v), "abs": np.abs, "neg": np.negative,
               "tanh": lambda v: 1 - 2 / (np.exp(2 * v.astype(np.float64)) + 1),
-              "erf": erf_as}[op]
+              "erf": erf_as, "sigmoid": lambda v: 1 / (1 + np.exp(-v.astype(np.float64)))}[op]
         return fn(f32(a)).astype(npd(dt))
 
     def reduce(self, op, a, axis, keepdims, shape, dt):

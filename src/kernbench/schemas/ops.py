@@ -109,6 +109,7 @@ class Op(StrEnum):
     NEG = "neg"
     TANH = "tanh"
     ERF = "erf"
+    SIGMOID = "sigmoid"
     CAST = "cast"
     SUM = "sum"
     MAX = "max"
@@ -200,6 +201,7 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.NEG, _U, _S, 1, "-x", np.negative),
     _spec(Op.TANH, _U, Dt.FLOAT, 1, "hyperbolic tangent", np.tanh, cost=_T, tl=True),
     _spec(Op.ERF, _U, Dt.FLOAT, 1, "Gauss error function", erf, cost=_T, tl=True),
+    _spec(Op.SIGMOID, _U, Dt.FLOAT, 1, "logistic 1 / (1 + exp(-x))", sigmoid, cost=_T, tl=True),
     _spec(Op.CAST, Family.CAST, Dt.ATTR, 1, "x.to(dtype)"),
     _spec(Op.SUM, _R, _S, 1, "sum over axis", np.add, tl=True),
     _spec(Op.MAX, _R, _S, 1, "maximum over axis", np.maximum, tl=True),
