@@ -6,6 +6,7 @@ Errors are raised here, at emit time, as KernelError subclasses naming the kerne
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,10 +17,10 @@ from kernbench.errors import (
     ShapeError,
     SpaceError,
 )
-from kernbench.record.commands import Cmd
+from kernbench.record import handle as _handle
+from kernbench.record.commands import Cmd, Resolve
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.ipcq import Resolve
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, rules
 from kernbench.schemas.dtypes import DType
@@ -379,3 +380,4 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
 
 
+_handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module

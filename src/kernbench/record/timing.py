@@ -9,41 +9,41 @@ from kernbench.schemas.ops import OPS, Cost, Op
 
 if TYPE_CHECKING:
     from kernbench.record.commands import Cmd
-    from kernbench.record.pe import PEDriver
+    from kernbench.record.protocol import PE
 
-TimingModel = Callable[["PEDriver", "Cmd"], tuple[int, int]]
+TimingModel = Callable[["PE", "Cmd"], tuple[int, int]]
 
 
-def _dma_read(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _dma_read(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.dma_rd.cost(cmd.work[0])
 
 
-def _dma_write(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _dma_write(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.dma_wr.cost(cmd.work[0])
 
 
-def _gemm(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _gemm(pe: PE, cmd: Cmd) -> tuple[int, int]:
     m, n, k = cmd.work
     return pe.gemm.cost(m, n, k)
 
 
-def _math(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _math(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.math.cost(cmd.work[0], pe.math.op_cost)
 
 
-def _math_transcendental(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _math_transcendental(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.math.cost(cmd.work[0], pe.math.transcendental_cost)
 
 
-def _softmax(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _softmax(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.math.cost(cmd.work[0], pe.hw.math_softmax_cost)
 
 
-def _link(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _link(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return pe.links["next"].cost(cmd.work[0])  # both directions share one link model
 
 
-def _free(pe: PEDriver, cmd: Cmd) -> tuple[int, int]:
+def _free(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return 0, 0
 
 
