@@ -8,7 +8,7 @@ import pytest
 import kernbench as kb
 from kernbench.analyze import metrics
 from kernbench.case import build_case
-from kernbench.kernels.gqa import decode_reference, prefill_reference
+from kernbench.references import decode_reference, prefill_reference
 from kernbench.replay.verdict import compare
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import kernbench as kb
-from kernbench import tl
+from kernbench import references, tl
 
 
 @kb.kernel
@@ -25,7 +23,7 @@ def scale_exp_case(rows: int = 2, n: int = 4096, tile: int = 512) -> kb.Case:
         tensors={"x": kb.tensor((rows, n), "float32", init=kb.randn(seed=0)),
                  "y": kb.tensor((rows, n), "float32", role="output")},
         params={"n": n, "tile": tile},
-        reference=lambda x: {"y": np.exp(x * 0.5)},
+        reference=references.scale_exp(),
     )
 
 
@@ -53,17 +51,13 @@ def gemm_case(M: int = 256, N: int = 512, K: int = 256, BM: int = 128,  # noqa: 
         if full % blk:
             raise kb.BadInputError(f"gemm: {name}={full} is not a multiple of its block {blk}")
 
-    def reference(a, bt):
-        c = a.astype(np.float32) @ bt.astype(np.float32).T
-        return {"c": c.reshape(M // BM, BM, N // BN, BN).transpose(0, 2, 1, 3)}
-
     return kb.Case(
         name="gemm", kernel=gemm, grid=(M // BM,),
         tensors={"a": kb.tensor((M, K), "bfloat16", init=kb.randn(seed=1)),
                  "bt": kb.tensor((N, K), "bfloat16", init=kb.randn(seed=2)),
                  "c": kb.tensor((M // BM, N // BN, BM, BN), "float32", role="output")},
         params={"M": M, "N": N, "K": K, "BM": BM, "BN": BN},
-        reference=reference,
+        reference=references.gemm(M=M, N=N, BM=BM, BN=BN),
     )
 
 
@@ -83,16 +77,12 @@ def softmax_case(rows: int = 64, n: int = 1024, programs: int = 8) -> kb.Case:
     if rows % programs:
         raise kb.BadInputError(f"softmax: rows={rows} is not a multiple of programs={programs}")
 
-    def reference(x):
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        return {"y": e / e.sum(axis=-1, keepdims=True)}
-
     return kb.Case(
         name="softmax", kernel=row_softmax, grid=(programs,),
         tensors={"x": kb.tensor((rows, n), "float32", init=kb.randn(seed=3)),
                  "y": kb.tensor((rows, n), "float32", role="output")},
         params={"rows_per_program": rows // programs, "n": n},
-        reference=reference,
+        reference=references.softmax(),
     )
 
 
@@ -111,17 +101,10 @@ def small_ops(x, y, *, iters: int, width: int):
 def small_ops_case(iters: int = 1000, width: int = 16) -> kb.Case:
     """A long chain of tiny MATH ops (the recorder's and replayer's throughput benchmark)."""
 
-    def reference(x):
-        acc = x.astype(np.float32)
-        for _ in range(iters):
-            t = acc * np.float32(0.5) + acc
-            acc = np.exp(t * np.float32(-0.25))
-        return {"y": acc}
-
     return kb.Case(
         name="small-ops", kernel=small_ops, grid=(1,),
         tensors={"x": kb.tensor((width,), "float32", init=kb.randn(seed=4)),
                  "y": kb.tensor((width,), "float32", role="output")},
         params={"iters": iters, "width": width},
-        reference=reference,
+        reference=references.small_ops(iters=iters),
     )
