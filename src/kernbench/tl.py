@@ -1,4 +1,7 @@
-"""The kernel-facing ``tl`` API (SPEC §3): a thin layer over the semantic checks."""
+"""The kernel-facing ``tl`` API: a thin layer over the semantic checks (record/semantics.py).
+
+The table ops (``tl.exp``, ``tl.tanh``, ``tl.sum`` ...) are generated from the op table
+``kernbench.schemas.ops.OPS`` (docs/adr/0003-one-op-table.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GQA attention for Llama3-70B (SPEC §5.4): decode, prefill, their acceptance numbers."""
+"""GQA attention for Llama3-70B (docs/adr/0061-0063): decode, prefill, their acceptance numbers."""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ The parameter lists come from ``OPS``, so a new table op is covered here without
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -153,3 +156,24 @@ def test_every_other_op_is_recorded_and_replayed_by_a_golden_case(tmp_path):
         copy = shutil.copytree(path, tmp_path / path.name)
         res = replay(copy, in_process=True)
         assert res.ok, (path.name, res.verdict)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_trace_format_doc_names_only_ops_and_families_of_the_table():
+    text = (DOCS / "trace-format.md").read_text()
+    section = text[text.index("## Op semantics"):text.index("## Timing columns")]
+    names = set()
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("| name") and "---" not in line:
+            names |= set(re.findall(r"`([a-z_0-9]+)`", line.split("|")[1]))
+    families = {f.value for f in Family}
+    assert names and names <= {op.value for op in Op} | families
+
+
+def test_the_hardware_model_doc_prices_every_cost_class():
+    text = (DOCS / "hardware-model.md").read_text()
+    section = text[text.index("## Cost classes"):]
+    assert {c.value for c in ops.Cost} <= set(re.findall(r"^\| `([a-z_]+)`", section, re.M)) | {
+        c for row in re.findall(r"^\| `([a-z_]+)` / `([a-z_]+)`", section, re.M) for c in row}

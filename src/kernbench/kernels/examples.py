@@ -1,4 +1,4 @@
-"""Starter cases: scale-exp (the SPEC example), tiled GEMM, row softmax."""
+"""Starter cases: scale-exp (the README example), tiled GEMM, row softmax."""
 
 from __future__ import annotations
 

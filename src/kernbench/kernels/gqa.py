@@ -1,5 +1,5 @@
-"""GQA fused flash attention (SPEC §5.4): one KV head per program, the G query heads of its
-group folded into the GEMM M dimension with byte-conserving reshapes only.
+"""GQA fused flash attention (docs/adr/0037, 0061-0063): one KV head per program, the G query
+heads of its group folded into the GEMM M dimension with byte-conserving reshapes only.
 
 Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
   decode:  Q, O [H_q, D] (= [H_kv, G, D]);          K, V [H_kv, S_kv, D]
