@@ -165,7 +165,13 @@ def erf(x: np.ndarray) -> np.ndarray:
 def _spec(op: Op, family: Family, dtype: Dt, arity: int, doc: str, numpy=None, *,
           cost: Cost = Cost.MATH, tl: bool = False, kind: Kind = Kind.MATH,
           engine: Engine = Engine.MATH) -> OpSpec:
+    if family in _NUMPY_DEFINED and not callable(numpy):
+        raise TypeError(f"op {op.value!r} of family {family.value} needs its numpy function")
     return OpSpec(op, kind, engine, cost, family, dtype, arity, doc, numpy, tl)
+
+
+#: families whose Phase 2 semantics is the entry's numpy function (required in the table)
+_NUMPY_DEFINED = frozenset({Family.UNARY, Family.BINARY, Family.WHERE, Family.REDUCE})
 
 
 _T = Cost.TRANSCENDENTAL
