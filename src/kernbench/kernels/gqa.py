@@ -91,6 +91,16 @@ def gqa_decode_composite(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int,  #
     tl.store(o + h * G * D, acc / l)
 
 
+# The numpy references of the GQA cases: kernbench/references.py, one definition that the
+# case factories below and replay share. Replay looks a built-in case's reference up there
+# by name, so verifying a trace never imports tl or this module
+# (docs/adr/0005-isolated-replay.md). The names stay importable from here for callers that
+# used them before the move.
+decode_reference = references.decode_reference
+prefill_reference = references.prefill_reference
+attention_reference = references.attention_reference
+
+
 DECODE_KERNELS = {"lazy": gqa_decode_lazy, "composite": gqa_decode_composite}
 
 

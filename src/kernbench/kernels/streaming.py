@@ -1,4 +1,6 @@
-"""stream-sum: a load-bound streaming reduction, multi-buffered with ``tl.load(out=)``."""
+"""stream-sum: a load-bound streaming reduction, multi-buffered with ``tl.load(out=)``.
+
+The numpy reference lives in kernbench/references.py (docs/adr/0005-isolated-replay.md)."""
 
 from __future__ import annotations
 
