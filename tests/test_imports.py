@@ -60,8 +60,14 @@ def test_import_kernbench_loads_no_submodule_until_one_is_used():
     assert proc.stdout.strip() == "[] True True kernbench.tl"
 
 
-def test_every_builtin_case_has_its_reference_in_the_numpy_only_table():
+def test_every_builtin_case_has_its_reference_and_kernel_names_in_the_numpy_only_tables():
     import kernbench as kb
-    from kernbench.references import REFERENCES
+    from kernbench.kernels.golden import GOLDEN
+    from kernbench.references import BUILTIN_KERNELS, REFERENCES
 
-    assert set(REFERENCES) == set(kb.registry())
+    assert set(REFERENCES) == set(BUILTIN_KERNELS) == set(kb.registry())
+    for case, params in GOLDEN.values():
+        assert kb.build_case(case, params).kernel.name in BUILTIN_KERNELS[case]
+    assert kb.build_case("gqa-decode", {"S_kv": 1024, "T_kv": 256, "H_q": 16, "H_kv": 2,
+                                        "stream": "composite"}).kernel.name in \
+        BUILTIN_KERNELS["gqa-decode"]

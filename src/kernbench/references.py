@@ -131,3 +131,20 @@ REFERENCES: dict[str, Callable[..., Reference]] = {
     "gqa-prefill": gqa_prefill,
     "ring-attention": ring_attention,
 }
+
+#: built-in case name -> the kernels (``module:qualname``, as the manifest records them) its
+#: factory may use: lets replay tell a built-in recording from a user's kernel of the same
+#: case name without importing the kernels (plain data, never imported)
+BUILTIN_KERNELS: dict[str, frozenset[str]] = {
+    "scale-exp": frozenset({"kernbench.kernels.examples:scale_exp"}),
+    "gemm": frozenset({"kernbench.kernels.examples:gemm"}),
+    "softmax": frozenset({"kernbench.kernels.examples:row_softmax"}),
+    "small-ops": frozenset({"kernbench.kernels.examples:small_ops"}),
+    "stream-sum": frozenset({"kernbench.kernels.streaming:stream_sum"}),
+    "flash-attn": frozenset({"kernbench.kernels.flash:flash_attn"}),
+    "gqa-decode": frozenset({"kernbench.kernels.gqa:gqa_decode_lazy",
+                             "kernbench.kernels.gqa:gqa_decode_composite"}),
+    "gqa-prefill": frozenset({"kernbench.kernels.gqa:gqa_prefill"}),
+    "ring-attention": frozenset({"kernbench.kernels.ring:ring_prefill",
+                                 "kernbench.kernels.ring:ring_decode"}),
+}
