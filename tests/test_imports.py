@@ -71,3 +71,12 @@ def test_every_builtin_case_has_its_reference_and_kernel_names_in_the_numpy_only
     assert kb.build_case("gqa-decode", {"S_kv": 1024, "T_kv": 256, "H_q": 16, "H_kv": 2,
                                         "stream": "composite"}).kernel.name in \
         BUILTIN_KERNELS["gqa-decode"]
+
+
+def test_the_import_linter_contracts_hold():
+    """The layers of record/ and replay's isolation, as `.ci/run` checks them (pyproject.toml)."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
+                          cwd=SRC.parents[1])
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "Contracts: 3 kept, 0 broken." in proc.stdout
