@@ -4,6 +4,7 @@ replay process never loads the recorder, and ``import kernbench`` is lazy."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -79,4 +80,4 @@ def test_the_import_linter_contracts_hold():
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
                           cwd=SRC.parents[1])
     assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "Contracts: 3 kept, 0 broken." in proc.stdout
+    assert re.search(r"Contracts: [1-9][0-9]* kept, 0 broken\.", proc.stdout), proc.stdout
