@@ -1,35 +1,36 @@
-"""kernbench: a trace-first record/replay pipeline for Triton-style accelerator kernels."""
+"""kernbench: a trace-first record/replay pipeline for Triton-style accelerator kernels.
+
+Imports are lazy (module ``__getattr__``): ``import kernbench`` loads nothing but this file,
+so ``kernbench --help`` and the replay child start fast, and the replay child never loads
+the recorder (docs/adr/0006-lazy-package-imports.md). ``kb.X`` imports X's module on first
+use.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
+from typing import Any
+
 __version__ = "0.1.0"
 
-from kernbench import analyze, tl  # noqa: E402
-from kernbench.case import (  # noqa: E402
-    Case,
-    arange,
-    build_case,
-    data,
-    randn,
-    register_case,
-    registry,
-    tensor,
-    zeros,
-)
-from kernbench.errors import (  # noqa: E402
-    BadInputError,
-    KernbenchError,
-    KernelError,
-    ReplayError,
-    ScratchOverflowError,
-    ScratchScopeError,
-    TraceFormatError,
-)
-from kernbench.hw import HwConfig, load_hw  # noqa: E402
-from kernbench.record.kernel import kernel  # noqa: E402
-from kernbench.record.runner import record  # noqa: E402
-from kernbench.replay import ReplayResult, replay  # noqa: E402
-from kernbench.trace import Trace  # noqa: E402
+#: public name -> the module defining it
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(["Case", "arange", "build_case", "data", "randn", "register_case",
+                     "registry", "tensor", "zeros"], "kernbench.case"),
+    **dict.fromkeys(["BadInputError", "KernbenchError", "KernelError", "ReplayError",
+                     "ScratchOverflowError", "ScratchScopeError", "TraceFormatError"],
+                    "kernbench.errors"),
+    "HwConfig": "kernbench.hw",
+    "load_hw": "kernbench.hw",
+    "kernel": "kernbench.record.kernel",
+    "record": "kernbench.record.runner",
+    "replay": "kernbench.replay",
+    "ReplayResult": "kernbench.replay",
+    "Trace": "kernbench.trace",
+}
+_SUBMODULES = frozenset({"tl", "analyze"})
 
 __all__ = [
     "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data",
@@ -38,3 +39,32 @@ __all__ = [
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
     "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """``kb.record`` and ``kb.replay`` are functions, although ``kernbench.record`` and
+    ``kernbench.replay`` are also subpackages: the import system's binding of a loaded
+    subpackage onto this module is ignored for those two names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("record", "replay") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

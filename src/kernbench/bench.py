@@ -1,4 +1,4 @@
-"""``kernbench bench``: the performance harness (SPEC §9). Figures, never timed tests."""
+"""``kernbench bench``: the performance harness (docs/performance.md). Figures, not timed tests."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import BadInputError, KernbenchError
-from kernbench.record.hints import closest
+from kernbench.errors import BadInputError, KernbenchError, closest
 from kernbench.schemas.dtypes import DType, by_name
 
 ROLES = ("input", "output", "inout")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class KernbenchError(Exception):
     """Base of every error kernbench raises on purpose."""
@@ -53,3 +56,9 @@ class ReplayError(KernbenchError):
 
 class SpaceError(KernelError):
     """An operand lives in the wrong memory space (copy_to, load out=)."""
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
+    match = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""

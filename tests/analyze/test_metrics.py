@@ -1,4 +1,4 @@
-"""SPEC §7 metrics against hand-computable traces and independent recomputation."""
+"""The metrics of docs/analysis.md against hand-computable traces and independent recomputation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GQA attention for Llama3-70B (SPEC §5.4): decode, prefill, their acceptance numbers."""
+"""GQA attention for Llama3-70B (docs/adr/0061-0063): decode, prefill, their acceptance numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import kernbench as kb
 from kernbench.analyze import metrics
 from kernbench.case import build_case
-from kernbench.kernels.gqa import decode_reference, prefill_reference
+from kernbench.references import decode_reference, prefill_reference
 from kernbench.replay.verdict import compare
 
 

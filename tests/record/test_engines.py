@@ -1,4 +1,4 @@
-"""Each engine's closed-form SPEC §4.2 formula, reproduced by single-op kernels."""
+"""Each engine's closed-form formula (docs/hardware-model.md), reproduced by single-op kernels."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Emit-time kernel errors (SPEC §3): a KernelError subclass naming the kernel's file:line."""
+"""Emit-time kernel errors: a KernelError subclass naming the kernel's file:line."""
 
 from __future__ import annotations
 

@@ -6,39 +6,35 @@ op chains, scalars on either side, ``[G, d] * [G, 1]`` broadcasting, reductions 
 keepdims, softmax, dot with a transposed operand and an accumulator, casts, where,
 broadcast/repeat/reshape, constants, and nested ``scratch_scope`` blocks whose result is
 ``copy_to``'d into a persistent buffer). ``run_program`` interprets it twice: on ``tl``
-(inside a recorded kernel) and on numpy (the reference semantics written out here, apart
-from the replay executors).
+(inside a recorded kernel) and on numpy (the oracle in ``oracle.py``, written out apart
+from the op table and the replay executors).
 """
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.replay.oracle import (
+    BINARY,
+    COMPARE,
+    FLOATS,
+    SCALARS,
+    TRANSCENDENTAL,
+    UNARY,
+    Numpy,
+)
 
 import kernbench as kb
 from kernbench import tl
 from kernbench.replay import replay
 from kernbench.replay.verdict import compare
 from kernbench.schemas.dtypes import DTYPES, promote
-
-FLOATS = ("float32", "bfloat16")
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs", "neg")
-TRANSCENDENTAL = {"exp", "exp2", "log", "sqrt", "rsqrt"}
-SCALARS = (0.5, 2.0, -1.5, 3.0)
-NP_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-            "maximum": np.maximum, "minimum": np.minimum, "lt": np.less,
-            "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-            "ne": np.not_equal}
 
 
 @dataclass
@@ -47,67 +43,6 @@ class Reg:
     dtype: str
     depth: int  # scope depth it was made at; dead once that scope exits
     slot: bool = False  # a persistent copy_to target (never viewed)
-
-
-# -- the numpy side (reference semantics) ---------------------------------------------------
-def f32(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.float32) if a.dtype in (ml_dtypes.bfloat16, np.float16) else a
-
-
-def npd(name: str) -> np.dtype:
-    return DTYPES[name].np
-
-
-class Numpy:
-    scope = staticmethod(contextlib.nullcontext)
-
-    def binary(self, op, a, b, dt):
-        return NP_UFUNC[op](*(f32(v) if isinstance(v, np.ndarray) else v for v in (a, b))
-                            ).astype(npd(dt))
-
-    def unary(self, op, a, dt):
-        fn = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "sqrt": np.sqrt,
-              "rsqrt": lambda v: 1 / np.sqrt(v), "abs": np.abs, "neg": np.negative}[op]
-        return fn(f32(a)).astype(npd(dt))
-
-    def reduce(self, op, a, axis, keepdims, shape, dt):
-        fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
-        return np.reshape(fn(f32(a), axis=axis, keepdims=keepdims), shape).astype(npd(dt))
-
-    def softmax(self, a, axis, dt):
-        x = a.astype(np.float32)
-        e = np.exp(x - x.max(axis=axis, keepdims=True))
-        return (e / e.sum(axis=axis, keepdims=True)).astype(npd(dt))
-
-    def dot(self, a, b, acc):
-        r = a.astype(np.float32) @ b.astype(np.float32).T
-        return r + acc.astype(np.float32) if acc is not None else r
-
-    def cast(self, a, dt):
-        return a.astype(npd(dt))
-
-    def where(self, c, x, y, dt):
-        return np.where(c, *(f32(v) if isinstance(v, np.ndarray) else v for v in (x, y))
-                        ).astype(npd(dt))
-
-    def broadcast(self, a, shape):
-        return np.broadcast_to(a, shape).copy()
-
-    def repeat(self, a, axis, n):
-        new = a.shape[:axis] + (n,) + a.shape[axis:]
-        return np.broadcast_to(np.expand_dims(a, axis), new).copy()
-
-    def reshape(self, a, shape):
-        return a.reshape(shape)
-
-    def full(self, shape, value, dt):
-        return np.full(shape, value, dtype=npd(dt))
-
-    def arange(self, n):
-        return np.arange(n, dtype=np.int32)
-
-    def copy_to(self, regs, dst, src):
-        regs[dst] = regs[src].copy()
 
 
 # -- the tl side --------------------------------------------------------------------------

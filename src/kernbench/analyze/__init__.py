@@ -1,4 +1,4 @@
-"""Analysis (SPEC §7): polars queries over traces — metrics, invariants, rules, diff,
+"""Analysis (docs/analysis.md): polars queries over traces — metrics, invariants, rules, diff,
 report, Perfetto export, SQL.
 
 Every command-level function returns a report object with ``to_text()``, ``to_json()`` and

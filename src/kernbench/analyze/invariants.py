@@ -1,4 +1,4 @@
-"""Built-in invariants (SPEC §7): each a named polars query in ``INVARIANTS``.
+"""Built-in invariants (docs/analysis.md): each a named polars query in ``INVARIANTS``.
 
 A query takes a ``TraceData`` and returns its violations as a DataFrame with columns
 ``op_id`` (nullable), ``other_op_id`` (nullable) and ``message``; an empty frame means the

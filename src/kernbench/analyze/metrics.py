@@ -1,4 +1,4 @@
-"""SPEC §7 metrics: one flat dict (str -> int | float | str) computed with polars.
+"""The metrics of docs/analysis.md: one flat dict (str -> int | float | str) computed with polars.
 
 Only the scalar op columns are scanned (lazily, with projection), never the operand structs.
 Engine sets come from the op vocabulary (``CAPACITY_ONE``), so a new engine appears here
@@ -137,7 +137,7 @@ def _count_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
 
 
 def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics:
-    """The SPEC §7 metrics of a trace as a flat dict.
+    """The metrics (docs/analysis.md) of a trace as a flat dict.
 
     With ``pe``, the metrics of that PE's ops alone (``latency_ps`` is then the PE's last
     ``t_end_ps`` and every ratio uses it); per-PE ``scratch_peak_bytes_pe{N}`` keys appear

@@ -1,4 +1,4 @@
-"""Bench section for the flagship workload: GQA decode at 32k context (SPEC §9)."""
+"""Bench section for the flagship workload: GQA decode at 32k context (docs/performance.md)."""
 
 from __future__ import annotations
 

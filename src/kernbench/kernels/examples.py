@@ -1,11 +1,11 @@
-"""Starter cases: scale-exp (the SPEC example), tiled GEMM, row softmax."""
+"""Starter cases: scale-exp (the README example), tiled GEMM, row softmax.
+
+Their numpy references live in kernbench/references.py (docs/adr/0005-isolated-replay.md)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 import kernbench as kb
-from kernbench import tl
+from kernbench import references, tl
 
 
 @kb.kernel
@@ -25,7 +25,7 @@ def scale_exp_case(rows: int = 2, n: int = 4096, tile: int = 512) -> kb.Case:
         tensors={"x": kb.tensor((rows, n), "float32", init=kb.randn(seed=0)),
                  "y": kb.tensor((rows, n), "float32", role="output")},
         params={"n": n, "tile": tile},
-        reference=lambda x: {"y": np.exp(x * 0.5)},
+        reference=references.scale_exp(),
     )
 
 
@@ -53,9 +53,9 @@ def gemm_case(M: int = 256, N: int = 512, K: int = 256, BM: int = 128,  # noqa: 
         if full % blk:
             raise kb.BadInputError(f"gemm: {name}={full} is not a multiple of its block {blk}")
 
-    def reference(a, bt):
-        c = a.astype(np.float32) @ bt.astype(np.float32).T
-        return {"c": c.reshape(M // BM, BM, N // BN, BN).transpose(0, 2, 1, 3)}
+    # the expected C in its blocked layout; replay takes the same function from
+    # kernbench.references by the case name, without importing this module
+    reference = references.gemm(M=M, N=N, BM=BM, BN=BN)
 
     return kb.Case(
         name="gemm", kernel=gemm, grid=(M // BM,),
@@ -83,9 +83,9 @@ def softmax_case(rows: int = 64, n: int = 1024, programs: int = 8) -> kb.Case:
     if rows % programs:
         raise kb.BadInputError(f"softmax: rows={rows} is not a multiple of programs={programs}")
 
-    def reference(x):
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        return {"y": e / e.sum(axis=-1, keepdims=True)}
+    # row softmax in float32; replay takes the same function from kernbench.references
+    # by the case name, without importing this module
+    reference = references.softmax()
 
     return kb.Case(
         name="softmax", kernel=row_softmax, grid=(programs,),
@@ -111,17 +111,10 @@ def small_ops(x, y, *, iters: int, width: int):
 def small_ops_case(iters: int = 1000, width: int = 16) -> kb.Case:
     """A long chain of tiny MATH ops (the recorder's and replayer's throughput benchmark)."""
 
-    def reference(x):
-        acc = x.astype(np.float32)
-        for _ in range(iters):
-            t = acc * np.float32(0.5) + acc
-            acc = np.exp(t * np.float32(-0.25))
-        return {"y": acc}
-
     return kb.Case(
         name="small-ops", kernel=small_ops, grid=(1,),
         tensors={"x": kb.tensor((width,), "float32", init=kb.randn(seed=4)),
                  "y": kb.tensor((width,), "float32", role="output")},
         params={"iters": iters, "width": width},
-        reference=reference,
+        reference=references.small_ops(iters=iters),
     )

@@ -1,5 +1,5 @@
-"""GQA fused flash attention (SPEC §5.4): one KV head per program, the G query heads of its
-group folded into the GEMM M dimension with byte-conserving reshapes only.
+"""GQA fused flash attention (docs/adr/0037, 0061-0063): one KV head per program, the G query
+heads of its group folded into the GEMM M dimension with byte-conserving reshapes only.
 
 Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
   decode:  Q, O [H_q, D] (= [H_kv, G, D]);          K, V [H_kv, S_kv, D]
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench as kb
-from kernbench import tl
+from kernbench import references, tl
 from kernbench.kernels.flash import NEG_BIG
 
 LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}
@@ -91,14 +91,14 @@ def gqa_decode_composite(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int,  #
     tl.store(o + h * G * D, acc / l)
 
 
-def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
-    h_kv, _, d = k.shape
-    g = q.shape[0] // h_kv
-    qf = q.astype(np.float32).reshape(h_kv, g, d)
-    s = np.einsum("hgd,hsd->hgs", qf, k.astype(np.float32)) * np.float32(scale)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
+# The numpy references of the GQA cases: kernbench/references.py, one definition that the
+# case factories below and replay share. Replay looks a built-in case's reference up there
+# by name, so verifying a trace never imports tl or this module
+# (docs/adr/0005-isolated-replay.md). The names stay importable from here for callers that
+# used them before the move.
+decode_reference = references.decode_reference
+prefill_reference = references.prefill_reference
+attention_reference = references.attention_reference
 
 
 DECODE_KERNELS = {"lazy": gqa_decode_lazy, "composite": gqa_decode_composite}
@@ -122,7 +122,7 @@ def gqa_decode_case(S_kv: int = 32768, T_kv: int = 512, H_q: int = 64, H_kv: int
                  "v": kb.tensor((H_kv, S_kv, D), "bfloat16", init=kb.randn(seed=43)),
                  "o": kb.tensor((H_q, D), "bfloat16", role="output")},
         params={"S_kv": S_kv, "T_kv": T_kv, "G": H_q // H_kv, "D": D, "scale": scale},
-        reference=lambda q, k, v: {"o": decode_reference(q, k, v, scale)},
+        reference=references.gqa_decode(D=D),
     )
 
 
@@ -169,17 +169,6 @@ def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # n
             tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
 
 
-def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
-    h_kv, s_len, g, d = q.shape
-    s = np.einsum("htgd,hsd->htgs", q.astype(np.float32), k.astype(np.float32))
-    s = s * np.float32(scale)
-    causal = np.arange(s_len)[None, :] <= np.arange(s_len)[:, None]  # [t, s]
-    s = np.where(causal[None, :, None, :], s, -np.inf)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("htgs,hsd->htgd", p, v.astype(np.float32))
-
-
 @kb.register_case("gqa-prefill")
 def gqa_prefill_case(S: int = 8192, T_q: int = 16, T_kv: int = 128, H_q: int = 64,  # noqa: N803
                      H_kv: int = 8, D: int = 128) -> kb.Case:
@@ -196,5 +185,5 @@ def gqa_prefill_case(S: int = 8192, T_q: int = 16, T_kv: int = 128, H_q: int = 6
                  "v": kb.tensor((H_kv, S, D), "bfloat16", init=kb.randn(seed=53)),
                  "o": kb.tensor((H_kv, S, g, D), "bfloat16", role="output")},
         params={"S": S, "T_q": T_q, "T_kv": T_kv, "G": g, "D": D, "scale": scale},
-        reference=lambda q, k, v: {"o": prefill_reference(q, k, v, scale)},
+        reference=references.gqa_prefill(D=D),
     )

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import IpcqError, SpaceError
+from kernbench.record.commands import DIRECTIONS, Recv, RecvAsync, Resolve, Send, Wait
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.ipcq import Recv, RecvAsync, Resolve, Send, check_direction
-from kernbench.record.pe import Wait
 from kernbench.record.semantics import _dtype, _live, _prod, _shape, into
 from kernbench.record.source import src_here
+
+
+def check_direction(direction: Any, src: str) -> str:
+    if direction not in DIRECTIONS:
+        raise IpcqError(f"unknown IPCQ direction {direction!r}; use 'next' or 'prev'", src)
+    return direction
 
 
 def send(direction: str, x: TensorHandle) -> None:

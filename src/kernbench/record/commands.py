@@ -1,10 +1,11 @@
-"""The command a tl call builds and the PE driver executes."""
+"""What a tl call hands the PE driver: a ``Cmd`` (one op in closed form) or a request that
+synchronises with other PEs. Plain data: the driver's behaviour lives in pe/ipcq/composite."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from kernbench.record.handle import TensorHandle
+from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.schemas.ops import Op
 
 
@@ -26,3 +27,65 @@ class Cmd(NamedTuple):
     src: str
     flops: int = 0
     attrs: str = "{}"
+
+
+# -- requests that synchronise with SimPy (run by the PE driver, record/ipcq.py) -----------
+#: ring directions a kernel may name; "next" lands in the neighbour's "prev" queue
+DIRECTIONS = ("next", "prev")
+
+
+class Wait:
+    """``tl.wait``: stall until these buffers' pending completions have landed."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self, bufs: list) -> None:
+        self.bufs = bufs
+
+
+class Send:
+    """``tl.send(dir, x)``."""
+
+    __slots__ = ("direction", "x", "src")
+
+    def __init__(self, direction: str, x: TensorHandle, src: str) -> None:
+        self.direction, self.x, self.src = direction, x, src
+
+
+class Recv:
+    """``tl.recv`` (blocking), and the pending resolution of a ``tl.recv_async`` handle
+    (``event``: the SimPy event its background matcher succeeds with the message)."""
+
+    __slots__ = ("direction", "out", "src", "t_issue", "event")
+
+    def __init__(self, direction: str, out: TensorHandle, src: str, t_issue: int | None = None,
+                 event: Any = None) -> None:
+        self.direction, self.out, self.src = direction, out, src
+        self.t_issue, self.event = t_issue, event
+
+
+class RecvAsync:
+    """``tl.recv_async``: start matching in the background; the handle stays pending."""
+
+    __slots__ = ("direction", "out", "src")
+
+    def __init__(self, direction: str, out: TensorHandle, src: str) -> None:
+        self.direction, self.out, self.src = direction, out, src
+
+
+class Resolve:
+    """Auto-wait on recv_async handles: emit their recv rows once their messages match."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self, bufs: list[Buffer]) -> None:
+        self.bufs = bufs
+
+
+def tile_rows(stored: tuple[int, int], itemsize: int, stage_bytes: int, tile: int | None) -> int:
+    """Rows of a composite's stored ``b`` per streamed tile: ``tile``, else what half the
+    staging area holds (the command's ``work`` carries it to the scheduler)."""
+    row_bytes = stored[1] * itemsize
+    if tile is None:
+        tile = max(1, (stage_bytes // 2) // row_bytes)
+    return min(tile, stored[0])

@@ -26,14 +26,6 @@ if TYPE_CHECKING:
     from kernbench.record.pe import PEDriver
 
 
-def tile_rows(stored: tuple[int, int], itemsize: int, stage_bytes: int, tile: int | None) -> int:
-    """Rows of the stored ``b`` per streamed tile: ``tile``, else what half the stage holds."""
-    row_bytes = stored[1] * itemsize
-    if tile is None:
-        tile = max(1, (stage_bytes // 2) // row_bytes)
-    return min(tile, stored[0])
-
-
 def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
     """The (dma_read, dot) command pair of every streamed tile."""
     a, b = cmd.inputs

@@ -12,7 +12,7 @@ from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.handle import Scope
 
 if TYPE_CHECKING:
-    from kernbench.record.pe import PEDriver
+    from kernbench.record.protocol import PE
 
 
 class KernelContext:
@@ -21,7 +21,7 @@ class KernelContext:
     __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue",
                  "unresolved")
 
-    def __init__(self, driver: PEDriver, program: int, grid: tuple[int, ...]) -> None:
+    def __init__(self, driver: PE, program: int, grid: tuple[int, ...]) -> None:
         self.driver = driver
         self.pe = driver.index
         self.hw = driver.hw

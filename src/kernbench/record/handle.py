@@ -172,4 +172,21 @@ class TensorHandle:
                           _sem.src_here())
 
 
-from kernbench.record import semantics as _sem  # noqa: E402  (operators call into it)
+class _Unbound:
+    """Stands in for the kernel front end until record/semantics.py binds itself."""
+
+    def __getattr__(self, name: str) -> Any:
+        from kernbench.errors import KernelError
+
+        raise KernelError("TensorHandle operators need the tl front end; import kernbench.tl")
+
+
+#: the kernel front end (record/semantics.py) the operators call into. The data layer must
+#: not import it (it sits above); semantics binds itself here when it is imported.
+_sem: Any = _Unbound()
+
+
+def bind_front_end(front_end: Any) -> None:
+    """Called once by record/semantics.py: route the operators above through it."""
+    global _sem
+    _sem = front_end

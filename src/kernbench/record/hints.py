@@ -7,21 +7,14 @@ Hints stay on the message's first line, because the CLI shows only that line.
 
 from __future__ import annotations
 
-import difflib
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kernbench.errors import KernelError, ScratchOverflowError
 
 #: how many allocation sites a scratch-overflow message lists
 TOP_SITES = 5
-
-
-def closest(name: str, known: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
-    match = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
 
 
 def _size(nbytes: int) -> str:

@@ -14,13 +14,13 @@ arrival, ``recv`` copies it into TCM.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import simpy
 
 from kernbench.errors import IpcqError
-from kernbench.record.commands import Cmd
+from kernbench.record.commands import DIRECTIONS, Cmd, Recv, RecvAsync, Resolve, Send
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
@@ -28,7 +28,6 @@ from kernbench.schemas.ops import OP
 if TYPE_CHECKING:
     from kernbench.record.pe import PEDriver
 
-DIRECTIONS = ("next", "prev")
 OPPOSITE = {"next": "prev", "prev": "next"}
 
 
@@ -66,74 +65,58 @@ def _sync(pe: PEDriver, t: int) -> Generator[simpy.Event, Any, None]:
         yield pe.env.timeout(t - pe.env.now)
 
 
-class Send:
-    """``tl.send(dir, x)``: a request the PE driver runs as part of its SimPy process."""
-
-    __slots__ = ("direction", "x", "src")
-
-    def __init__(self, direction: str, x: TensorHandle, src: str) -> None:
-        self.direction, self.x, self.src = direction, x, src
-
-    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
-        ring, x = pe.ring, self.x
-        start_now = pe.now
-        ready = max(start_now, x.buf.ready_ps)
-        yield from _sync(pe, ready)
-        dst = ring.neighbour(pe.index, self.direction)
-        incoming = OPPOSITE[self.direction]
-        key = (dst, incoming)
-        yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
-        t_issue = max(ready, int(pe.env.now))
-        slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
-                                   self.src), x.shape, x.dtype)
-        cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), self.src,
-                  attrs=f'{{"dir":"{self.direction}","to":{dst}}}')
-        busy, latency = TIMING[OP.SEND](pe, cmd)
-        start = pe.links[self.direction].occupy(t_issue, busy)
-        arrival = start + busy + latency
-        ring.queues[key].put(Message(slot, arrival))
-        pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
-        if start + busy > x.buf.read_until:  # the link reads the source until start + busy
-            x.buf.read_until = start + busy
-            pe.pending.append(x.buf)
-        pe.now = t_issue
+def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+    """``tl.send``: wait for a credit, occupy the link, queue the message."""
+    ring, x = pe.ring, req.x
+    start_now = pe.now
+    ready = max(start_now, x.buf.ready_ps)
+    yield from _sync(pe, ready)
+    dst = ring.neighbour(pe.index, req.direction)
+    incoming = OPPOSITE[req.direction]
+    key = (dst, incoming)
+    yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
+    t_issue = max(ready, int(pe.env.now))
+    slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
+                               req.src), x.shape, x.dtype)
+    cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src,
+              attrs=f'{{"dir":"{req.direction}","to":{dst}}}')
+    busy, latency = TIMING[OP.SEND](pe, cmd)
+    start = pe.links[req.direction].occupy(t_issue, busy)
+    arrival = start + busy + latency
+    ring.queues[key].put(Message(slot, arrival))
+    pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
+    if start + busy > x.buf.read_until:  # the link reads the source until start + busy
+        x.buf.read_until = start + busy
+        pe.pending.append(x.buf)
+    pe.now = t_issue
 
 
-class Recv:
+def run_recv(req: Recv, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     """``tl.recv`` (blocking) and the resolution of a ``tl.recv_async`` handle."""
-
-    __slots__ = ("direction", "out", "src", "t_issue", "event")
-
-    def __init__(self, direction: str, out: TensorHandle, src: str, t_issue: int | None = None,
-                 event: simpy.Event | None = None) -> None:
-        self.direction, self.out, self.src = direction, out, src
-        self.t_issue, self.event = t_issue, event
-
-    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
-        t_issue = pe.now if self.t_issue is None else self.t_issue
-        if self.event is None:  # blocking recv: match now
-            yield from _sync(pe, pe.now)
-            msg = yield pe.ring.queues[(pe.index, self.direction)].get()
-            t_match = int(pe.env.now)
-            pe.ring.credits[(pe.index, self.direction)].put(1)
-        else:  # recv_async: the matcher process has (or will have) the message
-            yield from _sync(pe, pe.now)
-            msg, t_match = yield self.event
-        out = self.out
-        if msg.shape != out.shape or msg.dtype is not out.dtype:
-            raise IpcqError(f"recv from {self.direction!r} expects {list(out.shape)} "
-                            f"{out.dtype.name}, the message is {list(msg.shape)} "
-                            f"{msg.dtype.name}", self.src)
-        visible = max(t_match, msg.arrival)
-        cmd = Cmd(OP.RECV, (msg.operand,), out, out.numel, out.nbytes, (out.nbytes,), self.src,
-                  attrs=f'{{"dir":"{self.direction}"}}')
-        wait = (max(pe.now, visible) - pe.now) + pe.take_wait() if self.event is None else 0
-        pe.record(cmd, t_issue, visible, visible, 0, wait)
-        out.buf.event = None
-        if self.event is None:
-            pe.now = max(pe.now, visible)
-        else:
-            out.buf.ready_ps = visible
+    t_issue = pe.now if req.t_issue is None else req.t_issue
+    if req.event is None:  # blocking recv: match now
+        yield from _sync(pe, pe.now)
+        msg = yield pe.ring.queues[(pe.index, req.direction)].get()
+        t_match = int(pe.env.now)
+        pe.ring.credits[(pe.index, req.direction)].put(1)
+    else:  # recv_async: the matcher process has (or will have) the message
+        yield from _sync(pe, pe.now)
+        msg, t_match = yield req.event
+    out = req.out
+    if msg.shape != out.shape or msg.dtype is not out.dtype:
+        raise IpcqError(f"recv from {req.direction!r} expects {list(out.shape)} "
+                        f"{out.dtype.name}, the message is {list(msg.shape)} "
+                        f"{msg.dtype.name}", req.src)
+    visible = max(t_match, msg.arrival)
+    cmd = Cmd(OP.RECV, (msg.operand,), out, out.numel, out.nbytes, (out.nbytes,), req.src,
+              attrs=f'{{"dir":"{req.direction}"}}')
+    wait = (max(pe.now, visible) - pe.now) + pe.take_wait() if req.event is None else 0
+    pe.record(cmd, t_issue, visible, visible, 0, wait)
+    out.buf.event = None
+    if req.event is None:
+        pe.now = max(pe.now, visible)
+    else:
+        out.buf.ready_ps = visible
 
 
 def matcher(pe: PEDriver, direction: str, event: simpy.Event
@@ -146,39 +129,24 @@ def matcher(pe: PEDriver, direction: str, event: simpy.Event
     pe.ring.credits[key].put(1)
 
 
-class RecvAsync:
-    """``tl.recv_async``: start matching in the background; the handle stays pending."""
-
-    __slots__ = ("direction", "out", "src")
-
-    def __init__(self, direction: str, out: TensorHandle, src: str) -> None:
-        self.direction, self.out, self.src = direction, out, src
-
-    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
-        yield from _sync(pe, pe.now)
-        event = pe.env.event()
-        pe.env.process(matcher(pe, self.direction, event))
-        self.out.buf.event = Recv(self.direction, self.out, self.src, pe.now, event)
-        pe.unresolved.append(self.out.buf)
+def run_recv_async(req: RecvAsync, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+    """``tl.recv_async``: start the background matcher; the handle stays pending."""
+    yield from _sync(pe, pe.now)
+    event = pe.env.event()
+    pe.env.process(matcher(pe, req.direction, event))
+    req.out.buf.event = Recv(req.direction, req.out, req.src, pe.now, event)
+    pe.unresolved.append(req.out.buf)
 
 
-class Resolve:
+def run_resolve(req: Resolve, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     """Auto-wait on recv_async handles: emit their recv rows once their messages match."""
-
-    __slots__ = ("bufs",)
-
-    def __init__(self, bufs: list[Buffer]) -> None:
-        self.bufs = bufs
-
-    def run(self, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
-        for buf in self.bufs:
-            if buf.event is not None:
-                yield from buf.event.run(pe)
-                pe.pending.append(buf)
-        pe.unresolved[:] = [b for b in pe.unresolved if b.event is not None]
+    for buf in req.bufs:
+        if buf.event is not None:
+            yield from run_recv(buf.event, pe)
+            pe.pending.append(buf)
+    pe.unresolved[:] = [b for b in pe.unresolved if b.event is not None]
 
 
-def check_direction(direction: Any, src: str) -> str:
-    if direction not in DIRECTIONS:
-        raise IpcqError(f"unknown IPCQ direction {direction!r}; use 'next' or 'prev'", src)
-    return direction
+#: the driver's handler of each request type (pe.PEDriver.process dispatches by type)
+RUN: dict[type, Callable[[Any, PEDriver], Generator[simpy.Event, Any, None]]] = {
+    Send: run_send, Recv: run_recv, RecvAsync: run_recv_async, Resolve: run_resolve}

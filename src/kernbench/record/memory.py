@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import BoundsError, DtypeError, KernelError, ShapeError, SpaceError
-from kernbench.record.commands import Cmd
-from kernbench.record.composite import tile_rows
+from kernbench.record.commands import Cmd, Resolve, Wait, tile_rows
 from kernbench.record.context import current
 from kernbench.record.handle import Buffer, Pointer, TensorHandle
-from kernbench.record.ipcq import Resolve
-from kernbench.record.pe import Wait
 from kernbench.record.semantics import _attrs, _dtype, _issue, _live, _prod, _shape, into
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes

@@ -18,26 +18,17 @@ from greenlet import greenlet
 
 from kernbench.hw import HwConfig
 from kernbench.record.allocator import ScratchAllocator
-from kernbench.record.commands import Cmd
+from kernbench.record.commands import Cmd, Resolve, Wait
 from kernbench.record.composite import run_composite
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine, NoEngine
-from kernbench.record.ipcq import Resolve, Ring
+from kernbench.record.ipcq import RUN, Ring, run_resolve
 from kernbench.record.timing import TIMING
 from kernbench.record.writer import OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
 
 _NON_BLOCKING = ops.NON_BLOCKING
-
-
-class Wait:
-    """``tl.wait``: stall until these buffers' pending completions have landed."""
-
-    __slots__ = ("bufs",)
-
-    def __init__(self, bufs: list) -> None:
-        self.bufs = bufs
 
 
 class PEDriver:
@@ -82,11 +73,11 @@ class PEDriver:
             msg = g.switch()
             while not g.dead:  # only requests that synchronise with SimPy come here
                 self.blocked_at = msg
-                result = yield from msg.run(self)
+                result = yield from RUN[type(msg)](msg, self)
                 self.blocked_at = None
                 msg = g.switch(result)
             if self.unresolved:  # recv_async handles never consumed
-                yield from Resolve(list(self.unresolved)).run(self)
+                yield from run_resolve(Resolve(list(self.unresolved)), self)
             self.drain()
         if self.now > self.env.now:
             yield self.env.timeout(self.now - self.env.now)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.record.commands import Cmd
+from kernbench.record.commands import Cmd, Resolve
 from kernbench.record.context import current
 from kernbench.record.handle import Scope
-from kernbench.record.ipcq import Resolve
 from kernbench.record.source import src_here
 from kernbench.schemas.ops import OP
 

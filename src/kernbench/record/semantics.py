@@ -6,6 +6,7 @@ Errors are raised here, at emit time, as KernelError subclasses naming the kerne
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,15 +17,16 @@ from kernbench.errors import (
     ShapeError,
     SpaceError,
 )
+from kernbench.record import handle as _handle
 from kernbench.record import hints
-from kernbench.record.commands import Cmd
+from kernbench.record.commands import Cmd, Resolve
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.ipcq import Resolve
 from kernbench.record.source import src_here
-from kernbench.schemas import dtypes, ops
+from kernbench.schemas import dtypes, rules
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import OP, Op
+from kernbench.schemas.rules import RESULT_DTYPE as _RESULT_DTYPE
 
 __all__ = ["src_here"]
 
@@ -127,20 +129,13 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[int, ...]:
-    """numpy broadcasting of two shapes, or a ShapeError naming both."""
+    """numpy broadcasting of two shapes (the op table's rule), or a ShapeError naming both."""
     if a == b:
         return a
-    n = max(len(a), len(b))
-    pa_, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(pa_, pb, strict=True):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise ShapeError(f"shapes {list(a)} and {list(b)} do not broadcast", src)
-    return tuple(out)
+    try:
+        return rules.broadcast_shapes(a, b)
+    except ValueError as exc:
+        raise ShapeError(str(exc), src) from None
 
 
 # -- ids ---------------------------------------------------------------------------------
@@ -215,10 +210,10 @@ def broadcast(x: TensorHandle, new_shape: Any) -> TensorHandle:
     src = src_here()
     _live(x, src)
     new_shape = _shape(new_shape, src, "broadcast shape")
-    ok = len(new_shape) >= x.ndim and all(
-        a == b or a == 1 for a, b in zip(x.shape[::-1], new_shape[::-1], strict=False))
-    if not ok:
-        raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(new_shape)}", src)
+    try:
+        rules.broadcast_to(x.shape, new_shape)
+    except ValueError as exc:
+        raise ShapeError(str(exc), src) from None
     n = _prod(new_shape)
     return _emit(ctx, OP.BROADCAST, (x,), new_shape, x.dtype, (n,), src,
                  _attrs(shape=new_shape))
@@ -314,10 +309,7 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
         if not dt.is_float and isinstance(scalars[0][1], float):
             dt = dtypes.float32
         attrs = _attrs(scalars=tuple(scalars))
-    if op in ops.COMPARISONS:
-        dt = dtypes.bool_
-    elif op is OP.DIV and not dt.is_float:
-        dt = dtypes.float32
+    dt = _RESULT_DTYPE[op](dt)
     n = 1
     for d in shape:
         n *= d
@@ -350,10 +342,7 @@ def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    dt = x.dtype
-    if op in ops.TRANSCENDENTAL and not dt.is_float:
-        dt = dtypes.float32
-    return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
+    return _emit(ctx, op, (x,), x.shape, _RESULT_DTYPE[op](x.dtype), (x.numel,), src)
 
 
 def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
@@ -365,9 +354,10 @@ def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
 
 
 def _axis(x: TensorHandle, axis: int, src: str) -> int:
-    if not -x.ndim <= axis < x.ndim:
-        raise ShapeError(f"axis {axis} out of range for shape {list(x.shape)}", src)
-    return axis % x.ndim
+    try:
+        return rules.axis_of(x.shape, axis)
+    except ValueError as exc:
+        raise ShapeError(str(exc), src) from None
 
 
 def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
@@ -375,14 +365,10 @@ def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = Fa
     ctx = current()
     src = src_here()
     _live(x, src)
-    if axis is None:
-        shape = (1,) * x.ndim if keepdims else (1,)
-    else:
-        ax = _axis(x, axis, src)
-        shape = tuple(1 if i == ax else s for i, s in enumerate(x.shape)) if keepdims else (
-            x.shape[:ax] + x.shape[ax + 1:] or (1,))
-        axis = ax
-    return _emit(ctx, op, (x,), shape, x.dtype, (x.numel,), src,
+    if axis is not None:
+        axis = _axis(x, axis, src)
+    shape = rules.reduce_shape(x.shape, axis, keepdims)
+    return _emit(ctx, op, (x,), shape, _RESULT_DTYPE[op](x.dtype), (x.numel,), src,
                  _attrs(axis=axis, keepdims=bool(keepdims)))
 
 
@@ -391,7 +377,8 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     src = src_here()
     _live(x, src)
     ax = _axis(x, axis, src)
-    dt = x.dtype if x.dtype.is_float else dtypes.float32
+    dt = _RESULT_DTYPE[OP.SOFTMAX](x.dtype)
     return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
 
 
+_handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module

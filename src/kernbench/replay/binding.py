@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import OPS, Family, Op
 
 F32 = np.dtype(np.float32)
 #: float dtypes computed in float32
@@ -136,25 +136,13 @@ def call_read(fn: Callable[..., Any], readers: list) -> Any:
     return fn(*[r() for r in readers])
 
 
+# -- the numpy implementations, from the op table (schemas/ops.py) -------------------------
 UFUNCS: dict[Op, Callable[..., np.ndarray]] = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
-    Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum,
-    Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less, Op.LE: np.less_equal,
-    Op.GT: np.greater, Op.GE: np.greater_equal,
-}
-
-
-def rsqrt(x: np.ndarray) -> np.ndarray:
-    r = np.sqrt(x)
-    return np.reciprocal(r, out=r) if r.dtype.kind == "f" else 1.0 / r
-
-
+    op: s.numpy for op, s in OPS.items() if s.family is Family.BINARY}
 UNARY_FNS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
-    Op.EXP: np.exp, Op.EXP2: np.exp2, Op.LOG: np.log, Op.SQRT: np.sqrt, Op.RSQRT: rsqrt,
-    Op.ABS: np.abs, Op.NEG: np.negative,
-}
-
-REDUCE_UFUNCS: dict[Op, np.ufunc] = {Op.SUM: np.add, Op.MAX: np.maximum, Op.MIN: np.minimum}
+    op: s.numpy for op, s in OPS.items() if s.family is Family.UNARY}
+REDUCE_UFUNCS: dict[Op, np.ufunc] = {
+    op: s.numpy for op, s in OPS.items() if s.family is Family.REDUCE}
 
 
 def numel(o: Operand) -> int:

@@ -38,7 +38,9 @@ from kernbench.replay.binding import (
 )
 from kernbench.replay.store import NP_DTYPES
 from kernbench.schemas import ops
+from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import Op
+from kernbench.schemas.rules import INFERRED, infer
 
 __all__ = ["EXECUTORS", "BindContext", "Executor", "ShapeMismatch"]
 
@@ -232,3 +234,35 @@ EXECUTORS: dict[Op, Executor] = {
     # a composite parent: its children (dma_read into stage, dot) carry the data
     Op.GEMM: Executor(_bind_nothing, writes=False),
 }
+
+
+# -- the op table's shape/dtype inference (schemas/rules.py) validates each output operand --
+_CHECKED: set = set()  # (op, operand shapes/dtypes, attrs) already validated
+
+
+def _check_output(op: Op, attrs: dict, ins, out) -> None:
+    key = (op, out.shape, out.dtype, repr(attrs), *[(o.shape, o.dtype) for o in ins])
+    if key in _CHECKED:
+        return
+    try:
+        got = infer(op, [o.shape for o in ins], [DTYPES[o.dtype] for o in ins], attrs)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ShapeMismatch(f"Shape mismatch: {op.value}: {exc}") from None
+    if got is not None and (got[0] != out.shape or got[1].name != out.dtype):
+        need(False, f"{op.value} of {[list(o.shape) for o in ins]} infers {list(got[0])} "
+                    f"{got[1].name}, output is {list(out.shape)} {out.dtype}")
+    if len(_CHECKED) > 4096:
+        _CHECKED.clear()
+    _CHECKED.add(key)
+
+
+def _validated(op: Op, ex: Executor) -> Executor:
+    def bind(attrs, ins, out, ctx):
+        step = ex.bind(attrs, ins, out, ctx)  # the executor's own checks speak first
+        _check_output(op, attrs, ins, out)
+        return step
+
+    return Executor(bind, ex.writes)
+
+
+EXECUTORS = {op: _validated(op, ex) if op in INFERRED else ex for op, ex in EXECUTORS.items()}

@@ -1,0 +1,150 @@
+"""The numpy references of the built-in cases, importable without the recorder.
+
+``REFERENCES[case_name](**case_params)`` returns the case's reference: a function of the
+input arrays returning the expected outputs. Replay looks built-in references up here, by
+the manifest's case name and recorded parameters, so verifying a built-in trace never
+imports ``tl``, the kernels or the recorder (docs/adr/0005-isolated-replay.md). The case
+factories in ``kernbench/kernels/`` take their references from this module, so there is one
+definition of each. numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+Reference = Callable[..., dict[str, np.ndarray]]
+
+
+def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    """softmax(q k^T * scale) v in float32 (inputs upcast from their dtype)."""
+    s = q.astype(np.float32) @ k.astype(np.float32).T * np.float32(scale)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v.astype(np.float32)
+
+
+def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    h_kv, _, d = k.shape
+    g = q.shape[0] // h_kv
+    qf = q.astype(np.float32).reshape(h_kv, g, d)
+    s = np.einsum("hgd,hsd->hgs", qf, k.astype(np.float32)) * np.float32(scale)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
+
+
+def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    h_kv, s_len, g, d = q.shape
+    s = np.einsum("htgd,hsd->htgs", q.astype(np.float32), k.astype(np.float32))
+    s = s * np.float32(scale)
+    causal = np.arange(s_len)[None, :] <= np.arange(s_len)[:, None]  # [t, s]
+    s = np.where(causal[None, :, None, :], s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("htgs,hsd->htgd", p, v.astype(np.float32))
+
+
+def _scale(d: int) -> float:
+    return 1.0 / float(np.sqrt(d))
+
+
+# -- one reference factory per built-in case: the case factory's parameters -> reference ----
+def scale_exp(**_: Any) -> Reference:
+    return lambda x: {"y": np.exp(x * 0.5)}
+
+
+def gemm(M: int, N: int, BM: int, BN: int, **_: Any) -> Reference:  # noqa: N803
+    def reference(a, bt):
+        c = a.astype(np.float32) @ bt.astype(np.float32).T
+        return {"c": c.reshape(M // BM, BM, N // BN, BN).transpose(0, 2, 1, 3)}
+
+    return reference
+
+
+def softmax(**_: Any) -> Reference:
+    def reference(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return {"y": e / e.sum(axis=-1, keepdims=True)}
+
+    return reference
+
+
+def small_ops(iters: int, **_: Any) -> Reference:
+    def reference(x):
+        acc = x.astype(np.float32)
+        for _ in range(iters):
+            t = acc * np.float32(0.5) + acc
+            acc = np.exp(t * np.float32(-0.25))
+        return {"y": acc}
+
+    return reference
+
+
+def stream_sum(programs: int, tiles: int, rows: int, cols: int, **_: Any) -> Reference:
+    def reference(x):
+        t = x.reshape(programs, tiles, rows, cols).astype(np.float32)
+        return {"y": (np.exp(t * np.float32(0.5)) * np.float32(2.0)).sum(axis=1)}
+
+    return reference
+
+
+def flash_attn(d: int, **_: Any) -> Reference:
+    scale = _scale(d)
+    return lambda q, k, v: {"o": attention_reference(q, k, v, scale)}
+
+
+def gqa_decode(D: int, **_: Any) -> Reference:  # noqa: N803
+    scale = _scale(D)
+    return lambda q, k, v: {"o": decode_reference(q, k, v, scale)}
+
+
+def gqa_prefill(D: int, **_: Any) -> Reference:  # noqa: N803
+    scale = _scale(D)
+    return lambda q, k, v: {"o": prefill_reference(q, k, v, scale)}
+
+
+def ring_attention(n_ranks: int, phase: str, T_q: int, G: int, D: int,  # noqa: N803
+                   **_: Any) -> Reference:
+    scale = _scale(D)
+    if phase == "prefill":
+        def reference(q, k, v):
+            qf = q.reshape(n_ranks * T_q * G, D)
+            out = attention_reference(qf, k.reshape(-1, D), v.reshape(-1, D), scale)
+            return {"o": out.reshape(n_ranks, T_q, G, D)}
+
+        return reference
+    return lambda q, k, v: {"o": attention_reference(q, k.reshape(-1, D), v.reshape(-1, D),
+                                                     scale)}
+
+
+#: built-in case name -> reference factory (called with the case's recorded parameters)
+REFERENCES: dict[str, Callable[..., Reference]] = {
+    "scale-exp": scale_exp,
+    "gemm": gemm,
+    "softmax": softmax,
+    "small-ops": small_ops,
+    "stream-sum": stream_sum,
+    "flash-attn": flash_attn,
+    "gqa-decode": gqa_decode,
+    "gqa-prefill": gqa_prefill,
+    "ring-attention": ring_attention,
+}
+
+#: built-in case name -> the kernels (``module:qualname``, as the manifest records them) its
+#: factory may use: lets replay tell a built-in recording from a user's kernel of the same
+#: case name without importing the kernels (plain data, never imported)
+BUILTIN_KERNELS: dict[str, frozenset[str]] = {
+    "scale-exp": frozenset({"kernbench.kernels.examples:scale_exp"}),
+    "gemm": frozenset({"kernbench.kernels.examples:gemm"}),
+    "softmax": frozenset({"kernbench.kernels.examples:row_softmax"}),
+    "small-ops": frozenset({"kernbench.kernels.examples:small_ops"}),
+    "stream-sum": frozenset({"kernbench.kernels.streaming:stream_sum"}),
+    "flash-attn": frozenset({"kernbench.kernels.flash:flash_attn"}),
+    "gqa-decode": frozenset({"kernbench.kernels.gqa:gqa_decode_lazy",
+                             "kernbench.kernels.gqa:gqa_decode_composite"}),
+    "gqa-prefill": frozenset({"kernbench.kernels.gqa:gqa_prefill"}),
+    "ring-attention": frozenset({"kernbench.kernels.ring:ring_prefill",
+                                 "kernbench.kernels.ring:ring_decode"}),
+}
