@@ -47,7 +47,9 @@ def test_trust_4_dictionaries_follow_enum_declaration_order():
     assert _ENGINE_DICT.to_pylist() == [e.value for e in Engine]
 
 
-def test_trust_4_written_dictionary_is_the_full_vocabulary_in_order():
+def test_trust_4_written_dictionary_is_the_used_vocabulary_in_declaration_order():
     ops = pq.read_table(TRACES / "softmax.ktrace" / "ops.parquet")
     name = ops.column("name").combine_chunks()
-    assert name.dictionary.to_pylist() == [op.value for op in Op]
+    used = set(name.to_pylist())
+    assert name.dictionary.to_pylist() == [op.value for op in Op if op.value in used]
+    assert len(used) < len(Op)  # so adding an op to the table cannot change this trace

@@ -76,6 +76,7 @@ def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array
 # is the enums' declaration order, never a set's or a dict built from sets (``KIND`` is
 # filled by iterating frozensets, whose order follows PYTHONHASHSEED): the dictionary values
 # are written into ops.parquet, so any hash order here would change its bytes (ADR-0140).
+# Each batch writes only the values it uses (``_used``), in this order.
 _OPS_ORDER = list(Op)
 _CODE = {op: i for i, op in enumerate(_OPS_ORDER)}
 _NAME_DICT = pa.array([op.value for op in _OPS_ORDER], pa.string())
@@ -85,6 +86,14 @@ _ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
 _KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
 _ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
 _NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
+
+
+def _used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
+    """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
+    bytes then depend on the ops it uses, not on how many ops the table knows."""
+    used = np.unique(codes)
+    return pa.DictionaryArray.from_arrays(pa.array(np.searchsorted(used, codes).astype(np.int32)),
+                                          vocabulary.take(pa.array(used)))
 
 
 def _dict(values: list | tuple) -> pa.Array:
@@ -143,9 +152,8 @@ class OpWriter:
         arrays = [
             pa.array(range(start, start + n), pa.int64()),
             pa.array(pe, pa.int32()), pa.array(program, pa.int32()), pa.array(seq, pa.int64()),
-            pa.DictionaryArray.from_arrays(pa.array(_KIND_OF[codes]), _KIND_DICT),
-            pa.DictionaryArray.from_arrays(pa.array(codes), _NAME_DICT),
-            pa.DictionaryArray.from_arrays(pa.array(_ENGINE_OF[codes]), _ENGINE_DICT),
+            _used(_KIND_OF[codes], _KIND_DICT), _used(codes, _NAME_DICT),
+            _used(_ENGINE_OF[codes], _ENGINE_DICT),
             pa.array(parent, pa.int64()),
             pa.array(t_issue, pa.int64()), pa.array(t_start, pa.int64()),
             pa.array(t_end, pa.int64()), pa.array(busy, pa.int64()), pa.array(wait, pa.int64()),
