@@ -10,6 +10,7 @@ from click.testing import CliRunner
 import kernbench as kb
 from kernbench import tl
 from kernbench.cli import main
+from kernbench.errors import closest
 from kernbench.record import hints
 
 THIS = "test_hints.py"
@@ -156,5 +157,5 @@ def test_unknown_case_or_parameter_suggests_the_closest_name(tmp_path, args, nee
 
 
 def test_a_name_far_from_every_known_one_gets_no_guess():
-    assert hints.closest("zzzz", ["scale-exp", "gemm"]) == ""
-    assert hints.closest("gem", ["scale-exp", "gemm"]) == "; did you mean 'gemm'?"
+    assert closest("zzzz", ["scale-exp", "gemm"]) == ""
+    assert closest("gem", ["scale-exp", "gemm"]) == "; did you mean 'gemm'?"
