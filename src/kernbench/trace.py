@@ -16,7 +16,9 @@ import polars as pl
 import pyarrow as pa
 
 from kernbench.errors import BadInputError, TraceFormatError
+from kernbench.limits import MANIFEST_MAX_BYTES, TraceLimitError
 from kernbench.schemas.arrow import SUPPORTED_MAJOR, read_table
+from kernbench.validate import Validation, check_manifest, validate_trace
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
 
@@ -70,16 +72,40 @@ def atomic_dir(out: Path, replaceable: Callable[[Path], bool] = _is_trace) -> It
         raise
 
 
+def _read_bounded(mpath: Path) -> str:
+    """The manifest's text, refusing anything but a small regular file."""
+    try:
+        if mpath.stat().st_size > MANIFEST_MAX_BYTES:
+            raise TraceLimitError(f"{mpath}: larger than {MANIFEST_MAX_BYTES} bytes; not a "
+                                  "kernbench manifest")
+        with open(mpath, "rb") as f:
+            raw = f.read(MANIFEST_MAX_BYTES + 1)
+    except OSError as exc:
+        raise TraceFormatError(f"{mpath}: unreadable ({exc.strerror or exc})") from None
+    if len(raw) > MANIFEST_MAX_BYTES:
+        raise TraceLimitError(f"{mpath}: larger than {MANIFEST_MAX_BYTES} bytes")
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise TraceFormatError(f"{mpath}: not UTF-8 text") from None
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of a trace directory, every field checked (``kernbench.validate``)."""
     mpath = Path(path) / "manifest.json"
     if not Path(path).is_dir():
         raise TraceFormatError(f"{path}: not a trace directory")
     if not mpath.is_file():
         raise TraceFormatError(f"{path}: no manifest.json; not a trace")
     try:
-        manifest = json.loads(mpath.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TraceFormatError(f"{mpath}: not valid JSON ({exc})") from None
+        manifest = json.loads(_read_bounded(mpath))
+    except (ValueError, RecursionError) as exc:
+        raise TraceFormatError(f"{mpath}: not valid JSON ({str(exc)[:100]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != "kernbench-trace":
         raise TraceFormatError(f"{mpath}: not a kernbench trace manifest")
     version = manifest.get("schema_version")
@@ -87,39 +113,57 @@ def read_manifest(path: Path) -> dict[str, Any]:
         major = int(str(version).split(".")[0])
     except ValueError:
         major = None
-    if major != SUPPORTED_MAJOR:
-        raise TraceFormatError(f"{mpath}: schema_version {version!r} is not supported "
-                               f"(this kernbench reads major version {SUPPORTED_MAJOR})")
+    if major != SUPPORTED_MAJOR or isinstance(version, bool):
+        raise TraceFormatError(f"{mpath}: schema_version {_short_repr(version)} is not "
+                               f"supported (this kernbench reads major version "
+                               f"{SUPPORTED_MAJOR})")
+    check_manifest(manifest, str(mpath))
     return manifest
 
 
 def verify_files(path: Path, manifest: dict[str, Any]) -> None:
-    """Check every data file exists and matches the manifest's sha256."""
+    """Check every data file is a regular file matching the manifest's sha256."""
     files = manifest.get("files") or {}
     for name in DATA_FILES:
         f = Path(path) / name
         if not f.is_file():
-            raise TraceFormatError(f"{f}: missing")
+            raise TraceFormatError(f"{f}: missing or not a regular file")
         want = files.get(name)
-        if want is None or file_sha256(f) != want:
+        try:
+            same = want is not None and file_sha256(f) == want
+        except OSError as exc:
+            raise TraceFormatError(f"{f}: unreadable ({exc.strerror or exc})") from None
+        if not same:
             raise TraceFormatError(f"{f}: sha256 does not match the manifest; the trace was "
                                    "modified or is corrupt")
 
 
 class Trace:
-    """An opened trace directory. ``ops``/``tensors`` are polars DataFrames."""
+    """An opened trace directory. ``ops``/``tensors`` are polars DataFrames.
 
-    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+    Opening checks the manifest, the sha256 of each data file and every row against the
+    format (``kernbench.validate``): an unreadable trace raises ``TraceFormatError``; an
+    invalid one too when ``strict`` (every command but ``check``, which lists the findings
+    from ``validation``).
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any],
+                 validation: Validation | None = None) -> None:
         self.path = path
         self.manifest = manifest
+        self.validation = validation
 
     @classmethod
-    def open(cls, path: str | Path, verify: bool = True) -> Trace:
+    def open(cls, path: str | Path, verify: bool = True, strict: bool = True) -> Trace:
         path = Path(path)
         manifest = read_manifest(path)
         if verify:
             verify_files(path, manifest)
-        return cls(path, manifest)
+        n_pe = int(manifest["hw"].get("n_pe", 8))
+        validation = validate_trace(path, manifest, n_pe)
+        if strict and not validation.ok:
+            raise TraceFormatError(validation.summary(str(path)))
+        return cls(path, manifest, validation)
 
     @cached_property
     def ops_table(self) -> pa.Table:
