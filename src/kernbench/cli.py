@@ -87,7 +87,8 @@ def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise TraceFormatError("out of memory reading the trace; lower "
                                    "KERNBENCH_MAX_MEMORY_GB so it is refused up front") from None
         except (OSError, pa.ArrowException, pl.exceptions.PolarsError, ValueError,
-                TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
+                TypeError, KeyError, IndexError, OverflowError, RecursionError,
+                pl.exceptions.PanicException) as exc:
             msg = " ".join(str(exc).split())[:200] or type(exc).__name__
             raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
                                    ) from None

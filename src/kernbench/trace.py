@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.limits import MANIFEST_MAX_BYTES, TraceLimitError
-from kernbench.schemas.arrow import SUPPORTED_MAJOR, read_table
+from kernbench.schemas.arrow import META_KEY, SUPPORTED_MAJOR, read_table
 from kernbench.validate import Validation, check_manifest, validate_trace
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
@@ -138,6 +138,12 @@ def verify_files(path: Path, manifest: dict[str, Any]) -> None:
                                    "modified or is corrupt")
 
 
+def _own_metadata(table: pa.Table) -> pa.Table:
+    """``table`` with only the ``kernbench`` schema metadata: other keys (``pandas``, ...)
+    are foreign to a trace and some readers would parse them."""
+    return table.replace_schema_metadata({META_KEY: table.schema.metadata[META_KEY]})
+
+
 class Trace:
     """An opened trace directory. ``ops``/``tensors`` are polars DataFrames.
 
@@ -167,11 +173,11 @@ class Trace:
 
     @cached_property
     def ops_table(self) -> pa.Table:
-        return read_table(self.path / "ops.parquet", "kernbench-ops")
+        return _own_metadata(read_table(self.path / "ops.parquet", "kernbench-ops"))
 
     @cached_property
     def tensors_table(self) -> pa.Table:
-        return read_table(self.path / "tensors.parquet", "kernbench-tensors")
+        return _own_metadata(read_table(self.path / "tensors.parquet", "kernbench-tensors"))
 
     @property
     def ops(self) -> pl.DataFrame:

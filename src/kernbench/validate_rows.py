@@ -230,7 +230,7 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
     """Check every op-log row, one record batch at a time."""
     offset, seq_next = 0, {}
     for batch in batches:
-        df = pl.from_arrow(batch)
+        df = pl.from_arrow(batch.replace_schema_metadata(None))
         assert isinstance(df, pl.DataFrame)
         df = df.with_columns(pl.col(DICT_COLUMNS).cast(pl.String),
                              row=pl.int_range(offset, offset + df.height, dtype=pl.Int64))

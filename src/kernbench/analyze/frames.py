@@ -76,7 +76,7 @@ def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame
         return None
     try:
         pf = open_parquet(path, "kernbench-values")
-        table = pf.read(columns=list(VALUES.names))
+        table = pf.read(columns=list(VALUES.names)).replace_schema_metadata(None)
         frame = pl.from_arrow(table)
         if frame["op_id"].null_count() or frame["checksum"].null_count():  # type: ignore[index]
             raise TraceFormatError(f"{path}: null op_id or checksum")
