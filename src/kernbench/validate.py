@@ -120,6 +120,12 @@ def open_parquet(path: Path, fmt: str) -> pq.ParquetFile:
     except _READ_ERRORS as exc:
         msg = " ".join(str(exc).split())[:200]
         raise TraceFormatError(f"{path}: not a readable Parquet file ({msg})") from None
+    for key, value in (meta.metadata or {}).items():
+        try:
+            key.decode(), value.decode()
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{path}: schema metadata {key[:40]!r} is not UTF-8 text; "
+                                   "not a kernbench file") from None
     check_metadata(schema.metadata, fmt, path)
     check_types(schema, fmt, path)
     limits.require(f"{path} (uncompressed)", raw)
@@ -177,8 +183,8 @@ def check_manifest(manifest: dict[str, Any], where: str) -> HwConfig:
     try:
         hw = HwConfig.from_dict(hw_dict, where=f"{where} hw")
     except (BadInputError, TypeError, ValueError) as exc:
-        raise TraceFormatError(str(exc).splitlines()[0] if str(exc) else f"{where}: bad hw"
-                               ) from None
+        msg = (str(exc).splitlines() or ["unusable"])[0]
+        raise TraceFormatError(msg if msg.startswith(where) else f"{where}: {msg}") from None
     if hw.n_pe > limits.MAX_N_PE or not isinstance(hw.n_pe, int):
         raise TraceFormatError(f"{where}: hw n_pe {hw.n_pe!r} is not an integer in "
                                f"1..{limits.MAX_N_PE}")

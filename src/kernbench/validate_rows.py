@@ -52,7 +52,9 @@ class Findings:
             self.parts.append(frame.head(room).select(
                 rule=pl.lit(rule), op_id=pl.col(op) if op else pl.lit(None),
                 other_op_id=pl.col(other) if other else pl.lit(None),
-                message=message).cast(FINDING))  # type: ignore[arg-type]
+                message=pl.coalesce(message.cast(pl.String), pl.format(
+                    "op {} breaks the {} rule", pl.col(op) if op else pl.lit("?"),
+                    pl.lit(rule)))).cast(FINDING))  # type: ignore[arg-type]
 
     def one(self, rule: str, message: str, op_id: int | None = None, n: int = 1) -> None:
         self.add(rule, pl.DataFrame({"op_id": [op_id] * n}, schema={"op_id": pl.Int64}),

@@ -275,7 +275,7 @@ KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "ops_metadata_version_99": (_metadata(b'{"format": "kernbench-ops", '
                                           b'"schema_version": 99}'), True),
     "ops_metadata_not_object": (_metadata(b"5"), True),
-    "ops_pickled_pandas_metadata": (_metadata(pickle.dumps(_Bomb()), key=b"pandas"), False),
+    "ops_pickled_pandas_metadata": (_metadata(pickle.dumps(_Bomb()), key=b"pandas"), True),
     "tensors_pickled_metadata": (_metadata(pickle.dumps(_Bomb()), TENSORS), True),
     # tensors
     "tensors_shape_bomb": (_pylist("shape", _row(0, [1 << 20, 1 << 20]), TENSORS), True),
