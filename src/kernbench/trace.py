@@ -147,17 +147,17 @@ def _own_metadata(table: pa.Table) -> pa.Table:
 class Trace:
     """An opened trace directory. ``ops``/``tensors`` are polars DataFrames.
 
-    Opening checks the manifest, the sha256 of each data file and every row against the
-    format (``kernbench.validate``): an unreadable trace raises ``TraceFormatError``; an
-    invalid one too when ``strict`` (every command but ``check``, which lists the findings
-    from ``validation``).
+    Opening checks the manifest (every field, the hardware, its memory) and the sha256 of
+    each data file. The rows are validated (``kernbench.validate``) once, before the first
+    read of a table or by ``validated()``: an unreadable trace raises ``TraceFormatError``;
+    an invalid one too when ``strict`` (every command but ``check``, which lists the
+    findings from ``validation``).
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any],
-                 validation: Validation | None = None) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], strict: bool = True) -> None:
         self.path = path
         self.manifest = manifest
-        self.validation = validation
+        self.strict = strict
 
     @classmethod
     def open(cls, path: str | Path, verify: bool = True, strict: bool = True) -> Trace:
@@ -165,18 +165,28 @@ class Trace:
         manifest = read_manifest(path)
         if verify:
             verify_files(path, manifest)
-        n_pe = int(manifest["hw"].get("n_pe", 8))
-        validation = validate_trace(path, manifest, n_pe)
-        if strict and not validation.ok:
-            raise TraceFormatError(validation.summary(str(path)))
-        return cls(path, manifest, validation)
+        return cls(path, manifest, strict)
+
+    @cached_property
+    def validation(self) -> Validation:
+        """What the validator found in the rows (raises if the files cannot be read)."""
+        return validate_trace(self.path, self.manifest, int(self.manifest["hw"]["n_pe"]))
+
+    def validated(self) -> Trace:
+        """This trace, once validated; TraceFormatError if it is invalid and ``strict``."""
+        validation = self.validation  # computed (and unreadable files refused) either way
+        if self.strict and not validation.ok:
+            raise TraceFormatError(self.validation.summary(str(self.path)))
+        return self
 
     @cached_property
     def ops_table(self) -> pa.Table:
+        self.validated()
         return _own_metadata(read_table(self.path / "ops.parquet", "kernbench-ops"))
 
     @cached_property
     def tensors_table(self) -> pa.Table:
+        self.validated()
         return _own_metadata(read_table(self.path / "tensors.parquet", "kernbench-tensors"))
 
     @property

@@ -164,8 +164,10 @@ def _operand_rules(df: pl.DataFrame, n_pe: int, regions: pl.DataFrame | None,
                                        "dtype"), "row")
     if regions is None:
         return
-    hbm = (opnd.join(bad.select("row"), on="row", how="anti").filter(pl.col("space") == "hbm")
-           .with_columns(nb=pl.col("shape").list.eval(pl.element().cast(pl.Float64).product())
+    hbm = opnd.filter(pl.col("space") == "hbm")
+    if bad.height:
+        hbm = hbm.join(bad.select("row"), on="row", how="anti")
+    hbm = (hbm.with_columns(nb=pl.col("shape").list.eval(pl.element().cast(pl.Float64).product())
                          .list.first().fill_null(1.0)
                          * pl.col("dtype").replace_strict(ITEMSIZE, return_dtype=pl.Float64))
            .sort("addr"))

@@ -29,9 +29,9 @@ VALUES_FILE = Path("replay") / "values.parquet"
 def open_trace(trace_or_path: Trace | str | Path, strict: bool = True) -> Trace:
     """A verified and validated ``Trace`` from a Trace or a directory path; ``strict``
     refuses an invalid trace (``check`` passes False and lists the findings)."""
-    if isinstance(trace_or_path, Trace):
-        return trace_or_path
-    return Trace.open(trace_or_path, strict=strict)
+    trace = (trace_or_path if isinstance(trace_or_path, Trace)
+             else Trace.open(trace_or_path, strict=strict))
+    return trace.validated()
 
 
 def hw_of(trace: Trace) -> HwConfig:

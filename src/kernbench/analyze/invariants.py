@@ -19,7 +19,7 @@ from kernbench.errors import BadInputError
 from kernbench.hw import HwConfig
 from kernbench.schemas.ops import CAPACITY_ONE, Kind
 from kernbench.trace import Trace
-from kernbench.validate import RULES, Validation, validate_trace
+from kernbench.validate import RULES, Validation
 
 VIOLATION = {"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
 
@@ -35,10 +35,7 @@ class TraceData:
 
     @classmethod
     def load(cls, trace: Trace) -> TraceData:
-        validation = trace.validation
-        if validation is None:
-            validation = validate_trace(trace.path, trace.manifest, hw_of(trace).n_pe)
-        return cls(trace, load_ops(trace), hw_of(trace), validation)
+        return cls(trace, load_ops(trace), hw_of(trace), trace.validation)
 
 
 @dataclass(frozen=True)
