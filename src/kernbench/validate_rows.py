@@ -150,14 +150,18 @@ def _operand_rules(df: pl.DataFrame, n_pe: int, regions: pl.DataFrame | None,
                    found: Findings) -> None:
     null_elem = df.filter(pl.col("inputs").list.eval(pl.element().is_null()).list.any())
     found.add("schema", null_elem, pl.format("op {} has a null input operand", "op_id"), "row")
-    opnd = _operands(df)
+    opnd = _operands(df).with_columns(
+        nb=pl.col("shape").list.eval(pl.element().cast(pl.Float64).product()).list.first()
+        .fill_null(1.0) * pl.col("dtype").replace_strict(ITEMSIZE, default=1,
+                                                        return_dtype=pl.Float64))
     fields = ("space", "pe", "addr", "shape", "dtype", "transposed")
     bad_shape = pl.col("shape").list.eval(pl.element().is_null() | (pl.element() < 0)
                                           | (pl.element() >= MAX_VALUE)).list.any()
     bad = opnd.filter(pl.any_horizontal(*[pl.col(c).is_null() for c in fields])
                       | ~pl.col("space").is_in(SPACES) | ~pl.col("dtype").is_in(list(ITEMSIZE))
                       | (pl.col("pe") < 0) | (pl.col("pe") >= n_pe) | (pl.col("addr") < 0)
-                      | (pl.col("addr") >= MAX_VALUE) | bad_shape.fill_null(True))
+                      | (pl.col("addr") >= MAX_VALUE) | bad_shape.fill_null(True)
+                      | (pl.col("nb") >= MAX_VALUE))
     found.add("schema", bad, pl.format("op {} has an operand {}@pe{} addr {} shape {} dtype {}"
                                        " outside the format", "op_id", "space", "pe", "addr",
                                        pl.col("shape").cast(pl.List(pl.String)).list.join(","),
@@ -167,10 +171,7 @@ def _operand_rules(df: pl.DataFrame, n_pe: int, regions: pl.DataFrame | None,
     hbm = opnd.filter(pl.col("space") == "hbm")
     if bad.height:
         hbm = hbm.join(bad.select("row"), on="row", how="anti")
-    hbm = (hbm.with_columns(nb=pl.col("shape").list.eval(pl.element().cast(pl.Float64).product())
-                         .list.first().fill_null(1.0)
-                         * pl.col("dtype").replace_strict(ITEMSIZE, return_dtype=pl.Float64))
-           .sort("addr"))
+    hbm = hbm.sort("addr")
     if not hbm.height:
         return
     hit = hbm.join_asof(regions, left_on="addr", right_on="r_lo", strategy="backward")
@@ -188,7 +189,7 @@ def _row_rules(df: pl.DataFrame, found: Findings, n_pe: int, seq_next: dict[int,
               pl.format("row {} has op_id {}", "row", "op_id"), "row")
     offset = c("pe").replace_strict(seq_next, default=0, return_dtype=pl.Int64)
     seqd = df.with_columns(want=pl.int_range(pl.len()).over("pe").cast(pl.Int64) + offset)
-    found.add("dense_ids", seqd.filter(c("seq") != c("want")), pl.format(
+    found.add("dense_seq", seqd.filter(c("seq") != c("want")), pl.format(
         "op {} on pe{} has seq {}, expected {}", "op_id", "pe", "seq", "want"), "row")
     for pe, n in df.group_by("pe").len().iter_rows():
         if pe is not None:
@@ -196,16 +197,20 @@ def _row_rules(df: pl.DataFrame, found: Findings, n_pe: int, seq_next: dict[int,
     found.add("schema", df.filter((c("pe") < 0) | (c("pe") >= n_pe) | (c("program") < 0)),
               pl.format("op {} has pe {} program {} (hw has {} PEs)", "op_id", "pe",
                         "program", pl.lit(n_pe)), "row")
-    vocab = df.filter(~c("name").is_in(_NAMES)
-                      | (c("kind") != c("name").replace_strict(_KIND, default=None))
-                      | (c("engine") != c("name").replace_strict(_ENGINE, default=None)))
-    found.add("schema", vocab, pl.format("op {} has unknown name/kind/engine {}/{}/{}",
+    unknown = df.filter(~c("name").is_in(_NAMES))
+    found.add("schema", unknown, pl.format("op {}: unknown op name(s) ['{}']", "op_id", "name"),
+              "row")
+    vocab = df.filter(c("name").is_in(_NAMES) & (
+        (c("kind") != c("name").replace_strict(_KIND, default=None))
+        | (c("engine") != c("name").replace_strict(_ENGINE, default=None))))
+    found.add("schema", vocab, pl.format("op {} ({}) has kind/engine {}/{}, not the op's",
                                          "op_id", "name", "kind", "engine"), "row")
-    big = pl.any_horizontal(*[c(k) >= MAX_VALUE for k in _TIMES + _COUNTS])
-    found.add("schema", df.filter(pl.any_horizontal(*[c(k) < 0 for k in _COUNTS]) | big),
-              pl.format("op {} has a negative or absurd count/time (nbytes {}, elements {},"
-                        " t_end {})", "op_id", "nbytes", "num_elements", "t_end_ps"), "row")
-    bad_t = df.filter(~big & ((c("t_issue_ps") < 0) | (c("t_issue_ps") > c("t_start_ps"))
+    big = pl.any_horizontal(*[(c(k) >= MAX_VALUE) | (c(k) < 0) for k in _TIMES + _COUNTS])
+    found.add("schema", df.filter(big), pl.format(
+        "op {} has a negative or absurd time/count (t_issue {} t_start {} t_end {} busy {} "
+        "wait {}; nbytes {} elements {} flops {} scratch {})", "op_id", *_TIMES, *_COUNTS),
+        "row")
+    bad_t = df.filter(~big.fill_null(True) & ((c("t_issue_ps") > c("t_start_ps"))
                               | (c("t_start_ps") > c("t_end_ps")) | (c("busy_ps") < 0)
                               | (c("wait_ps") < 0)
                               | (c("t_start_ps") + c("busy_ps") > c("t_end_ps"))))

@@ -261,8 +261,10 @@ KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "ops_negative_issue": (_pylist("t_issue_ps", _row(1, -1)), True),
     "ops_time_overflow": (_pylist("busy_ps", _row(1, 2**63 - 1)), True),
     "ops_hbm_addr_negative": (_operand("inputs", "addr", -64), True),
-    "ops_hbm_addr_far": (_operand("inputs", "addr", 1 << 40), True),
+    # outside every tensor: check fails, replay reports the invalid read, others may run
+    "ops_hbm_addr_far": (_operand("inputs", "addr", 1 << 40), False),
     "ops_hbm_shape_bomb": (_operand("inputs", "shape", [1 << 40, 1 << 40]), True),
+    "ops_tcm_shape_overflow": (_operand("output", "shape", [1 << 31] * 3, space="tcm"), True),
     "ops_unknown_dtype": (_operand("output", "dtype", "float128", space="tcm"), True),
     "ops_unknown_space": (_operand("output", "space", "l3", space="tcm"), True),
     "ops_pe_out_of_range": (_pylist("pe", _row(0, 999)), True),

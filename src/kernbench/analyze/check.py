@@ -17,6 +17,7 @@ from kernbench.analyze.invariants import INVARIANTS, TraceData, run_invariants
 from kernbench.analyze.report import format_table, to_json
 from kernbench.analyze.rules import Rule, RuleResult, evaluate, load_rules
 from kernbench.trace import Trace
+from kernbench.validate import RULES
 
 #: violations listed per invariant in text; JSON lists up to JSON_LIMIT
 TEXT_LIMIT = 20
@@ -145,7 +146,8 @@ def check(trace_or_path: Trace | str | Path, rules: str | Path | list[Rule] | No
         vs = tuple(Violation(name, r["message"], r["op_id"], r["other_op_id"],
                              where.get(r["op_id"]), where.get(r["other_op_id"]))
                    for r in df.head(JSON_LIMIT).iter_rows(named=True))
-        count = (data.validation.counts if data.validation else {}).get(name, df.height)
+        count = (data.validation.count(name) if data.validation and name in RULES
+                 else df.height)
         results.append(InvariantResult(name, INVARIANTS[name].doc, count, vs))
     # user rules compute metrics, which need a valid op log
     rule_results = evaluate(rule_list, trace) if data.validation.ok else []
