@@ -8,9 +8,10 @@ Two levels:
   (``kernbench.limits``). All of it is decided from the manifest and the Parquet footers,
   before any data is allocated.
 * **invalid** (a ``Validation`` of findings): rows that break the format contract — nulls,
-  unknown op names/kinds/engines, unparseable attrs, non-dense ``op_id``/``seq``, times out
-  of order or negative, HBM operands outside every tensor, bad tensor rows. ``check`` lists
-  them (exit 1); every other command refuses the trace (exit 2).
+  unknown op names/kinds/engines, unparseable attrs, negative or absurd values, non-dense
+  ``op_id``, bad tensor rows. ``check`` lists them (exit 1); every other command refuses
+  the trace (exit 2). Timing findings (``time_order``, ``hbm_bounds``, ``seq`` density) fail
+  ``check`` only: replay runs such a trace and shows the damage (ADR-0120).
 
 The op log is read in record batches (bounded memory) and checked with polars expressions.
 Nothing is evaluated or unpickled: metadata and attrs are parsed as JSON only.

@@ -214,6 +214,7 @@ def _operand_addr(df: pl.DataFrame, addr: int) -> pl.DataFrame:
     (lambda df: set_cell(df, 1, t_end_ps=-5), "schema", "negative or absurd time"),
     # softmax (op 2) starts before the load it reads (op 1) lands: a timing-model bug
     (lambda df: set_cell(df, 2, t_start_ps=507_999), "time_order", "t_issue 508000 t_start 507999"),
+    (lambda df: df.with_columns(seq=pl.lit(0, pl.Int64)), "dense_ids", "has seq 0, expected"),
     (lambda df: df.with_columns(op_id=pl.when(pl.col("op_id") == 2).then(1)
                                 .otherwise(pl.col("op_id"))), "dense_ids", "row 2 has op_id 1"),
 ])
@@ -226,6 +227,9 @@ def test_trust_12_check_fails_what_replay_rejects(traces, edit_trace, edit, inva
     assert any(text in v.message for v in failed[invariant].violations)
     if invariant in ("hbm_bounds", "time_order"):  # replay runs it and shows the damage
         assert not replay_in_process(bad).ok
+    elif "seq" in text:  # bookkeeping only diff relies on: diff refuses, replay runs
+        with pytest.raises(TraceFormatError, match="seq is not dense per PE"):
+            diff(bad, bad)
     else:  # the format is broken: the rest of check is skipped, replay refuses
         assert any(i.skipped for i in report.invariants)
         with pytest.raises(TraceFormatError, match="invalid trace .*`kernbench check` lists"):

@@ -267,6 +267,8 @@ KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "ops_tcm_shape_overflow": (_operand("output", "shape", [1 << 31] * 3, space="tcm"), True),
     "ops_unknown_dtype": (_operand("output", "dtype", "float128", space="tcm"), True),
     "ops_unknown_space": (_operand("output", "space", "l3", space="tcm"), True),
+    # seq not dense: check fails, diff refuses (it aligns by (pe, seq)), others may run
+    "ops_seq_all_zero": (_pylist("seq", lambda v: [0] * len(v)), False),
     "ops_pe_out_of_range": (_pylist("pe", _row(0, 999)), True),
     "ops_rows_not_n_ops": (_rows(3), True),
     # hostile metadata

@@ -18,7 +18,7 @@ import polars as pl
 from kernbench.analyze.frames import load_ops, load_values, open_trace
 from kernbench.analyze.metrics import ENGINES, Metrics, metrics, resolve_metric
 from kernbench.analyze.report import fmt, format_table, op_breakdown, to_json
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.trace import Trace
 
 _STRUCT_FIELDS = ("kind", "name", "engine", "program", "top", "inputs", "output",
@@ -313,6 +313,10 @@ def diff(a: Trace | str | Path, b: Trace | str | Path, fail_on: list[str] | None
     """Compare trace ``a`` (before) with ``b`` (after); ``fail_on`` holds ``KEY=±X%``
     thresholds that set ``exit_code`` 1 when exceeded."""
     ta, tb = open_trace(a), open_trace(b)
+    for t in (ta, tb):  # ops are aligned by (pe, seq): duplicates would multiply the join
+        if t.validation.counts.get("dense_seq"):
+            raise TraceFormatError(f"{t.path}: seq is not dense per PE (kernbench check lists "
+                                   "the ops); diff aligns ops by (pe, seq)")
     ma, mb = metrics(ta), metrics(tb)
     thresholds = _thresholds(list(fail_on or []), ma, mb)
     ops_a, ops_b = load_ops(ta), load_ops(tb)
