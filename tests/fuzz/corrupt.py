@@ -217,6 +217,12 @@ def _deep_manifest(d: Path) -> None:
     (d / MANIFEST).write_text(text)
 
 
+def _short_data(d: Path) -> None:
+    """Tensor 0 initialised from 3 stored bytes (its shape needs 16 KiB)."""
+    _pylist("init", _row(0, '{"kind": "data"}'), TENSORS)(d)
+    _pylist("data", _row(0, b"abc"), TENSORS)(d)
+
+
 KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     # truncations and bit flips
     "ops_truncated_half": (_bytes(OPS, lambda b: b[: len(b) // 2]), True),
@@ -286,6 +292,7 @@ KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "tensors_negative_addr": (_pylist("addr", _row(1, -4096), TENSORS), True),
     "tensors_unknown_dtype": (_pylist("dtype", _row(0, "complex512"), TENSORS), True),
     "tensors_bad_init": (_pylist("init", _row(0, "{"), TENSORS), True),
+    "tensors_data_short": (_short_data, True),
     "tensors_overlap": (_pylist("addr", _row(1, 0), TENSORS), True),
     # manifest fields
     "manifest_files_list": (_manifest(_set("files", ["ops.parquet"])), True),
