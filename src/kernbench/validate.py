@@ -232,5 +232,6 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     regions, tensor_bytes = tensor_findings(_read(tpf, t_path), n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     ops_findings(_batches(opf, o_path), regions, n_pe, found)
+    pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, found.frame())
