@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kernbench.errors import KernbenchError
+from kernbench.errors import KernbenchError, TraceFormatError
 
 
 def _one_line(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -68,8 +68,38 @@ def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None
                f"-> {trace.path}")
 
 
+def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A command reading traces: errors of the libraries underneath (a corrupt file that got
+    past validation, an OS error, memory) are one line and exit 2, never a traceback.
+    Apply inside ``_one_line``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import polars as pl
+        import pyarrow as pa
+
+        try:
+            return fn(*args, **kwargs)
+        except (KernbenchError, click.exceptions.Exit, click.ClickException):
+            raise
+        except MemoryError:
+            raise TraceFormatError("out of memory reading the trace; lower "
+                                   "KERNBENCH_MAX_MEMORY_GB so it is refused up front") from None
+        except (OSError, pa.ArrowException, pl.exceptions.PolarsError, ValueError,
+                TypeError, KeyError, IndexError, OverflowError, RecursionError,
+                pl.exceptions.PanicException) as exc:
+            msg = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
+                                   ) from None
+
+    return wrapper
+
+
 def _emit(result: Any, as_json: bool = False) -> None:
-    """Print an analysis report (table or JSON) and exit with its code."""
+    """Print an analysis report (table or JSON) and its warnings (stderr); exit with its
+    code."""
+    for line in getattr(result, "warnings", ()):
+        click.echo(f"kernbench: warning: {line}", err=True)
     click.echo(result.to_json() if as_json else result.to_text(), nl=as_json)
     if result.exit_code:
         sys.exit(result.exit_code)
@@ -97,8 +127,13 @@ def replay(trace: str, case: str | None, require_reference: bool) -> None:
 @click.option("--rules", type=click.Path(), default=None, help="TOML file of [[rule]] tables.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
+@_reads_trace
 def check(trace: str, rules: str | None, as_json: bool) -> None:
-    """Check a trace's (or every sweep point's) invariants and rules; exit 1 on a violation."""
+    """Check a trace's (or every sweep point's) invariants and rules; exit 1 on a violation.
+
+    Exit 1 also for a readable trace that breaks the format (the validator's findings are
+    listed); exit 2 for one that cannot be read (corrupt file, wrong column types, sha256
+    mismatch, over the size limit KERNBENCH_MAX_MEMORY_GB)."""
     from kernbench.analyze import check as run
     from kernbench.sweep import is_sweep
 
@@ -113,10 +148,12 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
-@click.option("--fail-on", "fail_on", multiple=True, metavar="KEY=±X%",
-              help="Exit 1 if metric KEY changed by more than X% (repeatable).")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="KEY=±X%|±Xns",
+              help="Exit 1 if metric KEY changed by more than X% or, for a time, an amount "
+                   "with a unit ps/ns/us (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
+@_reads_trace
 def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
     """Compare trace A (before) with trace B (after), or two sweeps point by point."""
     from kernbench.analyze import diff as run
@@ -139,6 +176,7 @@ def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
 @click.option("--html", "html_out", default=None, type=click.Path(), metavar="FILE.html",
               help="Write a self-contained HTML report with pictures instead.")
 @_one_line
+@_reads_trace
 def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
            html_out: str | None) -> None:
     """The metrics of a trace (or the points of a sweep), as a table, JSON, or an HTML page
@@ -162,6 +200,7 @@ def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
 @click.argument("trace", type=click.Path())
 @click.option("-o", "--out", required=True, type=click.Path(), help="FILE.png, .svg or .pdf.")
 @_one_line
+@_reads_trace
 def plot(trace: str, out: str) -> None:
     """Draw a trace (engine timeline, scratch, stalls by line, roofline) or a sweep
     (metrics against parameters, Pareto front)."""
@@ -174,6 +213,7 @@ def plot(trace: str, out: str) -> None:
 @click.argument("trace", type=click.Path())
 @click.option("-o", "--out", required=True, type=click.Path(), help="Output .json file.")
 @_one_line
+@_reads_trace
 def export(trace: str, out: str) -> None:
     """Write a Perfetto (Chrome JSON) timeline of a trace."""
     from kernbench.analyze import export_perfetto
@@ -186,6 +226,7 @@ def export(trace: str, out: str) -> None:
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
+@_reads_trace
 def sql(trace: str, query: str, as_json: bool) -> None:
     """Run SQL over the tables ops, operands, tensors and values (a sweep: points, ops)."""
     from kernbench.analyze import sql as run

@@ -17,6 +17,7 @@ from kernbench.analyze.invariants import INVARIANTS, TraceData, run_invariants
 from kernbench.analyze.report import format_table, to_json
 from kernbench.analyze.rules import Rule, RuleResult, evaluate, load_rules
 from kernbench.trace import Trace
+from kernbench.validate import RULES
 
 #: violations listed per invariant in text; JSON lists up to JSON_LIMIT
 TEXT_LIMIT = 20
@@ -48,10 +49,15 @@ class InvariantResult:
     doc: str
     count: int
     violations: tuple[Violation, ...]  # the first JSON_LIMIT
+    skipped: bool = False  # not run: the trace failed validation
 
     @property
     def ok(self) -> bool:
         return self.count == 0
+
+    @property
+    def status(self) -> str:
+        return "skipped" if self.skipped else "ok" if self.ok else "FAIL"
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ class CheckReport:
         status = "ok" if self.ok else f"FAIL ({self.n_violations} violations)"
         parts = [f"check {self.path}: {status}",
                  format_table(["invariant", "status", "violations", "what"],
-                              [[i.name, "ok" if i.ok else "FAIL", i.count, i.doc]
+                              [[i.name, i.status, i.count, i.doc]
                                for i in self.invariants])]
         for inv in self.invariants:
             if inv.ok:
@@ -99,7 +105,8 @@ class CheckReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "trace": self.path, "ok": self.ok, "n_violations": self.n_violations,
-            "invariants": [{"name": i.name, "doc": i.doc, "ok": i.ok, "count": i.count,
+            "invariants": [{"name": i.name, "doc": i.doc, "ok": i.ok, "skipped": i.skipped,
+                            "count": i.count,
                             "truncated": i.count > len(i.violations),
                             "violations": [v.to_dict() for v in i.violations]}
                            for i in self.invariants],
@@ -110,10 +117,12 @@ class CheckReport:
         return to_json(self.to_dict())
 
 
-def _where(ops: pl.DataFrame, frames: dict[str, pl.DataFrame]) -> dict[int, str]:
+def _where(ops: pl.DataFrame, frames: dict[str, pl.DataFrame | None]) -> dict[int, str]:
     """``name @ src`` of every op id some violation names."""
     ids = pl.concat([f.head(JSON_LIMIT).select(pl.concat_list("op_id", "other_op_id")
-                                               .explode().alias("id")) for f in frames.values()])
+                                               .explode().alias("id"))
+                     for f in frames.values() if f is not None]
+                    or [pl.DataFrame(schema={"id": pl.Int64})])
     ids = ids.filter(pl.col("id").is_not_null()).unique()
     rows = ops.join(ids, left_on="op_id", right_on="id").select(
         "op_id", where=pl.format("{} @ {}", pl.col("name"), pl.col("src")))
@@ -124,15 +133,22 @@ def check(trace_or_path: Trace | str | Path, rules: str | Path | list[Rule] | No
           invariants: list[str] | None = None) -> CheckReport:
     """Run the built-in invariants (all, or those named) and the rules (a TOML path or
     parsed rules) over a trace."""
-    trace = open_trace(trace_or_path)
+    trace = open_trace(trace_or_path, strict=False)
     rule_list = load_rules(rules) if isinstance(rules, str | Path) else list(rules or [])
     data = TraceData.load(trace)
     frames = run_invariants(data, invariants)
     where = _where(data.ops, frames)
     results = []
     for name, df in frames.items():
+        if df is None:
+            results.append(InvariantResult(name, INVARIANTS[name].doc, 0, (), skipped=True))
+            continue
         vs = tuple(Violation(name, r["message"], r["op_id"], r["other_op_id"],
                              where.get(r["op_id"]), where.get(r["other_op_id"]))
                    for r in df.head(JSON_LIMIT).iter_rows(named=True))
-        results.append(InvariantResult(name, INVARIANTS[name].doc, df.height, vs))
-    return CheckReport(str(trace.path), tuple(results), tuple(evaluate(rule_list, trace)))
+        count = (data.validation.count(name) if data.validation and name in RULES
+                 else df.height)
+        results.append(InvariantResult(name, INVARIANTS[name].doc, count, vs))
+    # user rules compute metrics, which need a valid op log
+    rule_results = evaluate(rule_list, trace) if data.validation.ok else []
+    return CheckReport(str(trace.path), tuple(results), tuple(rule_results))

@@ -18,36 +18,58 @@ import polars as pl
 from kernbench.analyze.frames import load_ops, load_values, open_trace
 from kernbench.analyze.metrics import ENGINES, Metrics, metrics, resolve_metric
 from kernbench.analyze.report import fmt, format_table, op_breakdown, to_json
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.trace import Trace
 
 _STRUCT_FIELDS = ("kind", "name", "engine", "program", "top", "inputs", "output",
                   "num_elements", "nbytes", "flops", "attrs")
 _OPERAND_FIELDS = ("space", "pe", "shape", "dtype", "transposed")
 _FAIL_ON = re.compile(r"^(?P<key>[A-Za-z_][\w.]*)=(?P<sign>[+\-±]?)"
-                      r"(?P<num>\d+(?:\.\d*)?|\.\d+)(?P<pct>%?)$")
+                      r"(?P<num>\d+(?:\.\d*)?|\.\d+)(?P<unit>%|ps|ns|us)?$")
+#: the time units a ``--fail-on`` amount may carry, in ps
+TIME_UNITS: dict[str, int] = {"ps": 1, "ns": 1_000, "us": 1_000_000}
 
 
 @dataclass(frozen=True)
 class Threshold:
     """``KEY=+X%`` (fail if B rose by more than X%), ``-X%`` (fell by more), ``±X%`` or
-    ``X%`` (either way); without ``%`` the amount is absolute, in the metric's unit."""
+    ``X%`` (either way). An absolute amount carries a time unit (``ps``, ``ns``, ``us``) for
+    a time metric (``*_ps``) and no unit for a count or size (ADR-0124)."""
 
     key: str
     sign: str
-    amount: float
-    percent: bool
+    number: float
+    unit: str  # "%", "ps", "ns", "us" or "" (a plain count)
 
     @classmethod
     def parse(cls, spec: str) -> Threshold:
         m = _FAIL_ON.match(spec.strip().replace(" ", ""))
         if not m:
-            raise BadInputError(f"--fail-on {spec!r}: expected KEY=+X% / KEY=-X% / KEY=±X% "
-                                "(e.g. latency=+1%)")
-        return cls(m["key"], m["sign"] or "±", float(m["num"]), bool(m["pct"]))
+            raise BadInputError(f"--fail-on {spec!r}: expected KEY=+X% / KEY=-X% / KEY=±X% or "
+                                "an amount with a unit (e.g. latency=+1%, latency=+50ns)")
+        return cls(m["key"], m["sign"] or "±", float(m["num"]), m["unit"] or "")
+
+    @property
+    def percent(self) -> bool:
+        return self.unit == "%"
+
+    @property
+    def amount(self) -> float:
+        """The threshold in the metric's own unit (ps for times, % for percentages)."""
+        return self.number * TIME_UNITS.get(self.unit, 1)
+
+    def check_unit(self, metric: str, spec: str) -> None:
+        """BadInputError unless the unit fits ``metric`` (times need one, counts none)."""
+        is_time = metric.endswith("_ps")
+        if is_time and not self.unit:
+            raise BadInputError(f"--fail-on {spec!r}: {metric} is a time; give a unit: "
+                                f"%, ps, ns or us (e.g. {self.key}=+1% or {self.key}=+50ns)")
+        if not is_time and self.unit in TIME_UNITS:
+            raise BadInputError(f"--fail-on {spec!r}: {metric} is not a time; use % or a "
+                                "plain number")
 
     def __str__(self) -> str:
-        return f"{self.key}={self.sign}{fmt(self.amount)}{'%' if self.percent else ''}"
+        return f"{self.key}={self.sign}{fmt(self.number)}{self.unit}"
 
     def change(self, a: float, b: float) -> float:
         if not self.percent:
@@ -135,7 +157,8 @@ def first_value_difference(a: pl.DataFrame, b: pl.DataFrame, va: pl.DataFrame,
 
 
 def _by_op(a: Trace, b: Trace) -> list[dict[str, Any]]:
-    keep = ["kind", "name", "count", "busy_ps"]
+    keep = [pl.col("kind"), pl.col("name"), pl.col("count").cast(pl.Int64),
+            pl.col("busy_ps").cast(pl.Int64)]  # signed: a count may fall (pl.len is UInt32)
     j = (op_breakdown(a).select(keep).join(op_breakdown(b).select(keep), on=["kind", "name"],
                                            how="full", coalesce=True, suffix="_b")
          .fill_null(0).select("kind", "name", count_a="count", count_b="count_b",
@@ -160,6 +183,7 @@ class DiffReport:
     values_compared: bool  # both traces were replayed
     first_value: dict[str, Any] | None
     thresholds: tuple[ThresholdResult, ...]
+    warnings: tuple[str, ...] = ()  # e.g. a corrupt replay/values.parquet left out
 
     @property
     def changed_metrics(self) -> list[str]:
@@ -195,6 +219,7 @@ class DiffReport:
             "values_compared": self.values_compared,
             "first_value_difference": self.first_value,
             "fail_on": [t.to_dict() for t in self.thresholds],
+            "warnings": list(self.warnings),
         }
 
     def to_json(self) -> str:
@@ -285,6 +310,7 @@ def _thresholds(specs: list[str], ma: Metrics, mb: Metrics) -> list[ThresholdRes
             key = resolve_metric(t.key, ma)
         except KeyError as exc:
             raise BadInputError(f"--fail-on {spec!r}: {exc.args[0]}") from None
+        t.check_unit(key, spec)
         a, b = ma[key], mb[key]
         if isinstance(a, str) or isinstance(b, str):
             raise BadInputError(f"--fail-on {spec!r}: metric {key} is not a number")
@@ -297,13 +323,18 @@ def diff(a: Trace | str | Path, b: Trace | str | Path, fail_on: list[str] | None
     """Compare trace ``a`` (before) with ``b`` (after); ``fail_on`` holds ``KEY=±X%``
     thresholds that set ``exit_code`` 1 when exceeded."""
     ta, tb = open_trace(a), open_trace(b)
+    for t in (ta, tb):  # ops are aligned by (pe, seq): duplicates would multiply the join
+        if t.validation.counts.get("dense_seq"):
+            raise TraceFormatError(f"{t.path}: seq is not dense per PE (kernbench check lists "
+                                   "the ops); diff aligns ops by (pe, seq)")
     ma, mb = metrics(ta), metrics(tb)
     thresholds = _thresholds(list(fail_on or []), ma, mb)
     ops_a, ops_b = load_ops(ta), load_ops(tb)
-    va, vb = load_values(ta), load_values(tb)
+    warnings: list[str] = []
+    va, vb = load_values(ta, warnings), load_values(tb, warnings)
     both = va is not None and vb is not None
     return DiffReport(
         str(ta.path), str(tb.path), ma, mb, tuple(_by_op(ta, tb)),
         first_structural_difference(ops_a, ops_b), both,
         first_value_difference(ops_a, ops_b, va, vb) if both else None,  # type: ignore[arg-type]
-        tuple(thresholds))
+        tuple(thresholds), tuple(warnings))

@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
 from kernbench.hw import HwConfig
-from kernbench.schemas.arrow import check_metadata, read_table
+from kernbench.schemas.arrow import VALUES, check_metadata
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace
+from kernbench.validate import open_parquet
 
 #: element size in bytes of every dtype name a trace may hold
 ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
@@ -25,11 +26,12 @@ DICT_COLUMNS = ("kind", "name", "engine", "src")
 VALUES_FILE = Path("replay") / "values.parquet"
 
 
-def open_trace(trace_or_path: Trace | str | Path) -> Trace:
-    """A verified ``Trace`` (manifest, sha256) from a Trace or a directory path."""
-    if isinstance(trace_or_path, Trace):
-        return trace_or_path
-    return Trace.open(trace_or_path)
+def open_trace(trace_or_path: Trace | str | Path, strict: bool = True) -> Trace:
+    """A verified and validated ``Trace`` from a Trace or a directory path; ``strict``
+    refuses an invalid trace (``check`` passes False and lists the findings)."""
+    trace = (trace_or_path if isinstance(trace_or_path, Trace)
+             else Trace.open(trace_or_path, strict=strict))
+    return trace.validated()
 
 
 def hw_of(trace: Trace) -> HwConfig:
@@ -66,12 +68,25 @@ def ops_frame(table: pa.Table) -> pl.DataFrame:
     return _strings(pl.from_arrow(table), DICT_COLUMNS)  # type: ignore[arg-type]
 
 
-def load_values(trace: Trace) -> pl.DataFrame | None:
-    """``replay/values.parquet`` if Phase 2 wrote one, else None."""
+def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame | None:
+    """``replay/values.parquet`` if Phase 2 wrote one, else None. A corrupt one is None too
+    when ``warnings`` is given (a line naming the file is appended), else TraceFormatError."""
     path = trace.path / VALUES_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
-    return pl.from_arrow(read_table(path, "kernbench-values"))  # type: ignore[return-value]
+    try:
+        pf = open_parquet(path, "kernbench-values")
+        table = pf.read(columns=list(VALUES.names)).replace_schema_metadata(None)
+        frame = pl.from_arrow(table)
+        if frame["op_id"].null_count() or frame["checksum"].null_count():  # type: ignore[index]
+            raise TraceFormatError(f"{path}: null op_id or checksum")
+    except (TraceFormatError, pa.ArrowException, OSError, ValueError) as exc:
+        if warnings is None:
+            raise TraceFormatError(f"{path}: unusable ({exc})") from None
+        msg = (str(exc).splitlines() or [type(exc).__name__])[0].removeprefix(f"{path}: ")
+        warnings.append(f"ignoring {path}: {msg[:200]}")
+        return None
+    return frame  # type: ignore[return-value]
 
 
 def nbytes_expr(operand: pl.Expr) -> pl.Expr:

@@ -11,16 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
-import pyarrow as pa
 
 from kernbench.analyze.frames import ITEMSIZE, hw_of, load_ops, operands, shape_elements
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
 from kernbench.errors import BadInputError
 from kernbench.hw import HwConfig
-from kernbench.schemas.arrow import OPS
 from kernbench.schemas.ops import CAPACITY_ONE, Kind
 from kernbench.trace import Trace
+from kernbench.validate import RULES, Validation
 
 VIOLATION = {"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
 
@@ -32,10 +31,11 @@ class TraceData:
     trace: Trace
     ops: pl.DataFrame
     hw: HwConfig
+    validation: Validation | None = None  # None: not validated (synthetic op logs)
 
     @classmethod
     def load(cls, trace: Trace) -> TraceData:
-        return cls(trace, load_ops(trace), hw_of(trace))
+        return cls(trace, load_ops(trace), hw_of(trace), trace.validation)
 
 
 @dataclass(frozen=True)
@@ -57,17 +57,16 @@ def _messages(msgs: list[str]) -> pl.DataFrame:
                          "message": msgs}, schema=VIOLATION)
 
 
-def _base_type(t: pa.DataType) -> pa.DataType:
-    return t.value_type if pa.types.is_dictionary(t) else t
+def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
+    """An invariant whose violations are the trace validator's findings of ``rule``."""
 
+    def query(d: TraceData) -> pl.DataFrame:
+        if d.validation is None:
+            return pl.DataFrame(schema=VIOLATION)
+        return d.validation.rule(rule).cast(VIOLATION)  # type: ignore[arg-type]
 
-def schema(d: TraceData) -> pl.DataFrame:
-    """Every ``ops.parquet`` column of the version-1 schema has its contract type (format
-    and major version are checked when the trace is read)."""
-    have = d.trace.ops_table.schema
-    msgs = [f"ops.parquet column {f.name!r} is {have.field(f.name).type}, expected {f.type}"
-            for f in OPS if _base_type(have.field(f.name).type) != _base_type(f.type)]
-    return _messages(msgs)
+    query.__doc__ = f"The validator's {rule!r} findings (kernbench.validate)."
+    return query
 
 
 def manifest(d: TraceData) -> pl.DataFrame:
@@ -77,21 +76,6 @@ def manifest(d: TraceData) -> pl.DataFrame:
              "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}
     return _messages([f"manifest {k} = {m[k]} but the op log gives {v}"
                       for k, v in found.items() if k in m and m[k] != v])
-
-
-def dense_ids(d: TraceData) -> pl.DataFrame:
-    """``op_id`` is 0..N-1 in row order; ``seq`` is 0..n-1 per PE in op_id order."""
-    ops = d.ops.with_row_index("row").with_columns(
-        want_seq=pl.int_range(pl.len()).over("pe"))
-    bad_id = ops.filter(pl.col("op_id") != pl.col("row").cast(pl.Int64))
-    bad_seq = ops.filter(pl.col("seq") != pl.col("want_seq"))
-    return pl.concat([
-        _violations(bad_id, "op_id", None,
-                    pl.format("row {} has op_id {}", pl.col("row"), pl.col("op_id"))),
-        _violations(bad_seq, "op_id", None,
-                    pl.format("op {} on pe{} has seq {}, expected {}", pl.col("op_id"),
-                              pl.col("pe"), pl.col("seq"), pl.col("want_seq"))),
-    ])
 
 
 def parents(d: TraceData) -> pl.DataFrame:
@@ -104,18 +88,6 @@ def parents(d: TraceData) -> pl.DataFrame:
     return _violations(bad, "op_id", "parent",
                        pl.format("op {}'s parent {} is not a composite op of pe{}",
                                  pl.col("op_id"), pl.col("parent"), pl.col("pe")))
-
-
-def time_order(d: TraceData) -> pl.DataFrame:
-    """``t_issue <= t_start <= t_end``, ``t_start + busy <= t_end``, busy and wait >= 0."""
-    c = pl.col
-    bad = d.ops.filter(
-        (c("t_issue_ps") > c("t_start_ps")) | (c("t_start_ps") > c("t_end_ps"))
-        | (c("busy_ps") < 0) | (c("wait_ps") < 0)
-        | (c("t_start_ps") + c("busy_ps") > c("t_end_ps")))
-    return _violations(bad, "op_id", None, pl.format(
-        "op {} ({}) has t_issue {} t_start {} busy {} t_end {} wait {} (ps)", c("op_id"),
-        c("name"), c("t_issue_ps"), c("t_start_ps"), c("busy_ps"), c("t_end_ps"), c("wait_ps")))
 
 
 def engine_overlap(d: TraceData) -> pl.DataFrame:
@@ -210,11 +182,16 @@ def data_race(d: TraceData) -> pl.DataFrame:
 
 
 INVARIANTS: dict[str, Invariant] = {inv.name: inv for inv in (
-    Invariant("schema", "ops.parquet columns have their schema-version-1 types", schema),
+    Invariant("schema", "rows follow the format: no nulls, known ops, operands, attrs JSON",
+              validated("schema")),
+    Invariant("tensors", "tensor rows usable: role, dtype, shape, init, no HBM overlap",
+              validated("tensors")),
+    Invariant("hbm_bounds", "every HBM operand lies inside one tensor", validated("hbm_bounds")),
     Invariant("manifest", "manifest totals agree with the op log", manifest),
-    Invariant("dense_ids", "op_id dense 0..N-1, seq dense per PE", dense_ids),
+    Invariant("dense_ids", "op_id dense 0..N-1, seq dense per PE", validated("dense_ids")),
     Invariant("parents", "parent names a composite op of the same PE", parents),
-    Invariant("time_order", "t_issue <= t_start <= t_end, t_start + busy <= t_end", time_order),
+    Invariant("time_order", "t_issue <= t_start <= t_end, t_start + busy <= t_end",
+              validated("time_order")),
     Invariant("engine_overlap", "no two ops overlap on one capacity-1 engine", engine_overlap),
     Invariant("scratch_budget", "scratch peak and operands within budget", scratch_budget),
     Invariant("nbytes_shapes", "nbytes and num_elements consistent with shapes",
@@ -224,10 +201,13 @@ INVARIANTS: dict[str, Invariant] = {inv.name: inv for inv in (
 
 
 def run_invariants(data: TraceData, names: list[str] | None = None
-                   ) -> dict[str, pl.DataFrame]:
-    """Violations per invariant, in registry order (all of them, or those in ``names``)."""
+                   ) -> dict[str, pl.DataFrame | None]:
+    """Violations per invariant, in registry order (all of them, or those in ``names``).
+    On a trace that failed validation only the validator's rules run; the others are
+    None (skipped: their queries assume a well-formed op log)."""
     unknown = sorted(set(names or ()) - set(INVARIANTS))
     if unknown:
         raise BadInputError(f"unknown invariants {unknown}; known: {', '.join(INVARIANTS)}")
     chosen = [n for n in INVARIANTS if names is None or n in names]
-    return {n: INVARIANTS[n].query(data) for n in chosen}
+    valid = data.validation is None or data.validation.ok
+    return {n: INVARIANTS[n].query(data) if valid or n in RULES else None for n in chosen}
