@@ -15,9 +15,7 @@ from click.testing import CliRunner
 from matplotlib.image import imread
 
 import kernbench as kb
-from kernbench.case import build_case
 from kernbench.cli import main
-from kernbench.replay.verdict import load_factory
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -33,10 +31,15 @@ def test_user_matmul_record_replay_plot_and_regression_check(tmp_path, monkeypat
     work = tmp_path / "user"
     shutil.copytree(EXAMPLES, work)
     monkeypatch.syspath_prepend(str(work))
-    factory = load_factory("tiled_matmul:case")
-    trace = kb.record(build_case("tiled_matmul:case", {"N": 1024}, factory=factory),
-                      tmp_path / "mm.ktrace")
     runner = CliRunner()
+    mm = tmp_path / "mm.ktrace"
+    result = runner.invoke(main, ["record", "tiled_matmul:case", "-p", "N=1024", "-o", str(mm)])
+    assert result.exit_code == 0, result.output
+    trace = kb.Trace(mm)
+    assert trace.manifest["factory"] == "tiled_matmul:case" and not trace.manifest["builtin"]
+    assert trace.manifest["case_params"]["N"] == 1024
+    result = runner.invoke(main, ["replay", str(trace.path)])  # never imports the factory
+    assert result.exit_code == 0 and "--case tiled_matmul:case" in result.output, result.output
     result = runner.invoke(main, ["replay", str(trace.path), "--case", "tiled_matmul:case"])
     assert result.exit_code == 0 and result.output.startswith("verified"), result.output
     result = runner.invoke(main, ["plot", str(trace.path), "-o", str(tmp_path / "mm.png")])

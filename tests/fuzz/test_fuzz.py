@@ -28,7 +28,7 @@ from .corrupt import KINDS, MARKER, restamp
 
 GOOD = Path(__file__).parents[2] / "traces" / "softmax.ktrace"
 QUERY = "SELECT name, count(*) AS n FROM ops GROUP BY name ORDER BY name"
-CLI_COMMANDS = ("check", "report", "export", "diff", "sql")
+CLI_COMMANDS = ("check", "report", "export", "diff", "sql", "plot")
 
 
 def snapshot(root: Path, skip_replay: bool = False) -> dict[str, str]:
@@ -59,7 +59,8 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_cli(cmd: str, trace: Path, good: Path, out: Path) -> tuple[int, str, str]:
     args = {"check": ["check", str(trace)], "report": ["report", str(trace)],
             "export": ["export", str(trace), "-o", str(out / "timeline.json")],
-            "diff": ["diff", str(trace), str(good)], "sql": ["sql", str(trace), QUERY]}[cmd]
+            "diff": ["diff", str(trace), str(good)], "sql": ["sql", str(trace), QUERY],
+            "plot": ["plot", str(trace), "-o", str(out / "picture.png")]}[cmd]
     r = CliRunner().invoke(main, args)
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         tb = "".join(traceback.format_exception(r.exception))

@@ -61,7 +61,7 @@ def test_prefill_8k_causal_records_on_one_pe(tmp_path):
     assert trace.manifest["scratch_peak_bytes"] <= 1 << 20
 
 
-def test_6_references_agree_with_a_direct_per_head_loop_under_the_verdict_tolerance():
+def test_trust_6_references_agree_with_a_direct_per_head_loop_under_the_verdict_tolerance():
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((4, 8), (2, 16, 8),
                                                                     (2, 16, 8)))

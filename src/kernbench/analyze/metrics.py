@@ -68,7 +68,10 @@ def _engine_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
         out[f"busy_max_ps_{e}"] = peak
         out[f"util_{e}"] = _ratio(peak, latency)
         out[f"util_mean_{e}"] = _ratio(total, latency * n_servers)
-    top = per.sort("busy_ps", "pe", descending=[True, False]).head(1)
+    # ties (e.g. equal read and write traffic) break by pe, engine name, lane: never by the
+    # group order, which polars does not fix
+    top = per.sort(pl.col("busy_ps"), pl.col("pe"), pl.col("engine").cast(pl.String),
+                   pl.col("lane"), descending=[True, False, False, False]).head(1)
     best = int(top["busy_ps"][0]) if top.height else 0
     out["max_engine_busy_ps"] = best
     out["bottleneck_engine"] = str(top["engine"][0]) if top.height else ""
