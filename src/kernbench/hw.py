@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernbench.errors import BadInputError
+from kernbench.tomlfile import read_toml
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,7 @@ def load_hw(spec: HwConfig | str | Path | None) -> HwConfig:
         raise BadInputError(
             f"unknown hw {str(spec)!r}: not a preset ({', '.join(PRESETS)}) nor a TOML file"
         )
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise BadInputError(f"hw file {str(path)!r} is not valid TOML: {exc}") from None
+    data = read_toml(path, "hw file")
     data = data.get("hw", data)
     data.setdefault("name", path.stem)
     return HwConfig.from_dict(data, where=str(path))

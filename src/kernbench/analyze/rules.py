@@ -7,7 +7,6 @@ literal value. Nothing in a rules file is evaluated as an expression.
 from __future__ import annotations
 
 import operator
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from kernbench.analyze.metrics import Metrics, metrics, resolve_metric
 from kernbench.errors import BadInputError
+from kernbench.tomlfile import read_toml
 from kernbench.trace import Trace
 
 Value = int | float | str | bool
@@ -89,12 +89,7 @@ def parse_rules(data: dict[str, Any], where: str = "rules") -> list[Rule]:
 def load_rules(path: str | Path) -> list[Rule]:
     """Rules from a TOML file; BadInputError if it is unreadable or malformed."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise BadInputError(f"rules file {str(path)!r}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"rules file {str(path)!r} is not valid TOML: {exc}") from None
+    data = read_toml(path, "rules file")
     return parse_rules(data, str(path))
 
 

@@ -10,9 +10,10 @@ sweep goes on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -45,6 +46,17 @@ def worker_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
+def top_up(pending: dict[Any, Task], tasks: Iterator[Task], limit: int,
+           submit: Callable[[Task], Any]) -> None:
+    """Submit tasks until ``limit`` are in flight or ``tasks`` is exhausted (bounded
+    submission keeps the driver's memory flat in the number of points)."""
+    while len(pending) < limit:
+        task = next(tasks, None)
+        if task is None:
+            return
+        pending[submit(task)] = task
+
+
 def died(exc: BaseException) -> dict[str, Any]:
     """The result of a point whose worker process died under it."""
     return {"row": {"status": "failed", "error": f"worker process died ({type(exc).__name__})",
@@ -69,14 +81,8 @@ class LocalEngine:
         with worker_env():
             pool = self._pool()
             try:
-                exhausted = False
                 while True:
-                    while not exhausted and len(pending) < limit:
-                        task = next(tasks, None)
-                        if task is None:
-                            exhausted = True
-                            break
-                        pending[pool.submit(run_point, task)] = task
+                    top_up(pending, tasks, limit, functools.partial(pool.submit, run_point))
                     if not pending:
                         return
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)

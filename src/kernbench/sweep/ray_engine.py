@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernbench.errors import BadInputError
-from kernbench.sweep.local import died
+from kernbench.sweep.local import died, top_up
 from kernbench.sweep.task import WORKER_ENV, run_point
 
 Task = dict[str, Any]
@@ -78,14 +78,8 @@ class RayEngine:
             cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
             limit = 2 * cpus
             pending: dict[Any, Task] = {}
-            exhausted = False
             while True:
-                while not exhausted and len(pending) < limit:
-                    task = next(tasks, None)
-                    if task is None:
-                        exhausted = True
-                        break
-                    pending[remote.remote({**task, "dest": None})] = task
+                top_up(pending, tasks, limit, lambda task: remote.remote({**task, "dest": None}))
                 if not pending:
                     return
                 done, _ = ray.wait(list(pending), num_returns=1)

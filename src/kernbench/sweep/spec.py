@@ -21,6 +21,7 @@ from typing import Any
 from kernbench.errors import BadInputError
 from kernbench.hw import PRESETS, HwConfig
 from kernbench.params import parse_value
+from kernbench.tomlfile import read_toml
 
 Scalar = int | float | str | bool
 Axis = tuple[str, tuple[Scalar, ...]]
@@ -217,12 +218,7 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
 def load_spec_file(path: str | Path) -> SweepSpec:
     """A SweepSpec from a TOML file; BadInputError naming the file otherwise."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise BadInputError(f"sweep spec {str(path)!r}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"sweep spec {str(path)!r} is not valid TOML: {exc}") from None
+    data = read_toml(path, "sweep spec")
     return parse_spec(data, base=path.parent)
 
 
