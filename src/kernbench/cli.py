@@ -80,12 +80,20 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @click.argument("trace", type=click.Path())
 @click.option("--case", "case", default=None, metavar="MODULE:FUNC",
               help="Case factory giving the reference [default: the built-in case].")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="BLAS threads in the replay process [default: 1].")
 @_one_line
-def replay(trace: str, case: str | None) -> None:
+def replay(trace: str, case: str | None, threads: int | None) -> None:
     """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
+    import os
+
     from kernbench.replay import replay as do_replay
     from kernbench.replay.__main__ import summary
 
+    if threads is not None:  # the child process reads it (kernbench.replay.threads)
+        os.environ["KERNBENCH_REPLAY_THREADS"] = str(threads)
+    if sys.stderr.isatty():  # the child shows progress on this terminal
+        os.environ["KERNBENCH_PROGRESS"] = "tty"
     result = do_replay(trace, case=case)
     click.echo(summary(result))
     sys.exit(0 if result.ok else 1)

@@ -44,11 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", help="trace directory (NAME.ktrace)")
     parser.add_argument("--case", default=None, metavar="MODULE:FUNC",
                         help="case factory giving the reference (default: the built-in case)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="BLAS threads for the replay (default 1)")
     parser.add_argument("--in-process", action="store_true",
                         help="accepted for symmetry with kb.replay; this is the replay process")
     args = parser.parse_args(argv)
     try:
-        result = replay_in_process(args.path, args.case)
+        result = replay_in_process(args.path, args.case, threads=args.threads)
     except (TraceFormatError, BadInputError) as exc:
         msg = " ".join(str(exc).split())
         print(f"kernbench replay: {type(exc).__name__}: {msg}", file=sys.stderr)

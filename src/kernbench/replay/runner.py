@@ -18,12 +18,15 @@ import pyarrow.parquet as pq
 
 from kernbench.case import init_from_json
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.replay.decode import decode
-from kernbench.replay.engine import RunOutcome, execute
+from kernbench.replay import pipeline
+from kernbench.replay.inputs import make_initial
+from kernbench.replay.progress import Progress
+from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.store import NP_DTYPES, MemoryStore
-from kernbench.replay.values import ValueLog, values_table
+from kernbench.replay.threads import blas_threads
+from kernbench.replay.values import ValueLog
 from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
-from kernbench.schemas.arrow import OUTPUTS, read_table
+from kernbench.schemas.arrow import OUTPUTS, VALUES, read_table
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
 
@@ -69,7 +72,7 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
                                    f"{list(shape)} {row['addr']}")
         try:
             init = init_from_json(row["init"], row["data"], shape=shape, dtype=dt)
-            arr = np.ascontiguousarray(init.make(shape, dt))
+            arr = np.ascontiguousarray(make_initial(init, shape, dt))
         except (BadInputError, ValueError, TypeError, KeyError) as exc:
             raise TraceFormatError(f"{where}: unusable init {row['init']!r} ({exc})") from None
         out.append(HbmTensor(row["name"], row["role"], int(row["pe"]), int(row["addr"]),
@@ -103,44 +106,63 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     return out
 
 
-def _error_info(program: Any, outcome: RunOutcome) -> dict[str, Any] | None:
-    if outcome.error is None:
-        return None
-    row = outcome.error_row
-    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
-            "src": program.src(row), "message": str(outcome.error)}
-
-
-def _nonfinite_info(program: Any, row: int | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
-            "src": program.src(row)}
-
-
-def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None
+def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None,
+                      threads: int | None = None, reference: bool = True,
+                      window_rows: int = BATCH_ROWS, progress: bool | None = None
                       ) -> ReplayResult:
-    """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input."""
-    path = Path(path)
+    """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input.
+
+    ``threads``: BLAS threads while replaying (default ``KERNBENCH_REPLAY_THREADS`` or 1).
+    ``reference`` False: do not compute the reference (benchmarks). ``progress``: show
+    progress (None: on a terminal only)."""
+    with blas_threads(threads):
+        return _replay(Path(path), case, reference, window_rows, progress)
+
+
+def _replay(path: Path, case: str | Callable[..., Any] | None, with_reference: bool,
+            window_rows: int, progress: bool | None) -> ReplayResult:
     started = time.perf_counter()
     trace = Trace.open(path)
     manifest = trace.manifest
     tensors = load_tensors(trace.tensors_table)
-    reference = resolve_reference(manifest, case)
+    reference = resolve_reference(manifest, case) if with_reference else None
     store = build_store(manifest, tensors)
-    program = decode(trace.ops_table, store)
-    values = ValueLog()
-    outcome = execute(program, values)
-    table, first_nonfinite = values_table(program, values, program.order)
-    outputs = final_outputs(store, tensors)
+    final = path / "replay"
+    try:
+        with atomic_dir(final, replaceable=lambda _: True) as tmp:
+            writer = pq.ParquetWriter(tmp / "values.parquet", VALUES, compression="zstd",
+                                      compression_level=1)
+            bar = Progress(trace.n_ops, enabled=progress)
+            try:
+                values = ValueLog(sink=writer.write_batch)
+                outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar)
+                values.flush()
+            finally:
+                bar.close()
+                writer.close()
+            outputs = final_outputs(store, tensors)
+            del store
+            verdict = _verdict(outcome, values, reference, outputs, tensors)
+            verdict["replay_s"] = round(time.perf_counter() - started, 6)
+            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
+                           compression="zstd", compression_level=1)
+            (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
+                                              + "\n")
+    except OSError as exc:
+        raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
+    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+
+
+def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
+             outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> dict[str, Any]:
+    first = values.first_nonfinite[2] if values.first_nonfinite is not None else None
     verdict: dict[str, Any] = {
-        "ok": False, "reference": reference.label if reference.fn else None,
-        "reference_note": reference.note, "n_ops": len(program),
-        "n_executed": outcome.executed, "outputs": {}, "error": None,
-        "invalid_read": _error_info(program, outcome),
-        "first_nonfinite": _nonfinite_info(program, first_nonfinite),
+        "ok": False, "reference": reference.label if reference and reference.fn else None,
+        "reference_note": reference.note if reference else "reference not computed",
+        "n_ops": outcome.n_ops, "n_executed": outcome.executed, "outputs": {},
+        "error": None, "invalid_read": outcome.error, "first_nonfinite": first,
     }
-    if reference.fn is not None:
+    if reference is not None and reference.fn is not None:
         inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
         try:
             expected = expected_outputs(reference, inputs)
@@ -153,9 +175,7 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
         verdict["outputs"] = {name: {"checked": False, "ok": True} for name in outputs}
     verdict["ok"] = (verdict["invalid_read"] is None and verdict["error"] is None
                      and all(o["ok"] for o in verdict["outputs"].values()))
-    verdict["replay_s"] = round(time.perf_counter() - started, 6)
-    write_replay_dir(path, table, outputs, tensors, verdict)
-    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+    return verdict
 
 
 def _abs_errors(verdict: dict[str, Any]) -> dict[str, float]:
@@ -171,22 +191,6 @@ def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> p
         pa.array([list(outputs[n].shape) for n in names], pa.list_(pa.int64())),
         pa.array([outputs[n].tobytes() for n in names], pa.binary()),
     ], schema=OUTPUTS)
-
-
-def write_replay_dir(path: Path, values_table: pa.Table, outputs: dict[str, np.ndarray],
-                     tensors: list[HbmTensor], verdict: dict[str, Any]) -> None:
-    """Write ``path/replay/`` under a temporary name and rename it into place."""
-    final = path / "replay"
-    try:
-        with atomic_dir(final, replaceable=lambda _: True) as tmp:
-            pq.write_table(values_table, tmp / "values.parquet", compression="zstd",
-                           compression_level=1)
-            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                           compression="zstd", compression_level=1)
-            (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
-                                              + "\n")
-    except OSError as exc:
-        raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
 
 
 def load_result(path: str | Path) -> ReplayResult:

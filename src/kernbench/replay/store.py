@@ -217,6 +217,10 @@ class MemoryStore:
     def n_operands(self) -> int:
         return len(self._operands)
 
+    def forget_operands(self) -> None:
+        """Drop the operand cache (operands in use stay valid; new ones are resolved again)."""
+        self._operands.clear()
+
 
 def _regions_text(mem: Memory, limit: int = 4) -> str:
     near = [f"{n} [{lo}, {hi})" for lo, hi, n in mem.regions[:limit]]
