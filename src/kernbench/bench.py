@@ -65,7 +65,7 @@ def bench_record(quick: bool = False) -> dict[str, Any]:
 #: the sections of the harness, each contributing keys to one flat JSON object
 SECTIONS: list[tuple[str, str]] = [
     ("record", "kernbench.bench:bench_record"),
-    ("replay", "kernbench.replay.bench:measure"),
+    ("replay", "kernbench.bench_replay:measure"),
     ("decode", "kernbench.kernels.bench:measure"),
 ]
 

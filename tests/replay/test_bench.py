@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernbench.replay.bench import measure
+from kernbench.bench_replay import measure
 
 
 def test_measure_reports_throughput_and_the_numpy_ratio() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import ReplayError
+from kernbench.replay.binding import nothing
 from kernbench.replay.decode import Program
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
@@ -126,8 +127,10 @@ def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
     values.begin_window(op_id, *_layout(sig_out, sig), landing, describe)
     valid = plan(sig_checks, sig_out, rewinds, sig, writers, land_k, land_sub)
     pending: dict[int, tuple[Operand, np.ndarray]] = {}
-    if valid.ok:
-        recs = _by_position(list(zip(sig_step, sig_out, strict=True)), sig_list)
+    if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
+        steps = [nothing if r is not None else st for st, r in zip(sig_step, rewinds,
+                                                                   strict=True)]
+        recs = _by_position(list(zip(steps, sig_out, strict=True)), sig_list)
         k, failure = _run(recs, flags.tolist(), after, values, pending)
         valid.settle(k + 1 if failure is None else k)
     else:

@@ -136,7 +136,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, with_reference: b
             try:
                 values = ValueLog(sink=writer.write_batch)
                 outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar)
-                values.flush()
+                values.close()
             finally:
                 bar.close()
                 writer.close()

@@ -59,6 +59,13 @@ SPACES: dict[str, SpaceSpec] = {
 }
 
 
+_ZEROS = memoryview(bytes(1 << 20))
+
+
+def _zeros(n: int) -> memoryview | bytes:
+    return _ZEROS[:n] if n <= len(_ZEROS) else bytes(n)
+
+
 class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
@@ -89,7 +96,7 @@ class Memory:
     def invalidate(self, lo: int, hi: int) -> None:
         lo, hi = max(lo, 0), min(hi, self.size)
         if hi > lo:
-            self.valid[lo:hi] = bytes(hi - lo)
+            self.valid[lo:hi] = _zeros(hi - lo)
 
     def first_invalid(self, lo: int, hi: int) -> int:
         return self.valid.find(0, lo, hi)

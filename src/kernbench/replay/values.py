@@ -26,6 +26,8 @@ U64 = np.uint64
 PRIME = 0x100000001B3
 PRIME_INV = pow(PRIME, -1, 1 << 64)
 FLUSH_BYTES = 1 << 18
+#: values.parquet rows per row group (batches are held until this many)
+SINK_ROWS = 1 << 16
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _nbytes = operator.attrgetter("nbytes")
 
@@ -223,7 +225,8 @@ class ValueLog:
                  flush_bytes: int = FLUSH_BYTES) -> None:
         self.flush_bytes = flush_bytes
         self.sink = sink
-        self.batches: list[pa.RecordBatch] = []  # kept when there is no sink
+        self.batches: list[pa.RecordBatch] = []  # held for the sink (all, without one)
+        self._held = 0
         #: appended by the run loop: the position of each write and the value written
         self.rows: list[int] = []
         self.arrays: list[np.ndarray] = []
@@ -284,10 +287,22 @@ class ValueLog:
             pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
         ], schema=VALUES)
         self.n_rows += batch.num_rows
-        if self.sink is None:
-            self.batches.append(batch)
-        else:
-            self.sink(batch)
+        self.batches.append(batch)
+        self._held += batch.num_rows
+        if self.sink is not None and self._held >= SINK_ROWS:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Hand the batches held so far to the sink as one batch (one Parquet row group)."""
+        if self.batches and self.sink is not None:
+            self.sink(pa.Table.from_batches(self.batches, schema=VALUES).combine_chunks()
+                      .to_batches()[0])
+            self.batches, self._held = [], 0
+
+    def close(self) -> None:
+        """Flush what is waiting and hand everything to the sink."""
+        self.flush()
+        self._drain()
 
     def table(self) -> pa.Table:
         """The batches kept without a sink, as one table sorted by op_id."""
