@@ -120,6 +120,15 @@ def _as_numbers(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _fold_width(size: int, widest: int = 1024) -> int:
+    """The largest power of two <= ``widest`` dividing ``size`` at least twice (0: none
+    above 8): a sum folds [size] into [size / width, width] rows first."""
+    w = widest
+    while w > 8 and (size % w or size // w < 2):
+        w //= 2
+    return w if w > 8 else 0
+
+
 def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chunk:
     """Statistics of ``n`` segments of ``size`` elements laid end to end: row reductions of
     one [n, size] matrix (vectorised, in cache) instead of segment reductions."""
@@ -133,10 +142,13 @@ def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chun
     h = np.matmul(words, fwd[:nbytes // 8])
     h ^= U64(nbytes) * U64(PRIME)
     vals = _as_numbers(flat).reshape(n, size)
-    mins = vals.min(axis=1).astype(np.float64)
-    maxs = vals.max(axis=1).astype(np.float64)
-    acc = np.float64 if vals.dtype.kind != "f" else None
-    sums = np.add.reduce(vals, axis=1, dtype=acc).astype(np.float64)
+    mins, maxs = vals.min(axis=1), vals.max(axis=1)
+    width = _fold_width(size) if vals.dtype.kind == "f" else 0
+    if width:  # rows of ``width`` added elementwise (vectorised), then the partials
+        part = np.add.reduce(vals.reshape(n, size // width, width), axis=1)
+        sums = np.add.reduce(part, axis=1, dtype=np.float64)
+    else:
+        sums = np.add.reduce(vals, axis=1, dtype=np.float64)
     nonfinite = np.zeros(n, np.int64)
     if vals.dtype.kind == "f":  # a finite sum has no inf/nan terms; count where it is not
         for j in np.flatnonzero(~np.isfinite(sums)).tolist():
