@@ -42,6 +42,7 @@ class Progress:
     def __init__(self, total: int, label: str = "replay", stream: IO[str] | None = None,
                  enabled: bool | None = None) -> None:
         self.total, self.label = total, label
+        self._owned = stream is None  # a stream this object opened (and closes)
         self.stream = stream if stream is not None else (_terminal() if enabled is not False
                                                          else None)
         self.t0 = self._last = time.monotonic()
@@ -64,6 +65,6 @@ class Progress:
         if self._shown:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
-        if self.stream is not sys.stderr:
+        if self._owned and self.stream is not sys.stderr:
             self.stream.close()
         self.stream = None
