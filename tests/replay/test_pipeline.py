@@ -47,12 +47,17 @@ def test_windows_give_every_row_once_in_start_time_order(tmp_path: Path, batch: 
     assert got == want
 
 
-def test_a_trace_in_start_order_is_released_batch_by_batch(tmp_path: Path) -> None:
-    ops = [op(Op.COPY, 10 * k, 10 * k + 5, [operand("hbm", 0, (4,))], operand("tcm", 0, (4,)))
-           for k in range(50)]
+def test_pe_after_pe_emission_is_merged_in_bounded_windows(tmp_path: Path) -> None:
+    """Four PEs' ops emitted one PE after another (as the recorder does): the runs are
+    merged, and no window needs more than about one piece per run."""
+    ops = [op(Op.COPY, 10 * k, 10 * k + 5, [operand("hbm", 0, (4,))],
+              operand("tcm", 0, (4,), pe=pe), pe=pe) for pe in range(4) for k in range(50)]
     path = write_trace(tmp_path / "t.ktrace", ops, {"x": (np.zeros(4, np.float32), "input")})
-    sizes = [w.num_rows for w in reader.windows(path / "ops.parquet", 8)]
-    assert max(sizes) <= 8 and sum(sizes) == 50
+    wins = list(reader.windows(path / "ops.parquet", 8))
+    sizes = [w.num_rows for w in wins]
+    assert sum(sizes) == 200 and max(sizes) <= 4 * 8
+    starts = [t for w in wins for t in w.column("t_start_ps").to_pylist()]
+    assert starts == sorted(starts)
 
 
 def test_bf16_to_f32_by_shifting_equals_the_cast_for_every_bit_pattern() -> None:

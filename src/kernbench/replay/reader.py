@@ -1,17 +1,20 @@
 """Stage 1 of the replay pipeline: ``ops.parquet`` as bounded windows in replay order.
 
-Replay runs ops in ``(t_start_ps, op_id)`` order; the file holds them in emission order,
-which is close to it (an op starts at or after it was issued). A first pass reads only the
-``t_start_ps`` column, one batch at a time, and keeps one number per batch: the smallest
-start time of all later batches. The second pass reads whole batches and releases every
-buffered row that starts before that bound; no later row can come before it. What is held
-is one batch plus the rows still waiting for earlier-starting ops (the ops in flight), so
-memory does not grow with the op count.
+Replay runs ops in ``(t_start_ps, op_id)`` order; the file holds them in emission order.
+The recorder emits each PE's ops in issue order, often one PE after another, so the file is
+a few *runs* (maximal stretches where ``t_issue_ps`` never decreases), each close to start
+order. A first pass reads only the two time columns and keeps, per piece of a run (at most
+``chunk`` rows), its row range and smallest start time. The second pass merges the runs:
+it holds the rows read so far, and releases, in order, every held row that starts before
+the smallest start time of all unread pieces; no unread row can come before it. It reads
+next from the run whose unread rest starts earliest. What is held is about one piece per
+run plus the ops in flight, so memory does not grow with the op count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,19 +24,20 @@ import pyarrow.parquet as pq
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS, check_metadata
 
-#: rows per batch read from ops.parquet (one window is at most about this many ops)
+#: rows per piece read from ops.parquet, and the least rows of a window (but the last)
 BATCH_ROWS = 1 << 15
 FORMAT = "kernbench-ops"
 #: the columns replay reads
 COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
            "output")
+NEVER = np.iinfo(np.int64).max
 
 
 def validate_batch(batch: pa.RecordBatch | pa.Table) -> None:
-    """The one place a batch of ``ops.parquet`` is checked before replay uses it.
+    """The one place rows of ``ops.parquet`` are checked before replay uses them.
 
     Replay does not go through ``Trace.ops_table`` (it would hold the whole file); a
-    validator of op rows hooks in here, once per batch."""
+    validator of op rows hooks in here, once per piece read."""
 
 
 def open_ops(path: Path) -> pq.ParquetFile:
@@ -50,56 +54,135 @@ def open_ops(path: Path) -> pq.ParquetFile:
     return pf
 
 
-def _batches(pf: pq.ParquetFile, columns: list[str], batch_rows: int
-             ) -> Iterator[pa.RecordBatch]:
-    try:
-        yield from pf.iter_batches(batch_size=batch_rows, columns=columns)
-    except (pa.ArrowException, OSError) as exc:
-        raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
-
-
-def _later_minima(pf: pq.ParquetFile, batch_rows: int) -> list[int]:
-    """Per batch, the smallest t_start_ps of all later batches (a large value after the
-    last)."""
-    mins = []
-    for b in _batches(pf, ["t_start_ps"], batch_rows):
-        col = b.column(0).to_numpy(zero_copy_only=False)
-        mins.append(int(col.min()) if len(col) else np.iinfo(np.int64).max)
-    later = [np.iinfo(np.int64).max] * len(mins)
-    for k in range(len(mins) - 2, -1, -1):
-        later[k] = min(later[k + 1], mins[k + 1])
-    return later
-
-
-def _sorted(table: pa.Table) -> pa.Table:
-    start = table.column("t_start_ps").to_numpy()
-    op_id = table.column("op_id").to_numpy()
-    order = np.lexsort((op_id, start))
-    if (np.diff(order) == 1).all():
-        return table
-    return table.take(pa.array(order))
-
-
-def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
-    """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once."""
-    pf = open_ops(path)
-    later = _later_minima(pf, batch_rows)
-    held: pa.Table | None = None
-    for k, batch in enumerate(_batches(pf, list(COLUMNS), batch_rows)):
-        validate_batch(batch)
-        table = pa.Table.from_batches([batch])
-        if held is not None and held.num_rows:
-            table = pa.concat_tables([held, table]).combine_chunks()
-        table = _sorted(table)
-        bound = later[k] if k < len(later) else np.iinfo(np.int64).max
-        cut = int(np.searchsorted(table.column("t_start_ps").to_numpy(), bound, side="left"))
-        held = table.slice(cut)
-        if cut:
-            yield table.slice(0, cut)
-    if held is not None and held.num_rows:
-        yield held
-
-
 def count_rows(path: Path) -> int:
     """Rows of ops.parquet, from its footer."""
     return open_ops(path).metadata.num_rows
+
+
+@dataclass
+class _Run:
+    """A stretch of rows [lo, hi) cut into pieces; ``rest_min[j]``: the smallest start
+    time of pieces j.. (NEVER past the end); ``next`` the first unread piece."""
+
+    bounds: list[int]
+    rest_min: list[int]
+    next: int = 0
+
+    @property
+    def pending(self) -> int:
+        return self.rest_min[self.next] if self.next < len(self.bounds) - 1 else NEVER
+
+
+def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
+    """Pass 1: the runs of the file, cut into pieces of at most ``chunk`` rows."""
+    starts: list[int] = [0]  # run starts
+    pieces: list[tuple[int, int, int]] = []  # (lo, hi, min t_start)
+    row, last_issue = 0, None
+    try:
+        batches = pf.iter_batches(batch_size=chunk, columns=["t_issue_ps", "t_start_ps"])
+        for b in batches:
+            issue = b.column(0).to_numpy(zero_copy_only=False)
+            start = b.column(1).to_numpy(zero_copy_only=False)
+            cuts = np.flatnonzero(np.diff(issue) < 0) + 1
+            if last_issue is not None and len(issue) and issue[0] < last_issue:
+                cuts = np.concatenate([[0], cuts])
+            edges = [0, *cuts.tolist(), len(issue)]
+            for a, z in zip(edges, edges[1:], strict=False):
+                if z > a:
+                    pieces.append((row + a, row + z, int(start[a:z].min())))
+            starts.extend((row + cuts).tolist())
+            row += len(issue)
+            last_issue = int(issue[-1]) if len(issue) else last_issue
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+    starts = sorted(set(s for s in starts if s < row))
+    runs: list[_Run] = []
+    k = 0
+    for r in range(len(starts)):
+        hi = starts[r + 1] if r + 1 < len(starts) else row
+        mine = []
+        while k < len(pieces) and pieces[k][1] <= hi:
+            mine.append(pieces[k])
+            k += 1
+        rest = [NEVER] * (len(mine) + 1)
+        for j in range(len(mine) - 1, -1, -1):
+            rest[j] = min(rest[j + 1], mine[j][2])
+        runs.append(_Run([p[0] for p in mine] + [hi], rest[:len(mine)] or [NEVER]))
+    return runs
+
+
+class _Rows:
+    """Rows [lo, hi) of the file, reading each row group once while it is in use."""
+
+    def __init__(self, pf: pq.ParquetFile, keep: int) -> None:
+        self.pf, self.keep = pf, keep
+        meta = pf.metadata
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        self.first = np.cumsum([0, *sizes])
+        self.cache: dict[int, pa.Table] = {}
+
+    def _group(self, g: int) -> pa.Table:
+        table = self.cache.pop(g, None)
+        if table is None:
+            try:
+                table = self.pf.read_row_group(g, columns=list(COLUMNS))
+            except (pa.ArrowException, OSError) as exc:
+                raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+        self.cache[g] = table  # most recently used last
+        while len(self.cache) > self.keep:
+            self.cache.pop(next(iter(self.cache)))
+        return table
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        parts = []
+        g = int(np.searchsorted(self.first, lo, side="right")) - 1
+        while lo < hi:
+            g0, g1 = int(self.first[g]), int(self.first[g + 1])
+            part = self._group(g).slice(lo - g0, min(hi, g1) - lo)
+            parts.append(part)
+            lo = min(hi, g1)
+            g += 1
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        validate_batch(table)
+        return table
+
+
+def _order(table: pa.Table) -> np.ndarray:
+    return np.lexsort((table.column("op_id").to_numpy(), table.column("t_start_ps").to_numpy()))
+
+
+def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+    """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
+    Each but the last has at least ``batch_rows`` rows when the file has that many."""
+    pf = open_ops(path)
+    runs = _runs(pf, batch_rows)
+    rows = _Rows(pf, keep=len(runs) + 1)
+    held: pa.Table | None = None
+    ready: list[pa.Table] = []
+    n_ready = 0
+    while True:
+        live = [r for r in runs if r.next < len(r.bounds) - 1]
+        if not live:
+            break
+        run = min(live, key=lambda r: r.pending)
+        piece = rows.read(run.bounds[run.next], run.bounds[run.next + 1])
+        run.next += 1
+        held = piece if held is None else pa.concat_tables([held, piece])
+        bound = min((r.pending for r in runs), default=NEVER)
+        start = held.column("t_start_ps").to_numpy()
+        out = start < bound
+        if out.any():
+            go = held.filter(pa.array(out))
+            held = held.filter(pa.array(~out)).combine_chunks()
+            go = go.take(pa.array(_order(go)))
+            ready.append(go)
+            n_ready += go.num_rows
+        if n_ready >= batch_rows:
+            yield pa.concat_tables(ready).combine_chunks()
+            ready, n_ready = [], 0
+    if held is not None and held.num_rows:
+        ready.append(held.take(pa.array(_order(held))))
+    if ready:
+        table = pa.concat_tables(ready).combine_chunks()
+        if table.num_rows:
+            yield table
