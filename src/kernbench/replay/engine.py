@@ -7,6 +7,10 @@ order depends on the timestamps alone, so ``schedule`` computes it up front, vec
 writes land right after their own op ran (the loop writes them at once), the others wait in
 ``pending`` for the op after which they land. A read that overtakes its producer therefore
 sees invalid bytes or old data.
+
+``execute`` runs one window of the pipeline (``replay/pipeline.py``): writes still pending
+at the window's end are returned as ``Carried`` and enter the next window first, as ops
+that already ran, with their own end time and op_id, so the landing order is unchanged.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """``values.parquet``: per op with an output, a 64-bit checksum and min/max/mean/non-finite.
 
 The run loop only keeps a reference to each value it wrote (a fresh array nobody mutates);
-batches of about ``FLUSH_BYTES`` are joined with one memcpy per value and reduced in bulk
-with ``reduceat`` (a batch stays in cache; a worker thread was tried and lost to GIL
-hand-offs). The dtype and size of each value are known from the decoded program, so a batch
-needs no per-array inspection. The checksum of an output is a polynomial hash mod 2**64 of
-its bytes zero-padded to whole 8-byte words read as little-endian uint64 ``w``
+batches of about ``FLUSH_BYTES`` (in cache) are joined with one memcpy per value, grouped
+by (dtype, size) and reduced as one matrix per group: row min and max, a sum folded
+row-wise before the partials, and the checksum as one uint64 matrix-vector product (values
+of mixed sizes fall back to segment reductions, ``reduceat``). A worker thread was tried
+and lost to GIL hand-offs. The checksum of an output is a polynomial hash mod 2**64 of its
+bytes zero-padded to whole 8-byte words read as little-endian uint64 ``w``
 (``sum w[j] * P**j``, P the FNV-64 prime), xor the byte count times P, finished with
-splitmix64: deterministic, position sensitive, and a few numpy passes for a whole batch.
+splitmix64: deterministic and position sensitive. Each flush becomes one batch of rows
+(sorted by op_id) for a ``ParquetWriter``; nothing is kept per op across windows.
 """
 
 from __future__ import annotations
