@@ -4,7 +4,7 @@ Replay runs ops in ``(t_start_ps, op_id)`` order; the file holds them in emissio
 The recorder emits each PE's ops in issue order, often one PE after another, so the file is
 a few *runs* (maximal stretches where ``t_issue_ps`` never decreases), each close to start
 order. A first pass reads only the two time columns and keeps, per piece of a run (at most
-``chunk`` rows), its row range and smallest start time. The second pass merges the runs:
+``PIECE_ROWS`` rows), its row range and smallest start time. The second pass merges the runs:
 it holds the rows read so far, and releases, in order, every held row that starts before
 the smallest start time of all unread pieces; no unread row can come before it. It reads
 next from the run whose unread rest starts earliest. What is held is about one piece per
@@ -24,8 +24,11 @@ import pyarrow.parquet as pq
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS, check_metadata
 
-#: rows per piece read from ops.parquet, and the least rows of a window (but the last)
+#: the least rows of a window (but the last)
 BATCH_ROWS = 1 << 15
+#: rows per piece read from ops.parquet: pieces of all runs are held at once, so a few
+#: runs' pieces together stay about one window
+PIECE_ROWS = 1 << 12
 FORMAT = "kernbench-ops"
 #: the columns replay reads
 COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
@@ -155,7 +158,7 @@ def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
     Each but the last has at least ``batch_rows`` rows when the file has that many."""
     pf = open_ops(path)
-    runs = _runs(pf, batch_rows)
+    runs = _runs(pf, min(PIECE_ROWS, batch_rows))
     rows = _Rows(pf, keep=len(runs) + 1)
     held: pa.Table | None = None
     ready: list[pa.Table] = []
