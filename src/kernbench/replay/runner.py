@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
+_NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store
 INPUT_ROLES = frozenset({"input", "inout"})
 
 
@@ -57,7 +58,7 @@ class HbmTensor:
 
     @property
     def nbytes(self) -> int:
-        return int(self.initial.nbytes)
+        return int(np.prod(self.shape, dtype=np.int64)) * NP_DTYPES[self.dtype].itemsize
 
 
 def load_tensors(table: pa.Table) -> list[HbmTensor]:
@@ -101,8 +102,10 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     out = {}
     for t in tensors:
         if t.role in OUTPUT_ROLES:
-            raw = store.read_bytes("hbm", t.pe, t.addr, t.addr + t.nbytes)
-            out[t.name] = np.frombuffer(raw, dtype=NP_DTYPES[t.dtype]).reshape(t.shape).copy()
+            npd = NP_DTYPES[t.dtype]
+            view = np.frombuffer(store.memory("hbm", t.pe).buf, dtype=npd,
+                                 count=t.nbytes // npd.itemsize, offset=t.addr)
+            out[t.name] = view.reshape(t.shape).copy()
     return out
 
 
@@ -127,6 +130,9 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, with_reference: b
     tensors = load_tensors(trace.tensors_table)
     reference = resolve_reference(manifest, case) if with_reference else None
     store = build_store(manifest, tensors)
+    # from here on, only the reference's inputs are kept apart from the store
+    inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
+    tensors = [replace(t, initial=_NONE) for t in tensors]
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:
@@ -141,8 +147,9 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, with_reference: b
                 bar.close()
                 writer.close()
             outputs = final_outputs(store, tensors)
-            del store
-            verdict = _verdict(outcome, values, reference, outputs, tensors)
+            values.release()
+            del store  # the memories go before the reference runs
+            verdict = _verdict(outcome, values, reference, outputs, tensors, inputs)
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
             pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
                            compression="zstd", compression_level=1)
@@ -154,7 +161,9 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, with_reference: b
 
 
 def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
-             outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> dict[str, Any]:
+             outputs: dict[str, np.ndarray], tensors: list[HbmTensor],
+             inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The verdict; ``inputs`` is emptied once the reference has used them."""
     first = values.first_nonfinite[2] if values.first_nonfinite is not None else None
     verdict: dict[str, Any] = {
         "ok": False, "reference": reference.label if reference and reference.fn else None,
@@ -163,9 +172,9 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
         "error": None, "invalid_read": outcome.error, "first_nonfinite": first,
     }
     if reference is not None and reference.fn is not None:
-        inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
         try:
             expected = expected_outputs(reference, inputs)
+            inputs.clear()
             report, verdict["error"] = check_outputs(
                 outputs, {t.name: t.dtype for t in tensors}, expected)
             verdict["outputs"] = report

@@ -318,6 +318,11 @@ class ValueLog:
         self.flush()
         self._drain()
 
+    def release(self) -> None:
+        """Drop the last window's arrays and its view of the program (and so of memory)."""
+        self.op_ids = self.landing = self.counts = self.nbytes = np.zeros(0, np.int64)
+        self.codes, self._describe = None, int
+
     def table(self) -> pa.Table:
         """The batches kept without a sink, as one table sorted by op_id."""
         self.flush()
