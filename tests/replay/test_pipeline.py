@@ -122,3 +122,18 @@ def test_replay_threads_option_is_bad_input_when_not_positive(tmp_path: Path) ->
     assert main([str(path), "--threads", "0"]) == 2
     assert not (path / "replay").exists()
     assert main([str(path), "--threads", "2"]) == 0
+
+
+def test_null_or_text_times_are_a_one_line_trace_format_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from kernbench.errors import TraceFormatError
+
+    path = _shuffled_trace(tmp_path, 4, 0)
+    table = pq.read_table(path / "ops.parquet")
+    k = table.schema.get_field_index("t_start_ps")
+    for col in (pa.array([None, 1, 2, 3], pa.int64()), pa.array(["a", "b", "c", "d"])):
+        bad = table.set_column(k, pa.field("t_start_ps", col.type), col)
+        pq.write_table(bad, tmp_path / "ops.parquet")
+        with pytest.raises(TraceFormatError, match="t_start_ps|corrupt"):
+            list(reader.windows(tmp_path / "ops.parquet"))

@@ -84,8 +84,10 @@ def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
     try:
         batches = pf.iter_batches(batch_size=chunk, columns=["t_issue_ps", "t_start_ps"])
         for b in batches:
-            issue = b.column(0).to_numpy(zero_copy_only=False)
-            start = b.column(1).to_numpy(zero_copy_only=False)
+            if b.column(0).null_count or b.column(1).null_count:
+                raise TraceFormatError("ops.parquet: t_issue_ps/t_start_ps has nulls")
+            issue = b.column(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            start = b.column(1).cast(pa.int64()).to_numpy(zero_copy_only=False)
             cuts = np.flatnonzero(np.diff(issue) < 0) + 1
             if last_issue is not None and len(issue) and issue[0] < last_issue:
                 cuts = np.concatenate([[0], cuts])
