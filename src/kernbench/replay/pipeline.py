@@ -46,11 +46,12 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
     n_ops = count_rows(ops_path)
     executed = 0
     carry: tuple = ()
+    bound: dict = {}  # op signatures bound to steps, kept across windows
     stream = windows(ops_path, window_rows)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)
-        program = decode(window, store)
+        program = decode(window, store, bound)
         out = execute(program, values, carry, last=following is None)
         executed += out.executed
         if progress is not None:
@@ -60,6 +61,7 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
                                                         str(out.error)))
         carry = out.carry
         window = following
-        if store.n_operands > MAX_CACHED_OPERANDS:
+        if store.n_operands > MAX_CACHED_OPERANDS or len(bound) > MAX_CACHED_OPERANDS:
             store.forget_operands()
+            bound.clear()
     return Outcome(n_ops, executed)

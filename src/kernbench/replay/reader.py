@@ -152,42 +152,38 @@ class _Rows:
         return table
 
 
-def _order(table: pa.Table) -> np.ndarray:
-    return np.lexsort((table.column("op_id").to_numpy(), table.column("t_start_ps").to_numpy()))
-
-
 def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
     Each but the last has at least ``batch_rows`` rows when the file has that many."""
     pf = open_ops(path)
     runs = _runs(pf, min(PIECE_ROWS, batch_rows))
     rows = _Rows(pf, keep=len(runs) + 1)
-    held: pa.Table | None = None
-    ready: list[pa.Table] = []
-    n_ready = 0
+    held: list[pa.Table] = []  # pieces read, not yet released
+    starts: list[np.ndarray] = []
     while True:
         live = [r for r in runs if r.next < len(r.bounds) - 1]
+        if live:
+            run = min(live, key=lambda r: r.pending)
+            piece = rows.read(run.bounds[run.next], run.bounds[run.next + 1])
+            run.next += 1
+            held.append(piece)
+            starts.append(piece.column("t_start_ps").to_numpy())
+            bound = min((r.pending for r in runs), default=NEVER)
+            if sum(int(np.count_nonzero(st < bound)) for st in starts) < batch_rows:
+                continue
+        else:
+            bound = NEVER
+        if not held:
+            break
+        table = pa.concat_tables(held)
+        start = np.concatenate(starts)
+        out = np.flatnonzero(start < bound)
+        op_id = table.column("op_id").to_numpy()
+        order = out[np.lexsort((op_id[out], start[out]))]
+        rest = np.flatnonzero(start >= bound)
+        held = [table.take(pa.array(rest))] if len(rest) else []
+        starts = [start[rest]] if len(rest) else []
+        if len(order):
+            yield table.take(pa.array(order)).combine_chunks()
         if not live:
             break
-        run = min(live, key=lambda r: r.pending)
-        piece = rows.read(run.bounds[run.next], run.bounds[run.next + 1])
-        run.next += 1
-        held = piece if held is None else pa.concat_tables([held, piece])
-        bound = min((r.pending for r in runs), default=NEVER)
-        start = held.column("t_start_ps").to_numpy()
-        out = start < bound
-        if out.any():
-            go = held.filter(pa.array(out))
-            held = held.filter(pa.array(~out)).combine_chunks()
-            go = go.take(pa.array(_order(go)))
-            ready.append(go)
-            n_ready += go.num_rows
-        if n_ready >= batch_rows:
-            yield pa.concat_tables(ready).combine_chunks()
-            ready, n_ready = [], 0
-    if held is not None and held.num_rows:
-        ready.append(held.take(pa.array(_order(held))))
-    if ready:
-        table = pa.concat_tables(ready).combine_chunks()
-        if table.num_rows:
-            yield table
