@@ -116,37 +116,43 @@ def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
     return runs
 
 
-class _Rows:
-    """Rows [lo, hi) of the file, reading each row group once while it is in use."""
+class _Cursor:
+    """Rows of one run, read front to back with its own streaming reader: the file's
+    compressed row group and one decoded batch at a time, never a whole decoded group."""
 
-    def __init__(self, pf: pq.ParquetFile, keep: int) -> None:
-        self.pf, self.keep = pf, keep
-        meta = pf.metadata
-        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-        self.first = np.cumsum([0, *sizes])
-        self.cache: dict[int, pa.Table] = {}
+    def __init__(self, path: Path, first: np.ndarray, lo: int) -> None:
+        self.path, self.first = path, first
+        self.g = int(np.searchsorted(first, lo, side="right")) - 1  # row group of ``lo``
+        self.batches: Iterator[pa.RecordBatch] | None = None
+        self.buf: pa.Table | None = None
+        self.at = int(first[self.g]) if len(first) > 1 else 0  # file row of buf[0]
 
-    def _group(self, g: int) -> pa.Table:
-        table = self.cache.pop(g, None)
-        if table is None:
-            try:
-                table = self.pf.read_row_group(g, columns=list(COLUMNS))
-            except (pa.ArrowException, OSError) as exc:
-                raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
-        self.cache[g] = table  # most recently used last
-        while len(self.cache) > self.keep:
-            self.cache.pop(next(iter(self.cache)))
-        return table
+    def _more(self) -> pa.RecordBatch:
+        if self.batches is None:
+            pf = pq.ParquetFile(self.path, pre_buffer=False)
+            groups = list(range(self.g, pf.metadata.num_row_groups))
+            self.batches = pf.iter_batches(batch_size=PIECE_ROWS, row_groups=groups,
+                                           columns=list(COLUMNS))
+        try:
+            return next(self.batches)
+        except StopIteration:
+            raise TraceFormatError("ops.parquet: fewer rows than its footer says") from None
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
 
     def read(self, lo: int, hi: int) -> pa.Table:
+        """Rows [lo, hi) (``lo`` at or after every row read before)."""
         parts = []
-        g = int(np.searchsorted(self.first, lo, side="right")) - 1
         while lo < hi:
-            g0, g1 = int(self.first[g]), int(self.first[g + 1])
-            part = self._group(g).slice(lo - g0, min(hi, g1) - lo)
-            parts.append(part)
-            lo = min(hi, g1)
-            g += 1
+            if self.buf is None or self.at + self.buf.num_rows <= lo:
+                if self.buf is not None:
+                    self.at += self.buf.num_rows
+                self.buf = pa.Table.from_batches([self._more()])
+                continue
+            a = lo - self.at
+            b = min(hi - self.at, self.buf.num_rows)
+            parts.append(self.buf.slice(a, b - a))
+            lo = self.at + b
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         validate_batch(table)
         return table
@@ -157,14 +163,16 @@ def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     Each but the last has at least ``batch_rows`` rows when the file has that many."""
     pf = open_ops(path)
     runs = _runs(pf, min(PIECE_ROWS, batch_rows))
-    rows = _Rows(pf, keep=len(runs) + 1)
+    meta = pf.metadata
+    first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
+    cursors = {id(r): _Cursor(path, first, r.bounds[0]) for r in runs}
     held: list[pa.Table] = []  # pieces read, not yet released
     starts: list[np.ndarray] = []
     while True:
         live = [r for r in runs if r.next < len(r.bounds) - 1]
         if live:
             run = min(live, key=lambda r: r.pending)
-            piece = rows.read(run.bounds[run.next], run.bounds[run.next + 1])
+            piece = cursors[id(run)].read(run.bounds[run.next], run.bounds[run.next + 1])
             run.next += 1
             held.append(piece)
             starts.append(piece.column("t_start_ps").to_numpy())
