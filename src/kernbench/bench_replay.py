@@ -164,20 +164,10 @@ def rss_child(path: str) -> None:
     """Entry point of the child process that measures the peak RSS of one replay."""
     import json
 
+    from kernbench.bench import peak_rss_mb
+
     replay_in_process(path, reference=False, progress=False)
     print(json.dumps({"peak_rss_mb": peak_rss_mb()}))
-
-
-def peak_rss_mb() -> float:
-    """This process's peak RSS (VmHWM: unlike ``ru_maxrss``, not inherited from the parent
-    that forked it before ``exec``)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    import resource  # not Linux: the portable figure
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _replay_rss(path: Path) -> float:
