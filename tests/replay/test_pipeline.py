@@ -35,8 +35,17 @@ def _shuffled_trace(tmp_path: Path, n: int, seed: int) -> Path:
     return write_trace(tmp_path / "t.ktrace", ops, {"x": (x, "input")})
 
 
+@pytest.fixture(params=["whole", "cursors"])
+def read_mode(request, monkeypatch):
+    """Small files are decoded once; larger ones read by one streaming cursor per run."""
+    if request.param == "cursors":
+        monkeypatch.setattr(reader, "SMALL_FILE_ROWS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("batch", [1, 3, 7, 1000])
-def test_windows_give_every_row_once_in_start_time_order(tmp_path: Path, batch: int) -> None:
+def test_windows_give_every_row_once_in_start_time_order(tmp_path: Path, batch: int,
+                                                         read_mode: str) -> None:
     path = _shuffled_trace(tmp_path, 60, batch)
     got = [(s, i) for w in reader.windows(path / "ops.parquet", batch)
            for s, i in zip(w.column("t_start_ps").to_pylist(), w.column("op_id").to_pylist(),
@@ -47,12 +56,15 @@ def test_windows_give_every_row_once_in_start_time_order(tmp_path: Path, batch: 
     assert got == want
 
 
-def test_pe_after_pe_emission_is_merged_in_bounded_windows(tmp_path: Path) -> None:
+def test_pe_after_pe_emission_is_merged_in_bounded_windows(tmp_path: Path,
+                                                           read_mode: str) -> None:
     """Four PEs' ops emitted one PE after another (as the recorder does): the runs are
     merged, and no window needs more than about one piece per run."""
     ops = [op(Op.COPY, 10 * k, 10 * k + 5, [operand("hbm", 0, (4,))],
               operand("tcm", 0, (4,), pe=pe), pe=pe) for pe in range(4) for k in range(50)]
     path = write_trace(tmp_path / "t.ktrace", ops, {"x": (np.zeros(4, np.float32), "input")})
+    table = pq.read_table(path / "ops.parquet")
+    pq.write_table(table, path / "ops.parquet", row_group_size=30)  # runs cross row groups
     wins = list(reader.windows(path / "ops.parquet", 8))
     sizes = [w.num_rows for w in wins]
     assert sum(sizes) == 200 and max(sizes) <= 4 * 8

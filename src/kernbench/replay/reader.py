@@ -30,6 +30,9 @@ BATCH_ROWS = 1 << 15
 #: runs' pieces together stay about one window
 PIECE_ROWS = 1 << 12
 FORMAT = "kernbench-ops"
+#: a file of at most this many rows is decoded once and sliced (its runs would otherwise
+#: each decode the one row group from its start)
+SMALL_FILE_ROWS = 1 << 17
 #: the columns replay reads
 COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
            "output")
@@ -158,6 +161,21 @@ class _Cursor:
         return table
 
 
+class _Whole:
+    """A small file's rows, decoded once; pieces are slices."""
+
+    def __init__(self, pf: pq.ParquetFile) -> None:
+        try:
+            self.table = pf.read(columns=list(COLUMNS))
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        table = self.table.slice(lo, hi - lo)
+        validate_batch(table)
+        return table
+
+
 def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
     Each but the last has at least ``batch_rows`` rows when the file has that many."""
@@ -165,7 +183,11 @@ def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     runs = _runs(pf, min(PIECE_ROWS, batch_rows))
     meta = pf.metadata
     first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
-    cursors = {id(r): _Cursor(path, first, r.bounds[0]) for r in runs}
+    if meta.num_rows <= SMALL_FILE_ROWS:
+        whole = _Whole(pf)
+        cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
+    else:
+        cursors = {id(r): _Cursor(path, first, r.bounds[0]) for r in runs}
     held: list[pa.Table] = []  # pieces read, not yet released
     starts: list[np.ndarray] = []
     while True:
