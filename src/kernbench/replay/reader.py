@@ -25,7 +25,7 @@ from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS, check_metadata
 
 #: the least rows of a window (but the last)
-BATCH_ROWS = 1 << 15
+BATCH_ROWS = 1 << 14
 #: rows per piece read from ops.parquet: pieces of all runs are held at once, so a few
 #: runs' pieces together stay about one window
 PIECE_ROWS = 1 << 12
