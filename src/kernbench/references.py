@@ -35,15 +35,24 @@ def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) 
     return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
 
 
-def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+                      chunk: int = 256) -> np.ndarray:
+    """Causal attention per KV head, ``chunk`` query positions at a time (each chunk only
+    sees the keys up to its last position), so memory stays O(chunk * S) at any S."""
     h_kv, s_len, g, d = q.shape
-    s = np.einsum("htgd,hsd->htgs", q.astype(np.float32), k.astype(np.float32))
-    s = s * np.float32(scale)
-    causal = np.arange(s_len)[None, :] <= np.arange(s_len)[:, None]  # [t, s]
-    s = np.where(causal[None, :, None, :], s, -np.inf)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("htgs,hsd->htgd", p, v.astype(np.float32))
+    out = np.empty(q.shape, np.float32)
+    for h in range(h_kv):
+        kf, vf = k[h].astype(np.float32), v[h].astype(np.float32)
+        for t0 in range(0, s_len, chunk):
+            t1 = min(s_len, t0 + chunk)
+            qc = q[h, t0:t1].astype(np.float32).reshape((t1 - t0) * g, d)  # rows (t, g)
+            s = (qc @ kf[:t1].T) * np.float32(scale)
+            pos = np.repeat(np.arange(t0, t1), g)[:, None]
+            s = np.where(np.arange(t1)[None, :] <= pos, s, -np.inf)
+            p = np.exp(s - s.max(axis=-1, keepdims=True))
+            p /= p.sum(axis=-1, keepdims=True)
+            out[h, t0:t1] = (p @ vf[:t1]).reshape(t1 - t0, g, d)
+    return out
 
 
 def _scale(d: int) -> float:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from kernbench.replay.bench import measure
+from kernbench.bench_replay import measure
 
 
-def test_measure_reports_throughput_and_the_numpy_ratio() -> None:
+def test_measure_reports_throughput_ratios_and_peak_rss() -> None:
     got = measure(quick=True, repeat=1)
     for key in ("replay_ops_per_s", "replay_vs_numpy", "replay_attention_ops_per_s",
-                "replay_attention_vs_numpy"):
-        assert got[key] > 0
+                "replay_attention_vs_numpy", "replay_prefill_vs_numpy",
+                "replay_decode_32k_vs_numpy", "replay_peak_rss_mb_small",
+                "replay_peak_rss_mb_large"):
+        assert got[key] > 0, key
     assert got["replay_ops"] > 5000
+    assert got["replay_peak_rss_ops_large"] >= 9 * got["replay_peak_rss_ops_small"]

@@ -69,3 +69,26 @@ def test_replaying_twice_gives_the_same_values(copy_of) -> None:
     first = pl.read_parquet(path / "replay" / "values.parquet")
     replay(path, in_process=True)
     assert pl.read_parquet(path / "replay" / "values.parquet").equals(first)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32, np.bool_])
+@pytest.mark.parametrize("size", [1, 6, 64, 4096, 3000])
+def test_one_size_batches_give_the_per_segment_statistics(dtype, size: int) -> None:
+    """The matrix path (one size) agrees with the segment definition: checksums exactly,
+    min/max exactly, means to float rounding."""
+    rng = np.random.default_rng(size)
+    arrays = [(rng.standard_normal(size) * 100).astype(dtype) for _ in range(5)]
+    _, checksum, mins, maxs, means, nonfinite = reduce_batch(list(range(5)), arrays, _Powers())
+    assert checksum.tolist() == [one(a) for a in arrays]
+    wide = [a.astype(np.float64) for a in arrays]
+    assert mins.tolist() == [w.min() for w in wide]
+    assert maxs.tolist() == [w.max() for w in wide]
+    np.testing.assert_allclose(means, [w.mean() for w in wide], rtol=1e-6, atol=1e-9)
+    assert nonfinite.tolist() == [0] * 5
+
+
+def test_non_finite_values_are_counted_in_one_size_batches() -> None:
+    arrays = [np.ones(4096, np.float32) for _ in range(3)]
+    arrays[1][[5, 9, 4000]] = [np.inf, np.nan, -np.inf]
+    *_, nonfinite = reduce_batch([0, 1, 2], arrays, _Powers())
+    assert nonfinite.tolist() == [0, 3, 0]

@@ -55,12 +55,15 @@ _REDUCED = [
     _ring(4, 256, "prefill", replay=True),
 ]
 _COMPOSITE = _decode(32768, stream="composite", T_kv=4096)
+#: the flagship: Llama3-70B prefill at 8k, all 8 KV heads and 64 query heads, replayed whole
+FLAGSHIP = Config("prefill 8k causal Llama3-70B (8 KV heads / 8 PEs), replayed", "gqa-prefill",
+                  {"S": 8192}, replay=True)
 
 QUICK = [_decode(4096, replay=True), _decode(32768), _COMPOSITE, _prefill(2048),
          _ring(8, 1024, "prefill"), _ring(8, 4096, "decode"), *_REDUCED]
 FULL = [_decode(4096, replay=True), _decode(32768, replay=True), _decode(131072), _COMPOSITE,
-        _prefill(8192), _ring(8, 4096, "prefill"), _ring(8, 4096, "decode", replay=True),
-        *_REDUCED]
+        _prefill(8192), FLAGSHIP, _ring(8, 4096, "prefill"),
+        _ring(8, 4096, "decode", replay=True), *_REDUCED]
 
 #: a link so fast it costs nothing: the counterfactual that shows how much link time shows
 FREE_LINK = HwConfig(name="free-link", link_gbps=1e9, link_latency_ns=0)

@@ -11,6 +11,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from kernbench.replay.convert import BF16, bf16_to_f32
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
 from kernbench.schemas.ops import OPS, Family, Op
 
@@ -69,7 +70,12 @@ def compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]
 
 def reader(o: Operand, force_f32: bool = False) -> Callable[[], np.ndarray]:
     v, up = compute_view(o, force_f32)
-    return partial(v.astype, F32) if up else partial(same, v)
+    return upcast(v) if up else partial(same, v)
+
+
+def upcast(v: np.ndarray) -> Callable[[], np.ndarray]:
+    """A step reading the view ``v`` as a new float32 array (bfloat16 by a 16-bit shift)."""
+    return partial(bf16_to_f32, v) if v.dtype == BF16 else partial(v.astype, F32)
 
 
 def same(v: np.ndarray) -> np.ndarray:
@@ -127,7 +133,7 @@ def elementwise_step(fn: Callable[..., Any], slots: list, taken: list[bool]) -> 
             casts.append(up)
     if not any(casts):
         return partial(fn, *args)
-    readers = [partial(same, a) if not c else partial(a.astype, F32)
+    readers = [partial(same, a) if not c else upcast(a)
                for a, c in zip(args, casts, strict=True)]
     return partial(call_read, fn, readers)
 

@@ -157,8 +157,10 @@ def _fail(message: str) -> None:
     raise ReplayError(message)
 
 
-def decode(table: pa.Table, store: MemoryStore) -> Program:
-    """Decode the ops table against ``store``; TraceFormatError for an unknown op name."""
+def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None) -> Program:
+    """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
+    ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
+    objects), reused and added to."""
     n = table.num_rows
     op_id = _ints(table.column("op_id"))
     pe = _ints(table.column("pe"))
@@ -197,7 +199,18 @@ def decode(table: pa.Table, store: MemoryStore) -> Program:
             operand_id[:len(in_keys)])
     sigs, sig_id = unique_rows(sig)
     binder = _Binder(name_vals, attr_vals, operands, store)
-    bound = [binder.bind(row) for row in sigs.tolist()]
+    if bound_cache is None:
+        bound = [binder.bind(row) for row in sigs.tolist()]
+    else:
+        bound = []
+        for row in sigs.tolist():
+            key = (name_vals[row[0]], attr_vals[row[1]], row[2],
+                   operands[row[3]] if row[3] >= 0 else None,
+                   *[operands[j] for j in row[4:] if j >= 0])
+            got = bound_cache.get(key)
+            if got is None:
+                got = bound_cache[key] = binder.bind(row)
+            bound.append(got)
     order = np.lexsort((op_id, t_start))
     return Program(
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,

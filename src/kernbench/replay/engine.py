@@ -7,17 +7,23 @@ order depends on the timestamps alone, so ``schedule`` computes it up front, vec
 writes land right after their own op ran (the loop writes them at once), the others wait in
 ``pending`` for the op after which they land. A read that overtakes its producer therefore
 sees invalid bytes or old data.
+
+``execute`` runs one window of the pipeline (``replay/pipeline.py``): writes still pending
+at the window's end are returned as ``Carried`` and enter the next window first, as ops
+that already ran, with their own end time and op_id, so the landing order is unchanged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import ReplayError
+from kernbench.replay.binding import nothing
 from kernbench.replay.decode import Program
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
@@ -28,12 +34,24 @@ FLUSH_CHECK_EVERY = 256
 
 
 @dataclass(frozen=True)
+class Carried:
+    """A write computed in an earlier window that has not landed yet."""
+
+    op_id: int
+    t_end: int
+    operand: Operand
+    value: np.ndarray
+
+
+@dataclass(frozen=True)
 class RunOutcome:
-    """What happened: how many ops ran, and the error that stopped replay (if any)."""
+    """What happened in one window: how many of its ops ran, the error that stopped replay
+    (if any) and its row, and the writes still in flight at the window's end."""
 
     executed: int
     error: ReplayError | None = None
     error_row: int | None = None
+    carry: tuple[Carried, ...] = ()
 
 
 class _InvalidRead(Exception):
@@ -47,78 +65,109 @@ def _by_position(items: list[Any], idx: list[int]) -> list[Any]:
     return list(itemgetter(*idx)(items))
 
 
-def _arm(program: Program, values: ValueLog, sig: np.ndarray) -> None:
-    """Give each output operand its run of 0x01 bytes; tell ``values`` what each position
-    writes (dtype code, element count, bytes)."""
-    outs = program.sig_out
+def _layout(outs: list[Operand | None], sig: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, list[np.dtype], np.ndarray]:
+    """Give each output operand its run of 0x01 bytes; per position, the dtype code and
+    element count of what it writes, the dtypes by code, and the bytes written."""
     ones = memoryview(b"\x01" * max((o.nbytes for o in outs if o is not None), default=0))
     dtypes: dict[np.dtype, int] = {}
     code = np.zeros(len(outs), np.int64)
     count = np.zeros(len(outs), np.int64)
     for j, o in enumerate(outs):
         if o is not None and o.error is None:
-            if o.ones is None:
+            if o.ones is None or len(o.ones) != o.nbytes:
                 o.ones = ones[:o.nbytes]
             code[j] = dtypes.setdefault(o.npd, len(dtypes))
             count[j] = o.nbytes // o.npd.itemsize
-    nbytes = np.array([o.nbytes if o is not None else 0 for o in outs], np.int64)
-    values.set_layout(code[sig], count[sig], list(dtypes), nbytes[sig])
+    nbytes = np.array([o.nbytes if o is not None else 0 for o in outs] or [0], np.int64)
+    return code[sig], count[sig], list(dtypes), nbytes[sig]
 
 
-def execute(program: Program, values: ValueLog) -> RunOutcome:
-    """Run every op of ``program`` in time-faithful order, logging written values by
-    position in ``program.order``."""
+def _const(value: np.ndarray) -> np.ndarray:
+    return value
+
+
+def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
+            last: bool = True) -> RunOutcome:
+    """Run one window: the writes carried in from earlier windows (as ops that already ran,
+    placed first), then every op of ``program`` in time-faithful order. Written values go
+    to ``values`` in landing order. ``last`` False: writes landing after the window's last
+    op come back in ``RunOutcome.carry``."""
+    c = len(carry)
+    n_sig = len(program.sig_step)
+    sig_step = program.sig_step + [partial(_const, w.value) for w in carry]
+    sig_out = program.sig_out + [w.operand for w in carry]
+    sig_ins = program.sig_ins + [()] * c
+    sig_checks = program.sig_checks + [()] * c
     order = program.order
-    sig = program.sig_id[order]
+    sig = np.concatenate([np.arange(n_sig, n_sig + c, dtype=np.int64),
+                          program.sig_id[order]])
+    t_start = np.concatenate([np.full(c, np.iinfo(np.int64).min, np.int64),
+                              program.t_start[order]])
+    t_end = np.concatenate([np.array([w.t_end for w in carry], np.int64),
+                            program.t_end[order]])
+    op_id = np.concatenate([np.array([w.op_id for w in carry], np.int64),
+                            program.op_id[order]])
     sig_list = sig.tolist()
-    _arm(program, values, sig)
-    writes = np.array([o is not None for o in program.sig_out] or [False], bool)[sig]
-    rewinds = [rewind_of(s) for s in program.sig_step]
+    writes = np.array([o is not None for o in sig_out] or [False], bool)[sig]
+    rewinds = [rewind_of(s) for s in sig_step]
     touched = [sorted({o.mem.mid for o in ins if o.mem is not None}
                       | ({r[0].mid} if r is not None else set()))
-               for ins, r in zip(program.sig_ins, rewinds, strict=True)]
+               for ins, r in zip(sig_ins, rewinds, strict=True)]
     out_mem = np.array([o.mem.mid if o is not None and o.mem is not None else -1
-                        for o in program.sig_out] or [-1], np.int64)[sig]
+                        for o in sig_out] or [-1], np.int64)[sig]
     flags, after, writers, land_k, land_sub = schedule(
-        program.t_start[order], program.t_end[order], program.op_id[order], writes,
-        expand(touched, sig), out_mem)
+        t_start, t_end, op_id, writes, expand(touched, sig), out_mem, last)
     landing = np.full(len(sig), np.iinfo(np.int64).max, np.int64)
-    landing[writers] = land_k * (int(land_sub.max(initial=0)) + 1) + land_sub
-    values.landing = landing
-    valid = plan(program.sig_checks, program.sig_out, rewinds, sig, writers, land_k, land_sub)
-    if valid.ok:
-        recs = _by_position(list(zip(program.sig_step, program.sig_out, strict=True)),
-                            sig_list)
-        k, failure = _run(recs, flags.tolist(), after, values)
-        valid.settle(k)
+    landing[writers] = (land_k + 1) * (int(land_sub.max(initial=0)) + 1) + land_sub
+
+    def describe(pos: int) -> dict[str, Any]:
+        if pos < c:
+            return {"op_id": int(op_id[pos]), "name": None, "src": None}
+        row = int(order[pos - c])
+        return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
+                "src": program.src(row)}
+
+    values.begin_window(op_id, *_layout(sig_out, sig), landing, describe)
+    valid = plan(sig_checks, sig_out, rewinds, sig, writers, land_k, land_sub)
+    pending: dict[int, tuple[Operand, np.ndarray]] = {}
+    if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
+        steps = [nothing if r is not None else st for st, r in zip(sig_step, rewinds,
+                                                                   strict=True)]
+        recs = _by_position(list(zip(steps, sig_out, strict=True)), sig_list)
+        k, failure = _run(recs, flags.tolist(), after, values, pending)
+        valid.settle(k + 1 if failure is None else k)
     else:
-        recs = _by_position(list(zip(program.sig_step, program.sig_checks, program.sig_out,
-                                     strict=True)), sig_list)
-        k, failure = _run_checked(recs, flags.tolist(), after, values)
+        recs = _by_position(list(zip(sig_step, sig_checks, sig_out, strict=True)), sig_list)
+        k, failure = _run_checked(recs, flags.tolist(), after, values, pending)
+    values.flush()
     if failure is None:
-        return RunOutcome(len(recs))
-    row = int(order[k])
+        left = tuple(Carried(int(op_id[j]), int(t_end[j]), o, r)
+                     for j, (o, r) in sorted(pending.items()))
+        return RunOutcome(len(recs) - c, carry=left)
+    row = int(order[k - c])
     if isinstance(failure, _InvalidRead):
         index = program.sig_ins[sig_list[k]].index(failure.operand)
         try:
             check_read(failure.operand, program.where(row), index)
         except ReplayError as err:
-            return RunOutcome(k, err, row)
+            return RunOutcome(k - c, err, row)
         raise AssertionError("check_read accepted an invalid read")  # pragma: no cover
     if isinstance(failure, ReplayError):
-        return RunOutcome(k, ReplayError(f"{program.where(row)}: {failure}"), row)
-    return RunOutcome(k, ReplayError(f"{program.where(row)}: {type(failure).__name__}: "
-                                     f"{failure}"), row)
+        return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {failure}"), row)
+    return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {type(failure).__name__}: "
+                                         f"{failure}"), row)
 
 
 Failure = ReplayError | ValueError | TypeError | ArithmeticError | IndexError | _InvalidRead
 
 
 def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
-         after: dict[int, list[int]], values: ValueLog) -> tuple[int, Failure | None]:
+         after: dict[int, list[int]], values: ValueLog,
+         pending: dict[int, tuple[Operand, np.ndarray]]) -> tuple[int, Failure | None]:
     """The loop when ``validity.plan`` proved every read valid: no valid map per op.
-    Runs in chunks of FLUSH_CHECK_EVERY ops, checking for a statistics flush between."""
-    pending: dict[int, tuple[Operand, np.ndarray]] = {}
+    Runs in chunks of FLUSH_CHECK_EVERY ops, checking for a statistics flush between.
+    Returns the last position run and the failure that stopped it (if any)."""
     log_row, log_value = values.rows.append, values.arrays.append
     k = -1
     n = len(recs)
@@ -156,10 +205,10 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
 
 
 def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
-                 flags: list[int], after: dict[int, list[int]], values: ValueLog
+                 flags: list[int], after: dict[int, list[int]], values: ValueLog,
+                 pending: dict[int, tuple[Operand, np.ndarray]]
                  ) -> tuple[int, Failure | None]:
     """The loop with the per-byte valid map: each read is checked, each write marks."""
-    pending: dict[int, tuple[Operand, np.ndarray]] = {}
     log_row, log_value = values.rows.append, values.arrays.append
     k = -1
     try:

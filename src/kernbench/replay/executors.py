@@ -35,6 +35,7 @@ from kernbench.replay.binding import (
     reader,
     same,
     template,
+    upcast,
 )
 from kernbench.replay.store import NP_DTYPES
 from kernbench.schemas import ops
@@ -151,8 +152,7 @@ def _bind_dot(attrs, ins, out, ctx):
         need(len(a) == 2 and 0 <= k0 < k1 <= a[1], f"dot a_cols {cols} outside a {list(a)}")
         a = (a[0], k1 - k0)
         view = ins[0].view[:, k0:k1]
-        f32 = np.dtype(np.float32)
-        readers[0] = partial(view.astype, f32) if view.dtype != f32 else partial(same, view)
+        readers[0] = upcast(view) if view.dtype != np.float32 else partial(same, view)
     need(len(a) == 2 and len(b) == 2 and a[1] == b[0], f"dot {list(a)} @ {list(b)}")
     need(out.shape == (a[0], b[1]), f"dot {list(a)} @ {list(b)} writes {list(out.shape)}")
     need(len(ins) == 2 or ins[2].shape == out.shape,

@@ -9,7 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,20 @@ import pyarrow.parquet as pq
 
 from kernbench.case import init_from_json
 from kernbench.errors import BadInputError, ReplayError, TraceFormatError
-from kernbench.replay.decode import decode
-from kernbench.replay.engine import RunOutcome, execute
+from kernbench.replay import pipeline
+from kernbench.replay.inputs import make_initial
+from kernbench.replay.progress import Progress
+from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.store import NP_DTYPES, MemoryStore
-from kernbench.replay.values import ValueLog, values_table
+from kernbench.replay.threads import blas_threads
+from kernbench.replay.values import ValueLog
 from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
-from kernbench.schemas.arrow import OUTPUTS, read_table
+from kernbench.schemas.arrow import OUTPUTS, VALUES, read_table
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
+_NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store
 INPUT_ROLES = frozenset({"input", "inout"})
 
 
@@ -65,7 +69,7 @@ class HbmTensor:
 
     @property
     def nbytes(self) -> int:
-        return int(self.initial.nbytes)
+        return int(np.prod(self.shape, dtype=np.int64)) * NP_DTYPES[self.dtype].itemsize
 
 
 def load_tensors(table: pa.Table) -> list[HbmTensor]:
@@ -80,7 +84,7 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
                                    f"{list(shape)} {row['addr']}")
         try:
             init = init_from_json(row["init"], row["data"], shape=shape, dtype=dt)
-            arr = np.ascontiguousarray(init.make(shape, dt))
+            arr = np.ascontiguousarray(make_initial(init, shape, dt))
         except (BadInputError, ValueError, TypeError, KeyError) as exc:
             raise TraceFormatError(f"{where}: unusable init {row['init']!r} ({exc})") from None
         out.append(HbmTensor(row["name"], row["role"], int(row["pe"]), int(row["addr"]),
@@ -109,59 +113,86 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     out = {}
     for t in tensors:
         if t.role in OUTPUT_ROLES:
-            raw = store.read_bytes("hbm", t.pe, t.addr, t.addr + t.nbytes)
-            out[t.name] = np.frombuffer(raw, dtype=NP_DTYPES[t.dtype]).reshape(t.shape).copy()
+            npd = NP_DTYPES[t.dtype]
+            view = np.frombuffer(store.memory("hbm", t.pe).buf, dtype=npd,
+                                 count=t.nbytes // npd.itemsize, offset=t.addr)
+            out[t.name] = view.reshape(t.shape).copy()
     return out
 
 
-def _error_info(program: Any, outcome: RunOutcome) -> dict[str, Any] | None:
-    if outcome.error is None:
-        return None
-    row = outcome.error_row
-    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
-            "src": program.src(row), "message": str(outcome.error)}
-
-
-def _nonfinite_info(program: Any, row: int | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
-            "src": program.src(row)}
-
-
 def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None,
-                      run_id: str | None = None, case_paths: Sequence[str] = ()
+                      run_id: str | None = None, case_paths: Sequence[str] = (),
+                      threads: int | None = None, reference: bool = True,
+                      window_rows: int = BATCH_ROWS, progress: bool | None = None
                       ) -> ReplayResult:
     """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input.
 
     ``run_id`` (fresh if None) is written into the verdict, so whoever started this replay
     can tell its verdict from an older one; ``case_paths`` locate a ``--case`` module.
-    """
-    path = Path(path)
-    run_id = run_id or new_run_id()
+    ``threads``: BLAS threads while replaying (default ``KERNBENCH_REPLAY_THREADS`` or 1).
+    ``reference`` False: do not compute the reference (benchmarks). ``progress``: show
+    progress (None: on a terminal only)."""
+    with blas_threads(threads):
+        return _replay(Path(path), case, run_id or new_run_id(), case_paths, reference,
+                       window_rows, progress)
+
+
+def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
+            case_paths: Sequence[str], with_reference: bool, window_rows: int,
+            progress: bool | None) -> ReplayResult:
     started = time.perf_counter()
     trace = Trace.open(path)
     manifest = trace.manifest
     tensors = load_tensors(trace.tensors_table)
     rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
-    reference = resolve_reference(manifest, case, rows, case_paths)
+    reference = resolve_reference(manifest, case, rows, case_paths) if with_reference else None
     store = build_store(manifest, tensors)
-    program = decode(trace.ops_table, store)
-    values = ValueLog()
-    outcome = execute(program, values)
-    table, first_nonfinite = values_table(program, values, program.order)
-    outputs = final_outputs(store, tensors)
+    # from here on, only the reference's inputs are kept apart from the store
+    inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
+    tensors = [replace(t, initial=_NONE) for t in tensors]
+    final = path / "replay"
+    try:
+        with atomic_dir(final, replaceable=lambda _: True) as tmp:
+            writer = pq.ParquetWriter(tmp / "values.parquet", VALUES, compression="zstd",
+                                      compression_level=1)
+            bar = Progress(trace.n_ops, enabled=progress)
+            try:
+                values = ValueLog(sink=writer.write_batch)
+                outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar)
+                values.close()
+            finally:
+                bar.close()
+                writer.close()
+            outputs = final_outputs(store, tensors)
+            values.release()
+            del store  # the memories go before the reference runs
+            verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
+            verdict["replay_s"] = round(time.perf_counter() - started, 6)
+            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
+                           compression="zstd", compression_level=1)
+            (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
+                                              + "\n")
+    except OSError as exc:
+        raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
+    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+
+
+def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
+             outputs: dict[str, np.ndarray], tensors: list[HbmTensor],
+             inputs: dict[str, np.ndarray], run_id: str) -> dict[str, Any]:
+    """The verdict; ``inputs`` is emptied once the reference has used them."""
+    first = values.first_nonfinite[2] if values.first_nonfinite is not None else None
     verdict: dict[str, Any] = {
-        "ok": False, "run_id": run_id, "reference": reference.label if reference.fn else None,
-        "reference_note": reference.note, "n_ops": len(program),
-        "n_executed": outcome.executed, "outputs": {}, "error": None,
-        "invalid_read": _error_info(program, outcome),
-        "first_nonfinite": _nonfinite_info(program, first_nonfinite),
+        "ok": False, "run_id": run_id,
+        "reference": reference.label if reference and reference.fn else None,
+        "reference_note": reference.note if reference else "reference not computed",
+        "n_ops": outcome.n_ops, "n_executed": outcome.executed, "outputs": {},
+        "error": None, "invalid_read": outcome.error, "first_nonfinite": first,
     }
-    if reference.fn is not None:
-        inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
+    if reference is not None and reference.fn is not None:
         try:
             expected = expected_outputs(reference, inputs)
+            inputs.clear()
             report, verdict["error"] = check_outputs(
                 outputs, {t.name: t.dtype for t in tensors}, expected)
             verdict["outputs"] = report
@@ -171,9 +202,7 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
         verdict["outputs"] = {name: {"checked": False, "ok": True} for name in outputs}
     verdict["ok"] = (verdict["invalid_read"] is None and verdict["error"] is None
                      and all(o["ok"] for o in verdict["outputs"].values()))
-    verdict["replay_s"] = round(time.perf_counter() - started, 6)
-    write_replay_dir(path, table, outputs, tensors, verdict)
-    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+    return verdict
 
 
 def _abs_errors(verdict: dict[str, Any]) -> dict[str, float]:
@@ -189,22 +218,6 @@ def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> p
         pa.array([list(outputs[n].shape) for n in names], pa.list_(pa.int64())),
         pa.array([outputs[n].tobytes() for n in names], pa.binary()),
     ], schema=OUTPUTS)
-
-
-def write_replay_dir(path: Path, values_table: pa.Table, outputs: dict[str, np.ndarray],
-                     tensors: list[HbmTensor], verdict: dict[str, Any]) -> None:
-    """Write ``path/replay/`` under a temporary name and rename it into place."""
-    final = path / "replay"
-    try:
-        with atomic_dir(final, replaceable=lambda _: True) as tmp:
-            pq.write_table(values_table, tmp / "values.parquet", compression="zstd",
-                           compression_level=1)
-            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                           compression="zstd", compression_level=1)
-            (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
-                                              + "\n")
-    except OSError as exc:
-        raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
 
 
 def new_run_id() -> str:

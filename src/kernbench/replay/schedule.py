@@ -16,7 +16,8 @@ DEFERRED, LANDING = 1, 2
 
 
 def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: np.ndarray,
-             touch: tuple[np.ndarray, np.ndarray] | None = None, out_mem: np.ndarray | None = None
+             touch: tuple[np.ndarray, np.ndarray] | None = None, out_mem: np.ndarray | None = None,
+             last: bool = True
              ) -> tuple[np.ndarray, dict[int, list[int]], np.ndarray, np.ndarray, np.ndarray]:
     """For ops in replay order (``t_start`` sorted): flags per position; position k ->
     positions whose writes land right after op k ran, in landing order, when that is not
@@ -29,7 +30,11 @@ def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: 
 
     ``touch``: (position, memory id) of every memory each op reads or rewinds at its run;
     ``out_mem``: the memory id each position writes. Given both, a write lands at once when
-    nothing else happens to its memory before it would land."""
+    nothing else happens to its memory before it would land.
+
+    ``last`` False: this is a window of a longer run; a write that would land after its last
+    op stays pending (flag DEFERRED, in no ``after`` list, ``land_k`` = -2) and lands in a
+    later window."""
     n = len(t_start)
     writers = np.flatnonzero(writes)
     land = np.maximum(np.searchsorted(t_start, t_end[writers], side="left"), writers + 1)
@@ -39,19 +44,21 @@ def schedule(t_start: np.ndarray, t_end: np.ndarray, op_id: np.ndarray, writes: 
     first[1:] = land[1:] != land[:-1]
     at = np.arange(len(w))
     rank = at - np.maximum.accumulate(np.where(first, at, 0)) if len(w) else at
-    now = first & (w == land - 1)
+    beyond = np.zeros(len(w), bool) if last else land >= n
+    now = first & (w == land - 1) & ~beyond
     if touch is not None and out_mem is not None and len(w):
-        now |= _unobserved(touch, out_mem, w, land - 1, rank + 1)
+        now |= _unobserved(touch, out_mem, w, land - 1, rank + 1) & ~beyond
     flags = np.zeros(n, np.int8)
     later = w[~now]
     flags[later] |= DEFERRED
     after: dict[int, list[int]] = {}
-    for k, j in zip((land[~now] - 1).tolist(), later.tolist(), strict=True):  # landing order
+    lands = ~now & ~beyond
+    for k, j in zip((land[lands] - 1).tolist(), w[lands].tolist(), strict=True):  # in order
         after.setdefault(k, []).append(j)
     if after:
         flags[np.fromiter(after, np.int64, len(after))] |= LANDING
     land_k, land_sub = np.empty(len(w), np.int64), np.empty(len(w), np.int64)
-    land_k[by], land_sub[by] = land - 1, rank + 1
+    land_k[by], land_sub[by] = np.where(beyond, -2, land - 1), rank + 1
     return flags, after, writers, land_k, land_sub
 
 

@@ -59,6 +59,29 @@ SPACES: dict[str, SpaceSpec] = {
 }
 
 
+_ZEROS = memoryview(bytes(1 << 20))
+
+
+def _zeros(n: int) -> memoryview | bytes:
+    return _ZEROS[:n] if n <= len(_ZEROS) else bytes(n)
+
+
+class AllValid:
+    """The valid map of a space whose reads are never checked (HBM): every byte is valid,
+    marks are ignored, and no per-byte map is allocated."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: slice, value: object) -> None:
+        pass
+
+    def __getitem__(self, key: slice) -> bytes:
+        return b"\x01" * len(range(*key.indices(1 << 62)))
+
+    def find(self, byte: int, lo: int = 0, hi: int | None = None) -> int:
+        return -1 if byte == 0 else lo
+
+
 class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
@@ -74,7 +97,7 @@ class Memory:
         self.pending = 0  # writes into this memory waiting in the engine's heap
         self.buf = bytearray(size)
         self.data = np.frombuffer(self.buf, dtype=np.uint8)
-        self.valid = bytearray(size)
+        self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
         self.regions = sorted(regions)
         self._starts = [r[0] for r in self.regions]
 
@@ -89,7 +112,7 @@ class Memory:
     def invalidate(self, lo: int, hi: int) -> None:
         lo, hi = max(lo, 0), min(hi, self.size)
         if hi > lo:
-            self.valid[lo:hi] = bytes(hi - lo)
+            self.valid[lo:hi] = _zeros(hi - lo)
 
     def first_invalid(self, lo: int, hi: int) -> int:
         return self.valid.find(0, lo, hi)
@@ -170,7 +193,8 @@ class MemoryStore:
         mem = self.memory(space, pe)
         n = len(data)
         mem.buf[addr:addr + n] = data
-        mem.valid[addr:addr + n] = b"\x01" * n
+        if mem.check_reads:
+            mem.valid[addr:addr + n] = b"\x01" * n
 
     def read_bytes(self, space: str, pe: int, lo: int, hi: int) -> bytes:
         return bytes(self.memory(space, pe).buf[lo:hi])
@@ -216,6 +240,10 @@ class MemoryStore:
     @property
     def n_operands(self) -> int:
         return len(self._operands)
+
+    def forget_operands(self) -> None:
+        """Drop the operand cache (operands in use stay valid; new ones are resolved again)."""
+        self._operands.clear()
 
 
 def _regions_text(mem: Memory, limit: int = 4) -> str:

@@ -101,6 +101,8 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     w_of[writers] = np.arange(len(writers))
     w_pos, w_op = expand(writes, sig)
     w_at = w_of[w_pos]
+    lands = land_k[w_at] >= -1  # writes landing in a later window are not events here
+    w_pos, w_op, w_at = w_pos[lands], w_op[lands], w_at[lands]
     k = np.concatenate([r_pos, land_k[w_at], v_pos])
     sub = np.concatenate([np.zeros(len(r_pos), np.int64), land_sub[w_at],
                           np.zeros(len(v_pos), np.int64)])

@@ -1,33 +1,35 @@
 """``values.parquet``: per op with an output, a 64-bit checksum and min/max/mean/non-finite.
 
 The run loop only keeps a reference to each value it wrote (a fresh array nobody mutates);
-batches of about ``FLUSH_BYTES`` are joined with one memcpy per value and reduced in bulk
-with ``reduceat`` (a batch stays in cache; a worker thread was tried and lost to GIL
-hand-offs). The dtype and size of each value are known from the decoded program, so a batch
-needs no per-array inspection. The checksum of an output is a polynomial hash mod 2**64 of
-its bytes zero-padded to whole 8-byte words read as little-endian uint64 ``w``
+batches of about ``FLUSH_BYTES`` (in cache) are joined with one memcpy per value, grouped
+by (dtype, size) and reduced as one matrix per group: row min and max, a sum folded
+row-wise before the partials, and the checksum as one uint64 matrix-vector product (values
+of mixed sizes fall back to segment reductions, ``reduceat``). A worker thread was tried
+and lost to GIL hand-offs. The checksum of an output is a polynomial hash mod 2**64 of its
+bytes zero-padded to whole 8-byte words read as little-endian uint64 ``w``
 (``sum w[j] * P**j``, P the FNV-64 prime), xor the byte count times P, finished with
-splitmix64: deterministic, position sensitive, and a few numpy passes for a whole batch.
+splitmix64: deterministic and position sensitive. Each flush becomes one batch of rows
+(sorted by op_id) for a ``ParquetWriter``; nothing is kept per op across windows.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from kernbench.replay.convert import BF16, F32, bf16_to_f32
 from kernbench.schemas.arrow import VALUES
 
-if TYPE_CHECKING:
-    from kernbench.replay.decode import Program
-
-F32 = np.dtype(np.float32)
 U64 = np.uint64
 PRIME = 0x100000001B3
 PRIME_INV = pow(PRIME, -1, 1 << 64)
 FLUSH_BYTES = 1 << 18
+#: values.parquet rows per row group (batches are held until this many)
+SINK_ROWS = 1 << 16
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _nbytes = operator.attrgetter("nbytes")
 
@@ -109,20 +111,77 @@ def checksums(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
 
 
 def _as_numbers(arr: np.ndarray) -> np.ndarray:
-    """Values reduceat can work on: low floats as float32, bool as uint8."""
+    """Values the reductions can work on: bfloat16 as float32 (a 16-bit shift, exact),
+    other low floats as float32, bool as uint8."""
     if arr.dtype == np.bool_:
         return arr.view(np.uint8)
+    if arr.dtype == BF16:
+        return bf16_to_f32(arr)
     if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.dtype.itemsize < 4):
         return arr.astype(F32)
     return arr
 
 
+def _fold_width(size: int, widest: int = 1024) -> int:
+    """The largest power of two <= ``widest`` dividing ``size`` at least twice (0: none
+    above 8): a sum folds [size] into [size / width, width] rows first."""
+    w = widest
+    while w > 8 and (size % w or size // w < 2):
+        w //= 2
+    return w if w > 8 else 0
+
+
+def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chunk:
+    """Statistics of ``n`` segments of ``size`` elements laid end to end: row reductions of
+    one [n, size] matrix (vectorised, in cache) instead of segment reductions."""
+    item = flat.dtype.itemsize
+    nbytes = size * item
+    if nbytes % 8:
+        return _segment_stats(flat, np.arange(n, dtype=np.int64) * size,
+                              np.full(n, size, np.int64), powers)
+    words = flat.view("<u8").reshape(n, nbytes // 8)
+    fwd, _ = powers.get(nbytes // 8 + 1)
+    h = np.matmul(words, fwd[:nbytes // 8])
+    h ^= U64(nbytes) * U64(PRIME)
+    vals = _as_numbers(flat).reshape(n, size)
+    mins, maxs = vals.min(axis=1), vals.max(axis=1)
+    width = _fold_width(size) if vals.dtype.kind == "f" else 0
+    if width:  # rows of ``width`` added elementwise (vectorised), then the partials
+        part = np.add.reduce(vals.reshape(n, size // width, width), axis=1)
+        sums = np.add.reduce(part, axis=1, dtype=np.float64)
+    else:
+        sums = np.add.reduce(vals, axis=1, dtype=np.float64)
+    nonfinite = np.zeros(n, np.int64)
+    if vals.dtype.kind == "f":  # a finite sum has no inf/nan terms; count where it is not
+        for j in np.flatnonzero(~np.isfinite(sums)).tolist():
+            nonfinite[j] = int(size - np.count_nonzero(np.isfinite(vals[j])))
+    return h, mins, maxs, sums / size, nonfinite
+
+
+def _segment_stats(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                   powers: _Powers) -> Chunk:
+    """Statistics of segments of different sizes, by segment reductions."""
+    checksum = checksums(flat, starts, sizes, powers, mix=False)
+    vals = _as_numbers(flat)
+    mins = np.minimum.reduceat(vals, starts).astype(np.float64)
+    maxs = np.maximum.reduceat(vals, starts).astype(np.float64)
+    sums = np.add.reduceat(vals, starts, dtype=np.float64)
+    nonfinite = np.zeros(len(sizes), np.int64)
+    if vals.dtype.kind == "f":  # a finite float64 sum of float32s has no inf/nan
+        for j in np.flatnonzero(~np.isfinite(sums)).tolist():
+            seg = vals[starts[j]:starts[j] + sizes[j]]
+            nonfinite[j] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
+    return checksum, mins, maxs, sums / sizes, nonfinite
+
+
 def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers: _Powers,
                  layout: tuple[np.ndarray, np.ndarray, list[np.dtype]] | None = None,
-                 mix: bool = True) -> Chunk:
-    """Statistics of one batch of written values, in commit order. ``layout``: (dtype code,
-    element count) of each array and the dtypes by code, when the caller knows them.
-    ``mix=False``: checksums not yet finished (``_mix`` them later, all at once)."""
+                 mix: bool = True) -> tuple[np.ndarray, ...]:
+    """Statistics of one batch of written values, in commit order: (rows, checksum, min,
+    max, mean, nonfinite). ``layout``: (dtype code, element count) of each array and the
+    dtypes by code, when the caller knows them. Values are grouped by (dtype, size); a group
+    of one size is reduced as a matrix, in few passes. ``mix=False``: checksums not yet
+    finished (``_mix`` them later, all at once)."""
     n = len(rows)
     row_ids = np.asarray(rows, dtype=np.int64)
     if layout is None:
@@ -137,64 +196,73 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
     nonfinite = np.zeros(n, np.int64)
     if not n:
         return row_ids, checksum, mins, maxs, means, nonfinite
-    lo, hi = (0, 0) if len(dtypes) == 1 else (int(codes.min()), int(codes.max()))
-    groups = ([(lo, slice(None))] if lo == hi else
-              [(c, np.flatnonzero(codes == c)) for c in range(lo, hi + 1)])
+    key = codes * (int(counts.max()) + 1) + counts
+    k0 = int(key[0])
+    if (key == k0).all():
+        groups: list[tuple[int, Any]] = [(k0, slice(None))]
+    else:
+        order = np.argsort(key, kind="stable")
+        skey = key[order]
+        cut = np.flatnonzero(skey[1:] != skey[:-1]) + 1
+        groups = [(int(skey[a]), order[a:b]) for a, b in
+                  zip([0, *cut.tolist()], [*cut.tolist(), n], strict=True)]
     with np.errstate(all="ignore"):
-        for code, ks in groups:
-            if lo == hi:
-                parts = arrays
-            else:
-                if not len(ks):
-                    continue
-                parts = [arrays[k] for k in ks.tolist()]
+        for _, ks in groups:
+            parts = arrays if isinstance(ks, slice) else [arrays[k] for k in ks.tolist()]
+            code, size = int(codes[ks][0]), int(counts[ks][0])
             try:  # one memcpy per part; a part that is not C-contiguous takes numpy's way
                 flat = np.frombuffer(b"".join(parts), dtypes[code])
-            except TypeError:
-                flat = np.concatenate(parts, axis=None, dtype=dtypes[code])
-            sizes = counts[ks]
-            starts = np.cumsum(sizes) - sizes
-            checksum[ks] = checksums(flat, starts, sizes, powers, mix)
-            vals = _as_numbers(flat)
-            mins[ks] = np.minimum.reduceat(vals, starts)
-            maxs[ks] = np.maximum.reduceat(vals, starts)
-            sums = np.add.reduceat(vals, starts, dtype=np.float64)
-            means[ks] = sums / sizes
-            if vals.dtype.kind == "f":  # a finite float64 sum of float32s has no inf/nan
-                bad = np.flatnonzero(~np.isfinite(sums))
-                out = nonfinite[ks] if lo != hi else nonfinite
-                for j in bad.tolist():
-                    seg = vals[starts[j]:starts[j] + sizes[j]]
-                    out[j] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
-                if lo != hi:
-                    nonfinite[ks] = out
+            except (TypeError, BufferError, ValueError):
+                flat = np.concatenate([np.ravel(p) for p in parts]).astype(dtypes[code])
+            if size == 0:
+                stats = _segment_stats(flat, np.zeros(len(parts), np.int64),
+                                       np.zeros(len(parts), np.int64), powers)
+            else:
+                stats = _uniform_stats(flat, len(parts), size, powers)
+            checksum[ks], mins[ks], maxs[ks], means[ks], nonfinite[ks] = stats
+    if mix:
+        checksum = _mix(checksum)
     return row_ids, checksum, mins, maxs, means, nonfinite
 
 
 class ValueLog:
-    """Collects (position, value) per write in commit order and reduces batches in bulk.
+    """Collects (position, value) per write in landing order and reduces batches in bulk.
 
-    ``codes``/``counts``/``dtypes``: the dtype code and element count of the value each
-    position writes (the output operand's), so a batch needs no per-array inspection."""
+    A run goes window by window. ``begin_window`` gives, per position of the window, the
+    op_id, the dtype code and element count of what it writes, and a key ordering its
+    landing; the run loop appends positions and values to ``rows``/``arrays``; each flush
+    turns them into one batch of ``values.parquet`` rows handed to ``sink`` (a
+    ``ParquetWriter``'s ``write_batch``, or a list's ``append`` in tests). Nothing is kept
+    per op beyond the current window except the first non-finite write seen."""
 
-    def __init__(self, flush_bytes: int = FLUSH_BYTES) -> None:
+    def __init__(self, sink: Callable[[pa.RecordBatch], Any] | None = None,
+                 flush_bytes: int = FLUSH_BYTES) -> None:
         self.flush_bytes = flush_bytes
-        #: appended by the run loop: the id (position) of each write and the value written
+        self.sink = sink
+        self.batches: list[pa.RecordBatch] = []  # held for the sink (all, without one)
+        self._held = 0
+        #: appended by the run loop: the position of each write and the value written
         self.rows: list[int] = []
         self.arrays: list[np.ndarray] = []
         self._counted = 0
         self._bytes = 0
         self._powers = POWERS
-        self._chunks: list[Chunk] = []
         self.codes: np.ndarray | None = None
-        self.counts = self.nbytes = np.zeros(0, np.int64)
+        self.counts = self.nbytes = self.op_ids = self.landing = np.zeros(0, np.int64)
         self.dtypes: list[np.dtype] = []
-        #: per id, a key ordering writes as they land (the engine sets it); None: as logged
-        self.landing: np.ndarray | None = None
+        self.window = 0
+        self.n_rows = 0
+        #: (window, landing key, position info) of the first non-finite write to land
+        self.first_nonfinite: tuple[int, int, Any] | None = None
+        self._describe: Callable[[int], Any] = int
 
-    def set_layout(self, codes: np.ndarray, counts: np.ndarray, dtypes: list[np.dtype],
-                   nbytes: np.ndarray) -> None:
-        self.codes, self.counts, self.dtypes, self.nbytes = codes, counts, dtypes, nbytes
+    def begin_window(self, op_ids: np.ndarray, codes: np.ndarray, counts: np.ndarray,
+                     dtypes: list[np.dtype], nbytes: np.ndarray, landing: np.ndarray,
+                     describe: Callable[[int], Any]) -> None:
+        self.flush()
+        self.window += 1
+        self.op_ids, self.codes, self.counts, self.dtypes = op_ids, codes, counts, dtypes
+        self.nbytes, self.landing, self._describe = nbytes, landing, describe
 
     def due(self) -> bool:
         """Whether enough bytes are waiting to be worth a flush (cheap; checks new rows)."""
@@ -215,38 +283,48 @@ class ValueLog:
         self._counted = self._bytes = 0
         layout = None if self.codes is None else (self.codes[rows], self.counts[rows],
                                                   self.dtypes)
-        self._chunks.append(reduce_batch(rows, arrays, self._powers, layout, mix=False))
+        pos, checksum, mins, maxs, means, nonfinite = reduce_batch(
+            rows, arrays, self._powers, layout)
+        bad = np.flatnonzero(nonfinite)
+        if len(bad) and len(self.landing):
+            j = int(bad[np.argmin(self.landing[pos[bad]])])
+            key = (self.window, int(self.landing[pos[j]]))
+            if self.first_nonfinite is None or key < self.first_nonfinite[:2]:
+                self.first_nonfinite = (*key, self._describe(int(pos[j])))
+        elif len(bad) and self.first_nonfinite is None:
+            self.first_nonfinite = (self.window, 0, self._describe(int(pos[bad[0]])))
+        op_id = self.op_ids[pos] if len(self.op_ids) else pos
+        order = np.argsort(op_id, kind="stable")
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(op_id[order], pa.int64()), pa.array(checksum[order], pa.uint64()),
+            pa.array(mins[order], pa.float64()), pa.array(maxs[order], pa.float64()),
+            pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
+        ], schema=VALUES)
+        self.n_rows += batch.num_rows
+        self.batches.append(batch)
+        self._held += batch.num_rows
+        if self.sink is not None and self._held >= SINK_ROWS:
+            self._drain()
 
-    def finish(self, op_rows: np.ndarray | None = None) -> tuple[np.ndarray, Chunk]:
-        """(ids of the writes as logged, their statistics with ids mapped to op rows).
-        ``op_rows`` maps logged ids to op rows (identity if None)."""
+    def _drain(self) -> None:
+        """Hand the batches held so far to the sink as one batch (one Parquet row group)."""
+        if self.batches and self.sink is not None:
+            self.sink(pa.Table.from_batches(self.batches, schema=VALUES).combine_chunks()
+                      .to_batches()[0])
+            self.batches, self._held = [], 0
+
+    def close(self) -> None:
+        """Flush what is waiting and hand everything to the sink."""
         self.flush()
-        chunks = self._chunks
-        if chunks:
-            ids, checksum, mins, maxs, means, nonfinite = (
-                np.concatenate(cols) for cols in zip(*chunks, strict=True))
-            checksum = _mix(checksum)
-        else:
-            ids = np.zeros(0, np.int64)
-            checksum, nonfinite = np.zeros(0, U64), np.zeros(0, np.int64)
-            mins = maxs = means = np.zeros(0)
-        rows = ids if op_rows is None else op_rows[ids]
-        return ids, (rows, checksum, mins, maxs, means, nonfinite)
+        self._drain()
 
+    def release(self) -> None:
+        """Drop the last window's arrays and its view of the program (and so of memory)."""
+        self.op_ids = self.landing = self.counts = self.nbytes = np.zeros(0, np.int64)
+        self.codes, self._describe = None, int
 
-def values_table(program: Program, values: ValueLog, op_rows: np.ndarray | None = None
-                 ) -> tuple[pa.Table, int | None]:
-    """(the VALUES table sorted by op_id, the row of the first non-finite write)."""
-    ids, (rows, checksum, mins, maxs, means, nonfinite) = values.finish(op_rows)
-    bad = np.flatnonzero(nonfinite)
-    if len(bad) and values.landing is not None:  # the first to land, not the first logged
-        bad = bad[np.argsort(values.landing[ids[bad]], kind="stable")]
-    first = int(rows[bad[0]]) if len(bad) else None
-    op_id = program.op_id[rows]
-    order = np.argsort(op_id, kind="stable")
-    table = pa.Table.from_arrays([
-        pa.array(op_id[order], pa.int64()), pa.array(checksum[order], pa.uint64()),
-        pa.array(mins[order], pa.float64()), pa.array(maxs[order], pa.float64()),
-        pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
-    ], schema=VALUES)
-    return table, first
+    def table(self) -> pa.Table:
+        """The batches kept without a sink, as one table sorted by op_id."""
+        self.flush()
+        table = pa.Table.from_batches(self.batches, schema=VALUES)
+        return table.sort_by("op_id")

@@ -1,13 +1,19 @@
-"""Replay throughput for ``kernbench bench``: ``measure()`` (never run by timed tests).
+"""Replay figures for ``kernbench bench``: ``measure()`` (never run by timed tests).
 
-Two workloads of >= 50k small ops: an elementwise kernel (tiles of 8x128 float32: a load,
-elementwise ops with scalars and a broadcast operand, a row reduction, a store, and the
-scope rows around each tile), and flash attention in 16-row K/V tiles. ``replay_s`` is a
-whole in-process replay without a reference (open + verify hashes + decode + run +
+Small ops: an elementwise kernel (tiles of 8x128 float32: a load, elementwise ops with
+scalars and a broadcast operand, a row reduction, a store, and the scope rows around each
+tile) and flash attention in 16-row K/V tiles. ``replay_s`` is a whole in-process replay
+without a reference (open + verify hashes + generate inputs + read + plan + run +
 statistics + writing ``replay/``); the reference check is the user's own numpy code and is
 timed apart (``replay_verify_s``). ``replay_vs_numpy`` is that time over the time plain
 numpy takes for the same op sequence: every data op, in op order, as the numpy call replay
 binds for it, on preallocated arrays (no validity, ordering, statistics, decoding or I/O).
+
+Attention: ``replay_prefill_vs_numpy`` (gqa-prefill S=1024) and
+``replay_decode_32k_vs_numpy`` (gqa-decode S_kv=32768) time a whole replay (no reference)
+against ``bench_numpy``'s plain loop, both including the generation of their inputs, side
+by side in one process with one BLAS thread. ``replay_peak_rss_mb_small``/``_large``: peak
+RSS of a replay process for the small-ops kernel at 10x the ops over the same tensors.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from typing import Any
 import numpy as np
 
 import kernbench as kb
-from kernbench import tl
+from kernbench import bench_numpy, tl
 from kernbench.replay.runner import replay_in_process
+from kernbench.replay.threads import blas_threads
 
 ROWS, COLS = 8, 128
 
@@ -107,6 +114,10 @@ def _numpy_program(path: Path) -> list[tuple[Callable[..., Any], tuple, np.ndarr
     return steps
 
 
+#: a whole replay without the reference, one BLAS thread, no progress line
+_replay_only = partial(replay_in_process, threads=1, reference=False, progress=False)
+
+
 def _run_numpy(steps: list[tuple[Callable[..., Any], tuple, np.ndarray]]) -> float:
     t0 = time.perf_counter()
     for fn, args, out in steps:
@@ -124,10 +135,61 @@ def _workload(case: kb.Case, path: Path, factory: Callable[..., kb.Case], repeat
     verify_s = time.perf_counter() - t0
     if not checked.ok:  # pragma: no cover - a benchmark of a wrong replay is meaningless
         raise AssertionError(f"bench replay not verified: {checked.verdict}")
-    replay_s = min(_timed(replay_in_process, path) for _ in range(repeat))
     steps = _numpy_program(path)
-    numpy_s = min(_run_numpy(steps) for _ in range(repeat))
+    with blas_threads(1):
+        replay_s = min(_timed(_replay_only, path) for _ in range(repeat))
+        numpy_s = min(_run_numpy(steps) for _ in range(repeat))
     return {"ops": n_ops, "s": replay_s, "numpy_s": numpy_s, "verify_s": verify_s}
+
+
+def _attention(case_name: str, params: dict[str, Any], loop: Callable[..., np.ndarray],
+               path: Path, repeat: int) -> dict[str, float]:
+    """Whole replay (no reference) vs the plain numpy loop, inputs generated on both sides."""
+    case = kb.build_case(case_name, params)
+    n_ops = kb.record(case, path).n_ops
+    seeds = {n: (t.shape, t.init.seed) for n, t in case.tensors.items() if t.role == "input"}
+
+    def numpy_side() -> np.ndarray:
+        return loop(**bench_numpy.generate(seeds), **case.params)
+
+    replay_s, numpy_s = [], []
+    with blas_threads(1):
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            replay_s.append(_timed(_replay_only, path))
+            numpy_s.append(_timed(numpy_side))
+    return {"ops": n_ops, "s": min(replay_s), "numpy_s": min(numpy_s)}
+
+
+def rss_child(path: str) -> None:
+    """Entry point of the child process that measures the peak RSS of one replay."""
+    import json
+
+    from kernbench.bench import peak_rss_mb
+
+    replay_in_process(path, reference=False, progress=False)
+    print(json.dumps({"peak_rss_mb": peak_rss_mb()}))
+
+
+def _replay_rss(path: Path) -> float:
+    import json
+    import subprocess
+    import sys
+
+    code = f"from kernbench.bench_replay import rss_child; rss_child({str(path)!r})"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mb"])
+
+
+def _rss(tmp: Path, tiles: int) -> dict[str, float]:
+    """Peak replay RSS of the small-ops kernel at ``tiles`` and 10x ``tiles`` per program."""
+    out = {}
+    for label, t in (("small", tiles), ("large", tiles * 10)):
+        path = tmp / f"rss-{label}.ktrace"
+        n = kb.record(kb.build_case("bench-small-ops", {"programs": 8, "tiles": t},
+                                    factory=small_ops_case), path).n_ops
+        out[label], out[f"{label}_ops"] = _replay_rss(path), n
+    return out
 
 
 def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
@@ -135,7 +197,9 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
 
     ``replay_*``: the small-op elementwise kernel (``programs * tiles * 10`` ops, >= 50k
     unless ``quick``). ``replay_attention_*``: flash attention in 16-row K/V tiles (tiny
-    GEMMs), the library's own workload at the same scale.
+    GEMMs), the library's own workload at the same scale. ``replay_prefill_*``,
+    ``replay_decode_32k_*``, ``replay_peak_rss_*``: see the module docstring (``quick``
+    shrinks them).
     """
     from kernbench.kernels.flash import flash_attn_case
 
@@ -149,6 +213,11 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         attn = _workload(
             kb.build_case("flash-attn", {"s_kv": s_kv, "t_kv": 16, "t_q": 16, "d": 64}),
             Path(tmp) / "attn.ktrace", flash_attn_case, repeat)
+        pre = _attention("gqa-prefill", {"S": 256 if quick else 1024}, bench_numpy.prefill,
+                         Path(tmp) / "prefill.ktrace", 1 if quick else 2)
+        dec = _attention("gqa-decode", {"S_kv": 4096 if quick else 32768}, bench_numpy.decode,
+                         Path(tmp) / "decode.ktrace", 1 if quick else 2)
+        rss = _rss(Path(tmp), 20 if quick else 800)
     return {
         "replay_ops": small["ops"],
         "replay_s": round(small["s"], 4),
@@ -159,6 +228,19 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         "replay_attention_ops": attn["ops"],
         "replay_attention_ops_per_s": round(attn["ops"] / attn["s"]),
         "replay_attention_vs_numpy": round(attn["s"] / attn["numpy_s"], 3),
+        "replay_prefill_ops": pre["ops"],
+        "replay_prefill_s": round(pre["s"], 3),
+        "replay_prefill_numpy_s": round(pre["numpy_s"], 3),
+        "replay_prefill_vs_numpy": round(pre["s"] / pre["numpy_s"], 3),
+        "replay_decode_32k_ops": dec["ops"],
+        "replay_decode_32k_s": round(dec["s"], 3),
+        "replay_decode_32k_numpy_s": round(dec["numpy_s"], 3),
+        "replay_decode_32k_vs_numpy": round(dec["s"] / dec["numpy_s"], 3),
+        "replay_peak_rss_ops_small": rss["small_ops"],
+        "replay_peak_rss_ops_large": rss["large_ops"],
+        "replay_peak_rss_mb_small": round(rss["small"], 1),
+        "replay_peak_rss_mb_large": round(rss["large"], 1),
+        "replay_peak_rss_ratio": round(rss["large"] / rss["small"], 3),
     }
 
 

@@ -1,0 +1,67 @@
+"""The replay pipeline: one direction, one bounded window at a time.
+
+    read     reader.windows       ops.parquet rows in replay order, a batch at a time
+    plan     decode.decode        operands resolved, op signatures bound to numpy steps
+             engine.execute       landing order (schedule) and read validity (validity),
+    execute                       then the run loop over the window
+    log      values.ValueLog      statistics of written values, one Parquet batch per flush
+
+Writes still in flight at a window's end are carried into the next window (as ops that
+already ran); read validity carries over in the MemoryStore's valid maps. Nothing here
+keeps a per-op object beyond the current window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.replay.decode import Program, decode
+from kernbench.replay.engine import execute
+from kernbench.replay.progress import Progress
+from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
+from kernbench.replay.store import MemoryStore
+from kernbench.replay.values import ValueLog
+
+#: distinct operands the store may cache before it starts over (bounds memory)
+MAX_CACHED_OPERANDS = 1 << 17
+
+
+@dataclass(frozen=True)
+class Outcome:
+    n_ops: int
+    executed: int
+    error: dict[str, Any] | None = None
+
+
+def _error_info(program: Program, row: int, message: str) -> dict[str, Any]:
+    return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
+            "src": program.src(row), "message": message}
+
+
+def run(ops_path: Path, store: MemoryStore, values: ValueLog,
+        window_rows: int = BATCH_ROWS, progress: Progress | None = None) -> Outcome:
+    """Replay every op of ``ops_path`` against ``store``, logging values to ``values``."""
+    n_ops = count_rows(ops_path)
+    executed = 0
+    carry: tuple = ()
+    bound: dict = {}  # op signatures bound to steps, kept across windows
+    stream = windows(ops_path, window_rows)
+    window = next(stream, None)
+    while window is not None:
+        following = next(stream, None)
+        program = decode(window, store, bound)
+        out = execute(program, values, carry, last=following is None)
+        executed += out.executed
+        if progress is not None:
+            progress.update(executed)
+        if out.error is not None:
+            return Outcome(n_ops, executed, _error_info(program, out.error_row,
+                                                        str(out.error)))
+        carry = out.carry
+        window = following
+        if store.n_operands > MAX_CACHED_OPERANDS or len(bound) > MAX_CACHED_OPERANDS:
+            store.forget_operands()
+            bound.clear()
+    return Outcome(n_ops, executed)

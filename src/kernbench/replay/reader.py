@@ -1,0 +1,219 @@
+"""Stage 1 of the replay pipeline: ``ops.parquet`` as bounded windows in replay order.
+
+Replay runs ops in ``(t_start_ps, op_id)`` order; the file holds them in emission order.
+The recorder emits each PE's ops in issue order, often one PE after another, so the file is
+a few *runs* (maximal stretches where ``t_issue_ps`` never decreases), each close to start
+order. A first pass reads only the two time columns and keeps, per piece of a run (at most
+``PIECE_ROWS`` rows), its row range and smallest start time. The second pass merges the runs:
+it holds the rows read so far, and releases, in order, every held row that starts before
+the smallest start time of all unread pieces; no unread row can come before it. It reads
+next from the run whose unread rest starts earliest. What is held is about one piece per
+run plus the ops in flight, so memory does not grow with the op count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kernbench.errors import TraceFormatError
+from kernbench.schemas.arrow import SCHEMAS, check_metadata
+
+#: the least rows of a window (but the last)
+BATCH_ROWS = 1 << 14
+#: rows per piece read from ops.parquet: pieces of all runs are held at once, so a few
+#: runs' pieces together stay about one window
+PIECE_ROWS = 1 << 12
+FORMAT = "kernbench-ops"
+#: a file of at most this many rows is decoded once and sliced (its runs would otherwise
+#: each decode the one row group from its start)
+SMALL_FILE_ROWS = 1 << 17
+#: the columns replay reads
+COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
+           "output")
+NEVER = np.iinfo(np.int64).max
+
+
+def validate_batch(batch: pa.RecordBatch | pa.Table) -> None:
+    """The one place rows of ``ops.parquet`` are checked before replay uses them.
+
+    Replay does not go through ``Trace.ops_table`` (it would hold the whole file); a
+    validator of op rows hooks in here, once per piece read."""
+
+
+def open_ops(path: Path) -> pq.ParquetFile:
+    """``ops.parquet`` opened for streaming, its schema metadata and columns checked."""
+    try:
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceFormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    check_metadata(schema.metadata, FORMAT, path)
+    missing = [n for n in SCHEMAS[FORMAT].names if n not in schema.names]
+    if missing:
+        raise TraceFormatError(f"{path}: missing columns {missing}")
+    return pf
+
+
+def count_rows(path: Path) -> int:
+    """Rows of ops.parquet, from its footer."""
+    return open_ops(path).metadata.num_rows
+
+
+@dataclass
+class _Run:
+    """A stretch of rows [lo, hi) cut into pieces; ``rest_min[j]``: the smallest start
+    time of pieces j.. (NEVER past the end); ``next`` the first unread piece."""
+
+    bounds: list[int]
+    rest_min: list[int]
+    next: int = 0
+
+    @property
+    def pending(self) -> int:
+        return self.rest_min[self.next] if self.next < len(self.bounds) - 1 else NEVER
+
+
+def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
+    """Pass 1: the runs of the file, cut into pieces of at most ``chunk`` rows."""
+    starts: list[int] = [0]  # run starts
+    pieces: list[tuple[int, int, int]] = []  # (lo, hi, min t_start)
+    row, last_issue = 0, None
+    try:
+        batches = pf.iter_batches(batch_size=chunk, columns=["t_issue_ps", "t_start_ps"])
+        for b in batches:
+            if b.column(0).null_count or b.column(1).null_count:
+                raise TraceFormatError("ops.parquet: t_issue_ps/t_start_ps has nulls")
+            issue = b.column(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            start = b.column(1).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            cuts = np.flatnonzero(np.diff(issue) < 0) + 1
+            if last_issue is not None and len(issue) and issue[0] < last_issue:
+                cuts = np.concatenate([[0], cuts])
+            edges = [0, *cuts.tolist(), len(issue)]
+            for a, z in zip(edges, edges[1:], strict=False):
+                if z > a:
+                    pieces.append((row + a, row + z, int(start[a:z].min())))
+            starts.extend((row + cuts).tolist())
+            row += len(issue)
+            last_issue = int(issue[-1]) if len(issue) else last_issue
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+    starts = sorted(set(s for s in starts if s < row))
+    runs: list[_Run] = []
+    k = 0
+    for r in range(len(starts)):
+        hi = starts[r + 1] if r + 1 < len(starts) else row
+        mine = []
+        while k < len(pieces) and pieces[k][1] <= hi:
+            mine.append(pieces[k])
+            k += 1
+        rest = [NEVER] * (len(mine) + 1)
+        for j in range(len(mine) - 1, -1, -1):
+            rest[j] = min(rest[j + 1], mine[j][2])
+        runs.append(_Run([p[0] for p in mine] + [hi], rest[:len(mine)] or [NEVER]))
+    return runs
+
+
+class _Cursor:
+    """Rows of one run, read front to back with its own streaming reader: the file's
+    compressed row group and one decoded batch at a time, never a whole decoded group."""
+
+    def __init__(self, path: Path, first: np.ndarray, lo: int) -> None:
+        self.path, self.first = path, first
+        self.g = int(np.searchsorted(first, lo, side="right")) - 1  # row group of ``lo``
+        self.batches: Iterator[pa.RecordBatch] | None = None
+        self.buf: pa.Table | None = None
+        self.at = int(first[self.g]) if len(first) > 1 else 0  # file row of buf[0]
+
+    def _more(self) -> pa.RecordBatch:
+        if self.batches is None:
+            pf = pq.ParquetFile(self.path, pre_buffer=False)
+            groups = list(range(self.g, pf.metadata.num_row_groups))
+            self.batches = pf.iter_batches(batch_size=PIECE_ROWS, row_groups=groups,
+                                           columns=list(COLUMNS))
+        try:
+            return next(self.batches)
+        except StopIteration:
+            raise TraceFormatError("ops.parquet: fewer rows than its footer says") from None
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        """Rows [lo, hi) (``lo`` at or after every row read before)."""
+        parts = []
+        while lo < hi:
+            if self.buf is None or self.at + self.buf.num_rows <= lo:
+                if self.buf is not None:
+                    self.at += self.buf.num_rows
+                self.buf = pa.Table.from_batches([self._more()])
+                continue
+            a = lo - self.at
+            b = min(hi - self.at, self.buf.num_rows)
+            parts.append(self.buf.slice(a, b - a))
+            lo = self.at + b
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        validate_batch(table)
+        return table
+
+
+class _Whole:
+    """A small file's rows, decoded once; pieces are slices."""
+
+    def __init__(self, pf: pq.ParquetFile) -> None:
+        try:
+            self.table = pf.read(columns=list(COLUMNS))
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+
+    def read(self, lo: int, hi: int) -> pa.Table:
+        table = self.table.slice(lo, hi - lo)
+        validate_batch(table)
+        return table
+
+
+def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+    """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
+    Each but the last has at least ``batch_rows`` rows when the file has that many."""
+    pf = open_ops(path)
+    runs = _runs(pf, min(PIECE_ROWS, batch_rows))
+    meta = pf.metadata
+    first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
+    if meta.num_rows <= SMALL_FILE_ROWS:
+        whole = _Whole(pf)
+        cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
+    else:
+        cursors = {id(r): _Cursor(path, first, r.bounds[0]) for r in runs}
+    held: list[pa.Table] = []  # pieces read, not yet released
+    starts: list[np.ndarray] = []
+    while True:
+        live = [r for r in runs if r.next < len(r.bounds) - 1]
+        if live:
+            run = min(live, key=lambda r: r.pending)
+            piece = cursors[id(run)].read(run.bounds[run.next], run.bounds[run.next + 1])
+            run.next += 1
+            held.append(piece)
+            starts.append(piece.column("t_start_ps").to_numpy())
+            bound = min((r.pending for r in runs), default=NEVER)
+            if sum(int(np.count_nonzero(st < bound)) for st in starts) < batch_rows:
+                continue
+        else:
+            bound = NEVER
+        if not held:
+            break
+        table = pa.concat_tables(held)
+        start = np.concatenate(starts)
+        out = np.flatnonzero(start < bound)
+        op_id = table.column("op_id").to_numpy()
+        order = out[np.lexsort((op_id[out], start[out]))]
+        rest = np.flatnonzero(start >= bound)
+        held = [table.take(pa.array(rest))] if len(rest) else []
+        starts = [start[rest]] if len(rest) else []
+        if len(order):
+            yield table.take(pa.array(order)).combine_chunks()
+        if not live:
+            break

@@ -1,0 +1,151 @@
+"""The streaming pipeline's stages: ordered windows, conversions, inputs, threads, progress."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from tests.replay.conftest import op, operand, write_trace
+from threadpoolctl import threadpool_info
+
+from kernbench.case import Init
+from kernbench.errors import BadInputError
+from kernbench.replay import reader
+from kernbench.replay.convert import bf16_to_f32, to_f32
+from kernbench.replay.inputs import make_initial
+from kernbench.replay.progress import Progress, eta_text
+from kernbench.replay.threads import blas_threads, thread_count
+from kernbench.schemas.dtypes import by_name
+from kernbench.schemas.ops import Op
+
+
+def _shuffled_trace(tmp_path: Path, n: int, seed: int) -> Path:
+    """Copies with start times out of emission order (as concurrent PEs give)."""
+    rng = random.Random(seed)
+    ops = []
+    for _ in range(n):
+        t0 = rng.randint(0, 50) * 10
+        ops.append(op(Op.COPY, t0, t0 + 5, [operand("hbm", 0, (4,))], operand("tcm", 0, (4,))))
+    x = np.arange(4, dtype=np.float32)
+    return write_trace(tmp_path / "t.ktrace", ops, {"x": (x, "input")})
+
+
+@pytest.fixture(params=["whole", "cursors"])
+def read_mode(request, monkeypatch):
+    """Small files are decoded once; larger ones read by one streaming cursor per run."""
+    if request.param == "cursors":
+        monkeypatch.setattr(reader, "SMALL_FILE_ROWS", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("batch", [1, 3, 7, 1000])
+def test_windows_give_every_row_once_in_start_time_order(tmp_path: Path, batch: int,
+                                                         read_mode: str) -> None:
+    path = _shuffled_trace(tmp_path, 60, batch)
+    got = [(s, i) for w in reader.windows(path / "ops.parquet", batch)
+           for s, i in zip(w.column("t_start_ps").to_pylist(), w.column("op_id").to_pylist(),
+                           strict=True)]
+    table = pq.read_table(path / "ops.parquet")
+    want = sorted(zip(table.column("t_start_ps").to_pylist(), table.column("op_id").to_pylist(),
+                      strict=True))
+    assert got == want
+
+
+def test_pe_after_pe_emission_is_merged_in_bounded_windows(tmp_path: Path,
+                                                           read_mode: str) -> None:
+    """Four PEs' ops emitted one PE after another (as the recorder does): the runs are
+    merged, and no window needs more than about one piece per run."""
+    ops = [op(Op.COPY, 10 * k, 10 * k + 5, [operand("hbm", 0, (4,))],
+              operand("tcm", 0, (4,), pe=pe), pe=pe) for pe in range(4) for k in range(50)]
+    path = write_trace(tmp_path / "t.ktrace", ops, {"x": (np.zeros(4, np.float32), "input")})
+    table = pq.read_table(path / "ops.parquet")
+    pq.write_table(table, path / "ops.parquet", row_group_size=30)  # runs cross row groups
+    wins = list(reader.windows(path / "ops.parquet", 8))
+    sizes = [w.num_rows for w in wins]
+    assert sum(sizes) == 200 and max(sizes) <= 4 * 8
+    starts = [t for w in wins for t in w.column("t_start_ps").to_pylist()]
+    assert starts == sorted(starts)
+
+
+def test_bf16_to_f32_by_shifting_equals_the_cast_for_every_bit_pattern() -> None:
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    v = bits.view(ml_dtypes.bfloat16)
+    want = v.astype(np.float32)
+    got = bf16_to_f32(v)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    t = v.reshape(256, 256).T  # a strided view keeps its layout's values
+    np.testing.assert_array_equal(to_f32(t), want.reshape(256, 256).T)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32", "float16", "int32"])
+@pytest.mark.parametrize("seed,scale", [(0, 1.0), (7, 0.5), (42, 3.0), (3, -1.25)])
+def test_fast_randn_is_bit_identical_to_the_spec_definition(dtype: str, seed: int,
+                                                           scale: float) -> None:
+    init, dt = Init("randn", seed=seed, scale=scale), by_name(dtype)
+    spec = (np.random.default_rng(seed).standard_normal((3, 50, 7), dtype=np.float32)
+            * scale).astype(dt.np)
+    got = make_initial(init, (3, 50, 7), dt)
+    assert got.dtype == spec.dtype
+    assert got.tobytes() == spec.tobytes() == init.make((3, 50, 7), dt).tobytes()
+
+
+def test_thread_count_defaults_to_one_and_rejects_nonsense(monkeypatch) -> None:
+    monkeypatch.delenv("KERNBENCH_REPLAY_THREADS", raising=False)
+    assert thread_count() == 1
+    assert thread_count(3) == 3
+    monkeypatch.setenv("KERNBENCH_REPLAY_THREADS", "2")
+    assert thread_count() == 2
+    for bad in (0, -1):
+        with pytest.raises(BadInputError, match="positive integer"):
+            thread_count(bad)
+    monkeypatch.setenv("KERNBENCH_REPLAY_THREADS", "many")
+    with pytest.raises(BadInputError, match="'many'"):
+        thread_count()
+
+
+def test_blas_pools_run_with_the_requested_threads_inside() -> None:
+    with blas_threads(1):
+        pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
+        assert all(p["num_threads"] == 1 for p in pools)
+
+
+def test_progress_shows_done_total_rate_and_eta_and_is_silent_off_a_terminal() -> None:
+    assert eta_text(50, 200, 2.0) == "50/200 ops (25%), 25 ops/s, ETA 0:06"
+    out = io.StringIO()
+    bar = Progress(200, stream=out)
+    bar.update(200)
+    bar.close()
+    assert "200/200 ops (100%)" in out.getvalue()
+    quiet = Progress(200, enabled=False)
+    quiet.update(100)  # writes nowhere
+    assert quiet.stream is None
+
+
+def test_replay_threads_option_is_bad_input_when_not_positive(tmp_path: Path) -> None:
+    from kernbench.replay.__main__ import main
+
+    path = _shuffled_trace(tmp_path, 3, 0)
+    assert main([str(path), "--threads", "0"]) == 2
+    assert not (path / "replay").exists()
+    assert main([str(path), "--threads", "2"]) == 0
+
+
+def test_null_or_text_times_are_a_one_line_trace_format_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from kernbench.errors import TraceFormatError
+
+    path = _shuffled_trace(tmp_path, 4, 0)
+    table = pq.read_table(path / "ops.parquet")
+    k = table.schema.get_field_index("t_start_ps")
+    for col in (pa.array([None, 1, 2, 3], pa.int64()), pa.array(["a", "b", "c", "d"])):
+        bad = table.set_column(k, pa.field("t_start_ps", col.type), col)
+        pq.write_table(bad, tmp_path / "ops.parquet")
+        with pytest.raises(TraceFormatError, match="t_start_ps|corrupt"):
+            list(reader.windows(tmp_path / "ops.parquet"))
