@@ -145,3 +145,24 @@ def test_a_reference_naming_an_unknown_output_is_an_error(tmp_path: Path) -> Non
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
     assert not res.ok and "['z'], which are not output tensors" in res.verdict["error"]
+
+
+def test_compare_in_chunks_gives_the_whole_array_answer(monkeypatch) -> None:
+    """The flagship's 67M-element output is compared in bounded chunks; any chunk size
+    gives the same errors, scale, mismatch count and first mismatch as one chunk."""
+    import numpy as np
+
+    from kernbench.replay import verdict
+
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal((64, 33)).astype(np.float32)
+    expected[63, 32] = 9.0  # the output scale sits in the last chunk
+    actual = expected.copy()
+    actual[40, 7] += 0.25
+    actual[50, 1] = np.nan
+    whole = verdict.compare(actual, expected, "float32")
+    monkeypatch.setattr(verdict, "_CHUNK", 5)
+    chunked = verdict.compare(actual, expected, "float32")
+    assert chunked == whole
+    assert whole["mismatches"] == 2 and whole["atol_scale"] == 9.0
+    assert whole["first_mismatch"]["index"] == [40, 7]

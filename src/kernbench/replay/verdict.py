@@ -149,6 +149,10 @@ def expected_outputs(ref: Reference, inputs: Mapping[str, np.ndarray]
     return {str(k): np.asarray(v) for k, v in got.items()}
 
 
+#: elements compared at a time (float64 temporaries of a few MB, at any output size)
+_CHUNK = 1 << 20
+
+
 def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, Any]:
     """Errors of ``actual`` against ``expected`` under the dtype's tolerance."""
     tol = TOLERANCES.get(dtype, TOLERANCES["float32"])
@@ -161,23 +165,32 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
     if np.array_equal(actual, expected, equal_nan=actual.dtype.kind == "f"):
         out.update(atol_scale=1.0, ok=True, max_abs_err=0.0, max_rel_err=0.0, mismatches=0)
         return out
+    a_flat, e_flat = actual.reshape(-1), expected.reshape(-1)
     with np.errstate(all="ignore"):
-        a = actual.astype(np.float64)
-        e = expected.astype(np.float64)
-        same = (a == e) | (np.isnan(a) & np.isnan(e))
-        err = np.where(same, 0.0, np.abs(a - e))
-        err = np.where(np.isnan(err), np.inf, err)
-        rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
-        finite = np.abs(e[np.isfinite(e)])
-        scale = max(1.0, float(finite.max()) if finite.size else 1.0)
-        bad = ~same & ~(err <= tol.atol * scale + tol.rtol * np.abs(e))
-    n_bad = int(np.count_nonzero(bad))
-    out.update(atol_scale=scale, ok=n_bad == 0, max_abs_err=float(err.max()) if err.size else 0.0,
-               max_rel_err=float(rel.max()) if rel.size else 0.0, mismatches=n_bad)
-    if n_bad:
-        first = tuple(int(x) for x in np.argwhere(bad)[0])
-        out["first_mismatch"] = {"index": list(first), "actual": float(a[first]),
-                                 "expected": float(e[first])}
+        scale = 1.0
+        for lo in range(0, e_flat.size, _CHUNK):  # the output's scale first, then the errors
+            e = e_flat[lo:lo + _CHUNK].astype(np.float64)
+            finite = np.abs(e[np.isfinite(e)])
+            scale = max(scale, float(finite.max()) if finite.size else 1.0)
+        n_bad, max_abs, max_rel, first = 0, 0.0, 0.0, None
+        for lo in range(0, a_flat.size, _CHUNK):  # bounded memory at any output size
+            a = a_flat[lo:lo + _CHUNK].astype(np.float64)
+            e = e_flat[lo:lo + _CHUNK].astype(np.float64)
+            same = (a == e) | (np.isnan(a) & np.isnan(e))
+            err = np.where(same, 0.0, np.abs(a - e))
+            err = np.where(np.isnan(err), np.inf, err)
+            rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
+            bad = ~same & ~(err <= tol.atol * scale + tol.rtol * np.abs(e))
+            n_bad += int(np.count_nonzero(bad))
+            max_abs, max_rel = max(max_abs, float(err.max())), max(max_rel, float(rel.max()))
+            if first is None and bad.any():
+                i = int(np.argmax(bad))
+                first = (lo + i, float(a[i]), float(e[i]))
+    out.update(atol_scale=scale, ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
+               mismatches=n_bad)
+    if first is not None:
+        index = [int(x) for x in np.unravel_index(first[0], actual.shape)]
+        out["first_mismatch"] = {"index": index, "actual": first[1], "expected": first[2]}
     return out
 
 
