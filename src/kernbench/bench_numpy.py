@@ -21,7 +21,7 @@ NEG_BIG = -1.0e30
 
 def generate(tensors: Mapping[str, tuple[tuple[int, ...], int]]) -> dict[str, np.ndarray]:
     """name -> (shape, seed): ``default_rng(seed).standard_normal(shape, float32) * 1.0``
-    cast to bfloat16 (the SPEC's ``kb.randn``)."""
+    cast to bfloat16 (``kb.randn`` as docs/trace-format.md defines it)."""
     return {name: (np.random.default_rng(seed).standard_normal(shape, dtype=F32) * 1.0)
             .astype(BF16) for name, (shape, seed) in tensors.items()}
 

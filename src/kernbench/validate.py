@@ -1,4 +1,4 @@
-"""The one validator of a trace against its Arrow schemas and the SPEC rules (ADR-0120).
+"""The one validator of a trace against its Arrow schemas and docs/trace-format.md (ADR-0120).
 
 Two levels:
 
@@ -42,12 +42,13 @@ SHOWN_AS = {"dense_seq": "dense_ids"}
 #: rules whose findings make a trace invalid (refused by every command but ``check``).
 #: ``time_order`` and ``hbm_bounds`` describe what the timing model or the kernel did, not
 #: the format: ``check`` fails on them, while replay runs such a trace and shows the
-#: consequence as wrong data or an invalid read (SPEC 6.2), and report/export can show it.
+#: consequence as wrong data or an invalid read (replay is time-faithful), and
+#: report/export can show it.
 #: ``dense_seq`` (seq dense per PE) is bookkeeping nothing but ``diff`` relies on.
 REFUSING = frozenset(RULES) - {"time_order", "hbm_bounds", "dense_seq"}
 #: findings kept per rule (the count is exact)
 KEEP = 1000
-BATCH_ROWS = 1 << 18
+BATCH_ROWS = 1 << 14
 _READ_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 OverflowError, MemoryError)
 #: manifest fields: (key, accepted types, required)

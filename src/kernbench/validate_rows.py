@@ -247,15 +247,24 @@ def _attrs(df: pl.DataFrame, found: Findings) -> None:
             "row")
 
 
+def _plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with its dictionary columns decoded in Arrow: polars keeps every category
+    it ever saw for the life of the process, which would grow with the op count."""
+    arrays = [pc.cast(col, pa.string()) if pa.types.is_dictionary(col.type) else col
+              for col in batch.columns]
+    fields = [pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f
+              for f in batch.schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None, n_pe: int,
                  found: Findings) -> None:
     """Check every op-log row, one record batch at a time."""
     offset, seq_next = 0, {}
     for batch in batches:
-        df = pl.from_arrow(batch.replace_schema_metadata(None))
+        df = pl.from_arrow(_plain_strings(batch))
         assert isinstance(df, pl.DataFrame)
-        df = df.with_columns(pl.col(DICT_COLUMNS).cast(pl.String),
-                             row=pl.int_range(offset, offset + df.height, dtype=pl.Int64))
+        df = df.with_columns(row=pl.int_range(offset, offset + df.height, dtype=pl.Int64))
         offset += df.height
         _nulls(df, found)
         _row_rules(df, found, n_pe, seq_next)

@@ -15,7 +15,7 @@ GOLDEN = Path(__file__).resolve().parents[2] / "traces"
 
 @pytest.fixture(scope="session")
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SPEC §10 sweep directory: scale-exp over n x tile, one failed point, the metrics of
+    """A sweep directory (docs/sweeps.md): scale-exp over n x tile, one failed point, the metrics of
     each recorded trace as its row."""
     root = tmp_path_factory.mktemp("sweep") / "scale.sweep"
     (root / "points").mkdir(parents=True)

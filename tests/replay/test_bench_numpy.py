@@ -21,7 +21,7 @@ def test_the_numpy_loop_gives_the_replayed_output_bit_for_bit(tmp_path: Path, ca
     built = kb.build_case(case, params)
     seeds = {n: (t.shape, t.init.seed) for n, t in built.tensors.items() if t.role == "input"}
     inputs = bench_numpy.generate(seeds)
-    for name, arr in inputs.items():  # the SPEC's kb.randn, as the trace defines it
+    for name, arr in inputs.items():  # kb.randn, as the trace defines it
         spec = built.tensors[name]
         assert arr.tobytes() == spec.init.make(spec.shape, spec.dtype).tobytes()
     kb.record(built, tmp_path / "t.ktrace")

@@ -1,4 +1,4 @@
-"""The picture of a sweep (SPEC §10): each metric against each swept parameter, and the
+"""The picture of a sweep (docs/sweeps.md): each metric against each swept parameter, and the
 Pareto front of two metrics to minimise. Reads ``points.parquet`` and ``sweep.toml`` only."""
 
 from __future__ import annotations

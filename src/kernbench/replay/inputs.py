@@ -1,4 +1,4 @@
-"""The initial contents of HBM tensors, generated as the SPEC defines them, in fewer passes.
+"""The initial contents of HBM tensors, generated as `kb.randn` etc. define them, faster.
 
 ``kb.randn(seed, scale)`` is ``np.random.default_rng(seed).standard_normal(shape,
 dtype=np.float32) * scale`` cast to the tensor dtype. Here the multiply is done in place

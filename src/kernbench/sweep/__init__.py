@@ -1,4 +1,4 @@
-"""Design-space sweeps (SPEC §10): a TOML spec of points, run on a local process pool or on
+"""Design-space sweeps (docs/sweeps.md): a TOML spec of points, run on a local process pool or on
 Ray, collected into a sweep directory (one trace per point and ``points.parquet``), resumed
 after a crash, and analysed as a whole (report, check, diff, sql)."""
 

@@ -1,4 +1,4 @@
-"""The sweep directory (SPEC §10):
+"""The sweep directory (docs/sweeps.md):
 
 ```
 SWEEP/
