@@ -47,10 +47,10 @@ def _timed(spec: Any, **kw: Any) -> float:
 
 def rss_child(points: int) -> None:
     """Entry point of the child that measures the driver's peak RSS over ``points``."""
-    import resource
+    from kernbench.bench import peak_rss_mb
 
     seconds = _timed(tiny_spec(points), workers=2)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()  # this process's own peak (ADR-0502)
     print(json.dumps({"points": points, "peak_rss_mb": peak_mb, "seconds": seconds}))
 
 
