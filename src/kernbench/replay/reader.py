@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import SCHEMAS, check_metadata
+from kernbench.validate import open_parquet
 
 #: the least rows of a window (but the last)
 BATCH_ROWS = 1 << 14
@@ -39,25 +39,10 @@ COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inp
 NEVER = np.iinfo(np.int64).max
 
 
-def validate_batch(batch: pa.RecordBatch | pa.Table) -> None:
-    """The one place rows of ``ops.parquet`` are checked before replay uses them.
-
-    Replay does not go through ``Trace.ops_table`` (it would hold the whole file); a
-    validator of op rows hooks in here, once per piece read."""
-
-
 def open_ops(path: Path) -> pq.ParquetFile:
-    """``ops.parquet`` opened for streaming, its schema metadata and columns checked."""
-    try:
-        pf = pq.ParquetFile(path)
-        schema = pf.schema_arrow
-    except (pa.ArrowException, OSError) as exc:
-        raise TraceFormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    check_metadata(schema.metadata, FORMAT, path)
-    missing = [n for n in SCHEMAS[FORMAT].names if n not in schema.names]
-    if missing:
-        raise TraceFormatError(f"{path}: missing columns {missing}")
-    return pf
+    """``ops.parquet`` opened for streaming, its footer checked (metadata, columns and types,
+    size budget). Its rows were validated when the trace was opened (``Trace.validated``)."""
+    return open_parquet(path, FORMAT)
 
 
 def count_rows(path: Path) -> int:
@@ -157,7 +142,6 @@ class _Cursor:
             parts.append(self.buf.slice(a, b - a))
             lo = self.at + b
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        validate_batch(table)
         return table
 
 
@@ -172,7 +156,6 @@ class _Whole:
 
     def read(self, lo: int, hi: int) -> pa.Table:
         table = self.table.slice(lo, hi - lo)
-        validate_batch(table)
         return table
 
 
