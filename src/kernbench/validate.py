@@ -48,7 +48,7 @@ SHOWN_AS = {"dense_seq": "dense_ids"}
 REFUSING = frozenset(RULES) - {"time_order", "hbm_bounds", "dense_seq"}
 #: findings kept per rule (the count is exact)
 KEEP = 1000
-BATCH_ROWS = 1 << 14
+BATCH_ROWS = 1 << 16  # rows per batch: memory bounded by the batch, not the op log
 _READ_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
                 OverflowError, MemoryError)
 #: manifest fields: (key, accepted types, required)
