@@ -116,16 +116,10 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @_one_line
 def replay(trace: str, case: str | None, require_reference: bool, threads: int | None) -> None:
     """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
-    import os
-
     from kernbench.replay import replay as do_replay
     from kernbench.replay.__main__ import exit_code, summary
 
-    if threads is not None:  # the child process reads it (kernbench.replay.threads)
-        os.environ["KERNBENCH_REPLAY_THREADS"] = str(threads)
-    if sys.stderr.isatty():  # the child shows progress on this terminal
-        os.environ["KERNBENCH_PROGRESS"] = "tty"
-    result = do_replay(trace, case=case)
+    result = do_replay(trace, case=case, threads=threads)  # progress when stderr is a tty
     click.echo(summary(result))
     sys.exit(exit_code(result, require_reference))
 

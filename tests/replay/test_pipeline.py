@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import random
 from pathlib import Path
 
@@ -149,3 +150,30 @@ def test_null_or_text_times_are_a_one_line_trace_format_error(tmp_path: Path) ->
         pq.write_table(bad, tmp_path / "ops.parquet")
         with pytest.raises(TraceFormatError, match="t_start_ps|corrupt"):
             list(reader.windows(tmp_path / "ops.parquet"))
+
+
+def test_replay_threads_and_progress_reach_the_child_as_arguments_not_environment(
+        tmp_path: Path, monkeypatch) -> None:
+    """`kernbench replay --threads N` passes N on the child's command line; the CLI process's
+    environment is left as it was (a CliRunner test would otherwise leak it)."""
+    from click.testing import CliRunner
+
+    from kernbench.cli import main as cli
+    from kernbench.replay import child
+
+    monkeypatch.delenv("KERNBENCH_REPLAY_THREADS", raising=False)
+    seen: list[list[str]] = []
+    real = child.child_command
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(child, "child_command", spy)
+    path = _shuffled_trace(tmp_path, 3, 0)
+    result = CliRunner().invoke(cli, ["replay", str(path), "--threads", "2"])
+    assert result.exit_code == 0, result.output
+    cmd = seen[-1]
+    assert cmd[cmd.index("--threads") + 1] == "2" and "--progress" not in cmd
+    assert "KERNBENCH_REPLAY_THREADS" not in os.environ
+    assert "--progress" in real(path, "id", progress=True)

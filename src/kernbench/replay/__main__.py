@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="exit 1 when there is no reference (replayed, not verified)")
     parser.add_argument("--threads", type=int, default=None, metavar="N",
                         help="BLAS threads for the replay (default 1)")
+    parser.add_argument("--progress", action="store_true",
+                        help="show progress on the terminal even when stderr is not one")
     parser.add_argument("--in-process", action="store_true",
                         help="accepted for symmetry with kb.replay; this is the replay process")
     parser.add_argument("--case-path", action="append", default=[], metavar="DIR",
@@ -100,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         die_with_parent(args.parent_pid)
     try:
         result = replay_in_process(args.path, args.case, run_id=args.run_id,
-                                   case_paths=args.case_path, threads=args.threads)
+                                   case_paths=args.case_path, threads=args.threads,
+                                   progress=True if args.progress else None)
     except KernbenchError as exc:
         print(f"kernbench replay: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

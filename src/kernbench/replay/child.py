@@ -56,7 +56,8 @@ def extra_sys_path(trace: Path) -> list[str]:
 
 
 def child_command(path: Path, run_id: str, spec: str | None = None,
-                  case_paths: Sequence[str] = ()) -> list[str]:
+                  case_paths: Sequence[str] = (), threads: int | None = None,
+                  progress: bool | None = None) -> list[str]:
     cmd = [sys.executable, "-I", "-c", BOOT, str(PACKAGE_DIR.parent),
            json.dumps(extra_sys_path(path)), os.path.abspath(path),
            "--run-id", run_id, "--parent-pid", str(os.getpid())]
@@ -64,15 +65,19 @@ def child_command(path: Path, run_id: str, spec: str | None = None,
         cmd += ["--case", spec]
         for entry in case_paths:
             cmd += ["--case-path", entry]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    if progress if progress is not None else sys.stderr.isatty():
+        cmd += ["--progress"]  # the child's stderr is a pipe: it writes to the terminal
     return cmd
 
 
-def run_child(path: str | Path, spec: str | None = None,
-              case_paths: Sequence[str] = ()) -> ReplayResult:
+def run_child(path: str | Path, spec: str | None = None, case_paths: Sequence[str] = (),
+              threads: int | None = None, progress: bool | None = None) -> ReplayResult:
     """Replay ``path`` in an isolated child; its own verdict, or an error — never an old one."""
     path = Path(path)
     run_id = new_run_id()
-    proc = subprocess.Popen(child_command(path, run_id, spec, case_paths),
+    proc = subprocess.Popen(child_command(path, run_id, spec, case_paths, threads, progress),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
                             cwd=PACKAGE_DIR)

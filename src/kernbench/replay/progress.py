@@ -1,8 +1,8 @@
 """Progress of a long replay on a terminal: ops done / total, rate, ETA. Silent otherwise.
 
-The replay usually runs in a child process whose stderr is a pipe; the parent (the CLI)
-sets ``KERNBENCH_PROGRESS=tty`` when its own stderr is a terminal, and the child then
-writes to the controlling terminal directly.
+The replay usually runs in a child process whose stderr is a pipe; the parent passes
+``--progress`` when its own stderr is a terminal (or ``KERNBENCH_PROGRESS=tty`` is set), and
+the child then writes to the controlling terminal directly.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ ENV = "KERNBENCH_PROGRESS"
 EVERY_S = 0.5
 
 
-def _terminal() -> IO[str] | None:
+def _terminal(asked: bool = False) -> IO[str] | None:
     if sys.stderr is not None and sys.stderr.isatty():
         return sys.stderr
-    if os.environ.get(ENV) == "tty":
+    if asked or os.environ.get(ENV) == "tty":
         try:
             return open("/dev/tty", "w")  # noqa: SIM115 - closed by Progress.close
         except OSError:
@@ -43,8 +43,9 @@ class Progress:
                  enabled: bool | None = None) -> None:
         self.total, self.label = total, label
         self._owned = stream is None  # a stream this object opened (and closes)
-        self.stream = stream if stream is not None else (_terminal() if enabled is not False
-                                                         else None)
+        if stream is None and enabled is not False:
+            stream = _terminal(asked=enabled is True)
+        self.stream = stream
         self.t0 = self._last = time.monotonic()
         self._shown = False
 
