@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from tests.replay.conftest import write_trace
-from tests.replay.usercases import write_user_module
+from tests.replay.usercases import import_user_module
 
 import kernbench as kb
 from kernbench.case import build_case
@@ -24,13 +24,7 @@ from kernbench.replay.verdict import resolve_reference
 
 @pytest.fixture
 def mycases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    folder = tmp_path / "cases"
-    write_user_module(folder)
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, "mycases", raising=False)
-    import mycases
-
-    yield mycases
+    yield import_user_module(tmp_path / "cases", monkeypatch)
     sys.modules.pop("mycases", None)
 
 

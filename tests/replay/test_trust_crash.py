@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.replay.usercases import write_user_module
+from tests.replay.usercases import import_user_module
 
 import kernbench as kb
 from kernbench.cli import main
@@ -32,11 +32,7 @@ from kernbench.replay.runner import new_run_id
 def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A recorded user trace (``mycases.double_case``, default rows) and its module's folder."""
     folder = tmp_path / "cases"
-    write_user_module(folder)
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, "mycases", raising=False)
-    import mycases
-
+    mycases = import_user_module(folder, monkeypatch)
     trace = tmp_path / "d.ktrace"
     kb.record(mycases.double_case(n=256, tile=64), trace)
     yield trace, folder

@@ -9,7 +9,11 @@ the replay child, not a hook in kernbench).
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 USER_MODULE = '''
 from __future__ import annotations
@@ -108,6 +112,15 @@ def write_user_module(folder: Path, name: str = "mycases") -> Path:
     path = folder / f"{name}.py"
     path.write_text(USER_MODULE)
     return path
+
+
+def import_user_module(folder: Path, monkeypatch: Any) -> ModuleType:
+    """Write ``mycases`` into ``folder`` and import it fresh from there (undone by
+    ``monkeypatch``; the caller pops ``sys.modules["mycases"]`` when done)."""
+    write_user_module(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "mycases", raising=False)
+    return importlib.import_module("mycases")
 
 
 HOSTILE = '''
