@@ -119,3 +119,42 @@ def test_builtin(kb_record):
     assert_check_ok(trace)
 ''')
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+TWO_TILINGS = '''
+import pytest
+from kernbench.testing import assert_no_regression
+import kern
+
+def _both(kb_record):
+    wide = kb_record(kern.case, n=1024, tile=256)
+    narrow = kb_record(kern.case, n=1024, tile=32)   # same case name, its own directory
+    assert wide.path != narrow.path and (wide.path / "manifest.json").is_file()
+    assert wide.manifest["case_params"]["tile"] == 256
+    assert narrow.manifest["case_params"]["tile"] == 32
+    assert narrow.manifest["t_end_ps"] > wide.manifest["t_end_ps"]
+    return wide, narrow
+
+def test_faster_candidate(kb_record):
+    wide, narrow = _both(kb_record)
+    assert_no_regression(narrow, wide)          # Traces on both sides
+
+def test_slower_candidate(kb_record):
+    wide, narrow = _both(kb_record)
+    assert_no_regression(wide, narrow)
+
+def test_repeated_name_is_refused(kb_record):
+    kb_record(kern.case, name="one")
+    with pytest.raises(ValueError, match="name='one' was already recorded"):
+        kb_record(kern.case, name="one")
+'''
+
+
+def test_two_variants_of_one_case_in_one_test_compare_as_traces(pytester: pytest.Pytester):
+    """kb_record twice with one case name keeps both traces; assert_no_regression takes the
+    Traces it returns and fails when the slower variant is the candidate."""
+    pytester.makepyfile(kern=KERNEL.format(extra=0, factor=2.0), test_tilings=TWO_TILINGS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED*test_slower_candidate*"])
+    result.stdout.fnmatch_lines(["*scale-2.ktrace regressed against the golden*scale.ktrace*"])

@@ -54,6 +54,14 @@ def _trace(trace: Any) -> Any:
     return open_trace(trace)
 
 
+def _path(trace: Any) -> Path:
+    """Where a trace argument lives: a ``kb.Trace``'s directory, or the path as given."""
+    path = getattr(trace, "path", trace)
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"expected a kb.Trace or a trace path, got {trace!r}")
+    return Path(path)
+
+
 def _case(case: Any, params: dict[str, Any]) -> Any:
     """A ``kb.Case`` from a Case, a factory, ``"module:function"`` or a registered name."""
     from kernbench.case import Case, build_case
@@ -73,17 +81,36 @@ def _case(case: Any, params: dict[str, Any]) -> Any:
                     "'module:function' or a built-in case name")
 
 
+def _unique(used: set[str], name: str | None, case_name: str) -> str:
+    """The trace directory name of one ``kb_record`` call: ``name`` as given (it must not
+    repeat within the test), else the case name, numbered ``-2``, ``-3``... when it repeats."""
+    if name is not None:
+        if name in used:
+            raise ValueError(f"kb_record: name={name!r} was already recorded in this test; "
+                             "give each recording its own name")
+        used.add(name)
+        return name
+    stem, k = case_name, 2
+    while stem in used:
+        stem, k = f"{case_name}-{k}", k + 1
+    used.add(stem)
+    return stem
+
+
 @pytest.fixture
 def kb_record(tmp_path: Path) -> Callable[..., Any]:
     """Record a case into ``tmp_path``: ``kb_record(case, hw="ahbm-v1", name=None, **params)``
-    returns the ``kb.Trace`` (at ``tmp_path / f"{name or case.name}.ktrace"``)."""
+    returns the ``kb.Trace``, at ``tmp_path / f"{name or case.name}.ktrace"``. Every call of
+    one test records into its own directory: a repeated case name is numbered (``scale-2``),
+    a repeated explicit ``name=`` is an error."""
+    used: set[str] = set()
 
     def record(case: Any, *, hw: Any = "ahbm-v1", name: str | None = None,
                **params: Any) -> Any:
         from kernbench.record.runner import record as do_record
 
         built = _case(case, params)
-        return do_record(built, tmp_path / f"{name or built.name}.ktrace", hw=hw)
+        return do_record(built, tmp_path / f"{_unique(used, name, built.name)}.ktrace", hw=hw)
 
     return record
 
@@ -111,7 +138,7 @@ def assert_replay_ok(trace: Any, case: Any = None) -> Any:
     from kernbench.replay import replay
     from kernbench.replay.__main__ import summary
 
-    path = _trace(trace).path
+    path = _path(trace)
     res = replay(path, case=case)
     if res.verdict.get("reference") is None:
         _fail(f"kernbench replay of {path} verified nothing: {summary(res)}")
@@ -123,16 +150,19 @@ def assert_replay_ok(trace: Any, case: Any = None) -> Any:
 def _write_golden(trace: Any, golden: Path) -> None:
     from kernbench.trace import atomic_dir
 
-    src = _trace(trace).path
+    src = _path(trace)
+    if src.resolve() == golden.resolve():
+        return  # the golden is this very trace
     with atomic_dir(golden) as tmp:
         for item in sorted(Path(src).iterdir()):
             if item.is_file():
                 shutil.copy2(item, tmp / item.name)
 
 
-def assert_no_regression(golden: str | Path, trace: Any, latency: str | None = "+1%",
+def assert_no_regression(golden: Any, trace: Any, latency: str | None = "+1%",
                          fail_on: Iterable[str] = (), **thresholds: str) -> Any:
-    """Fail if ``trace`` regressed against the golden trace at ``golden``.
+    """Fail if ``trace`` regressed against the golden trace ``golden`` (each a ``kb.Trace``
+    or a path).
 
     ``latency`` (default ``"+1%"``) and every keyword (``dma_read_bytes="+0%"``,
     ``scratch_peak_bytes="+5%"``, any metric of ``kb.analyze.metrics``) are the most each
@@ -143,7 +173,7 @@ def assert_no_regression(golden: str | Path, trace: Any, latency: str | None = "
     __tracebackhide__ = True
     from kernbench.analyze.diff import diff
 
-    golden = Path(golden)
+    golden = _path(golden)
     if updating_goldens():
         _write_golden(trace, golden)
         return None
@@ -153,7 +183,7 @@ def assert_no_regression(golden: str | Path, trace: Any, latency: str | None = "
              *(f"{k}={v}" for k, v in thresholds.items()), *fail_on]
     rep = diff(golden, _trace(trace), fail_on=specs)
     if rep.exit_code:
-        _fail(f"kernbench: {_trace(trace).path} regressed against the golden {golden} "
+        _fail(f"kernbench: {_path(trace)} regressed against the golden {golden} "
               f"({', '.join(specs)}); if intended, run `pytest {UPDATE_OPTION}`\n"
               f"{rep.to_text()}")
     return rep

@@ -104,7 +104,7 @@ def test_where_takes_scalars_at_positions_one_and_two() -> None:
     (Op.EXP, np.exp), (Op.EXP2, np.exp2), (Op.LOG, np.log), (Op.SQRT, np.sqrt),
     (Op.ABS, np.abs), (Op.NEG, np.negative),
     (Op.RSQRT, lambda v: np.float32(1) / np.sqrt(v)),
-], ids=str)
+], ids=lambda v: str(v) if isinstance(v, Op) else "")
 def test_unary_ops(op: Op, fn: Any) -> None:
     m = Tcm()
     v = np.abs(X) + np.float32(0.5)
