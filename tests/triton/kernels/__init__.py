@@ -1,0 +1,1 @@
+"""Triton-syntax kernels (unmodified Triton modules) and their case factories, for the tests."""
