@@ -1,0 +1,31 @@
+"""Unmodified Triton kernels record (Phase 1), replay (Phase 2) and match numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernbench.testing import assert_check_ok, assert_replay_ok
+from tests.triton.conftest import ALL, Entry, needs_front_end, params
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> bool:
+    if got.dtype.kind in "biu":
+        return np.array_equal(got, want)
+    tol = 4e-3 if got.dtype == np.float16 else 1e-5
+    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+@params(ALL)
+@needs_front_end
+def test_triton_kernel_records_replays_and_matches_numpy(entry: Entry, kb_record) -> None:
+    factory = entry.factory()
+    trace = kb_record(factory, **entry.params)
+    assert_check_ok(trace)
+    res = assert_replay_ok(trace, case=factory)
+    want = entry.make_launch().expected()
+    assert set(res.outputs) == set(want)  # the outputs are the arrays the kernel stores to
+    for name, expected in want.items():
+        got = res.outputs[name]
+        assert got.shape == expected.shape and got.dtype == expected.dtype, name
+        assert _close(got, expected), (name, float(np.max(np.abs(
+            got.astype(np.float64) - expected.astype(np.float64)))))
