@@ -22,6 +22,9 @@ class HwConfig:
     # DMA: per-PE HBM bandwidth in GB/s (bytes per ns), latency to visibility
     hbm_gbps: float = 128
     dma_latency_ns: int = 500
+    # a transfer of k > 1 contiguous runs: sum(ceil(run / burst)) bursts + (k - 1) overheads
+    dma_burst_bytes: int = 64
+    dma_run_overhead_ns: float = 2
     # GEMM: cycles = ceil(M/R) * ceil(N/C) * K + overhead
     gemm_rows: int = 128
     gemm_cols: int = 128
@@ -49,6 +52,7 @@ class HwConfig:
                 raise BadInputError(
                     f"hw field {f.name} must be a non-negative number, got {value!r}")
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
+                         "dma_burst_bytes",
                          "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib"):
             if getattr(self, positive) <= 0:
                 raise BadInputError(

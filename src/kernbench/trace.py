@@ -15,11 +15,15 @@ import pyarrow as pa
 from kernbench.atomic import atomic_dir
 from kernbench.errors import TraceFormatError
 from kernbench.limits import MANIFEST_MAX_BYTES, TraceLimitError
-from kernbench.schemas.arrow import META_KEY, SUPPORTED_MAJOR, read_table
+from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY, read_table
+from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.validate import Validation, check_manifest, validate_trace
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
-__all__ = ["DATA_FILES", "Trace", "atomic_dir", "file_sha256", "read_manifest", "verify_files"]
+#: data files a trace has only when it uses them (listed in the manifest's ``files`` then)
+OPTIONAL_FILES = ("access.parquet",)
+__all__ = ["DATA_FILES", "OPTIONAL_FILES", "Trace", "atomic_dir", "file_sha256",
+           "read_manifest", "verify_files"]
 
 
 def file_sha256(path: Path) -> str:
@@ -71,10 +75,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
         major = int(str(version).split(".")[0])
     except ValueError:
         major = None
-    if major != SUPPORTED_MAJOR or isinstance(version, bool):
+    if major not in MANIFEST_MAJORS or isinstance(version, bool):
         raise TraceFormatError(f"{mpath}: schema_version {_short_repr(version)} is not "
-                               f"supported (this kernbench reads major version "
-                               f"{SUPPORTED_MAJOR})")
+                               f"supported (this kernbench reads major versions "
+                               f"{', '.join(map(str, MANIFEST_MAJORS))})")
     check_manifest(manifest, str(mpath))
     return manifest
 
@@ -82,7 +86,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def verify_files(path: Path, manifest: dict[str, Any]) -> None:
     """Check every data file is a regular file matching the manifest's sha256."""
     files = manifest.get("files") or {}
-    for name in DATA_FILES:
+    for name in DATA_FILES + tuple(n for n in OPTIONAL_FILES if n in files):
         f = Path(path) / name
         if not f.is_file():
             raise TraceFormatError(f"{f}: missing or not a regular file")
@@ -153,6 +157,12 @@ class Trace:
         self.validated()
         return _own_metadata(read_table(self.path / "tensors.parquet", "kernbench-tensors"))
 
+    @cached_property
+    def access(self) -> AccessTable:
+        """The arrays of ``access.parquet`` by id (empty when the trace has none)."""
+        self.validated()
+        return read_access(self.path, self.manifest)
+
     @property
     def ops(self) -> pl.DataFrame:
         return pl.from_arrow(self.ops_table)  # type: ignore[return-value]
@@ -176,3 +186,20 @@ class Trace:
         from kernbench.notebook import trace_html
 
         return trace_html(self)
+
+
+def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
+    """``access.parquet`` of a trace as an AccessTable (EMPTY when the manifest lists none).
+    Bounded: the file's uncompressed size is checked against the memory budget first."""
+    if "access.parquet" not in (manifest.get("files") or {}):
+        return EMPTY
+    from kernbench.validate import open_parquet, read_checked
+
+    apath = Path(path) / "access.parquet"
+    table = read_checked(open_parquet(apath, "kernbench-access"), apath)
+    rows = {}
+    for r in table.to_pylist():
+        if r["id"] in rows:
+            raise TraceFormatError(f"{apath}: id {r['id']} appears twice")
+        rows[r["id"]] = (r["kind"], r["dtype"], tuple(r["shape"]), r["data"])
+    return AccessTable(rows)

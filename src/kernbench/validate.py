@@ -150,6 +150,12 @@ def open_parquet(path: Path, fmt: str) -> pq.ParquetFile:
     return pf
 
 
+def read_checked(pf: pq.ParquetFile, path: Path, columns: list[str] | None = None
+                 ) -> pa.Table:
+    """The whole table of a file ``open_parquet`` accepted; TraceFormatError if corrupt."""
+    return _read(pf, path, columns)
+
+
 def _read(pf: pq.ParquetFile, path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
         return pf.read(columns=columns)

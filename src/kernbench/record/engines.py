@@ -34,17 +34,25 @@ class EngineModel:
 
 
 class DmaChannel(EngineModel):
-    """One HBM DMA channel (read or write): bandwidth serialises, latency pipelines."""
+    """One HBM DMA channel (read or write): bandwidth serialises, latency pipelines.
 
-    __slots__ = ("num", "den", "latency_ps")
+    A transfer is a set of contiguous runs. One run costs ``ceil(nbytes / hbm_bw)``; k > 1
+    runs cost ``ceil(burst_bytes / hbm_bw) + (k - 1) * run_overhead``, where
+    ``burst_bytes = sum(ceil(run_bytes / dma_burst_bytes)) * dma_burst_bytes``."""
+
+    __slots__ = ("num", "den", "latency_ps", "run_overhead_ps")
 
     def __init__(self, hw: HwConfig) -> None:
         super().__init__()
         self.num, self.den = _ps_per_byte(hw.hbm_gbps)
         self.latency_ps = hw.dma_latency_ns * 1000
+        self.run_overhead_ps = round(hw.dma_run_overhead_ns * 1000)
 
-    def cost(self, nbytes: int) -> tuple[int, int]:
-        return -(-nbytes * self.num // self.den), self.latency_ps
+    def cost(self, nbytes: int, burst_bytes: int = 0, runs: int = 1) -> tuple[int, int]:
+        if runs <= 1:
+            return -(-nbytes * self.num // self.den), self.latency_ps
+        return (-(-burst_bytes * self.num // self.den) + (runs - 1) * self.run_overhead_ps,
+                self.latency_ps)
 
 
 class GemmEngine(EngineModel):

@@ -23,8 +23,7 @@ from kernbench.record.kernel import Kernel
 from kernbench.record.pe import PEDriver
 from kernbench.record.tensors import write_tensors
 from kernbench.record.writer import OpWriter
-from kernbench.schemas.arrow import SCHEMA_VERSION
-from kernbench.trace import Trace, file_sha256
+from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
 
 HBM_ALIGN = 4096
 
@@ -126,7 +125,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             f"{case.kernel.__module__}:{case.kernel.__qualname__}")
         manifest: dict[str, Any] = {
             "format": "kernbench-trace",
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": writer.schema_version,
             "kernbench_version": __version__,
             "case": case.name,
             "case_params": dict(case.case_params) if case.case_params is not None else None,
@@ -138,7 +137,8 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "n_ops": writer.n_ops,
             "t_end_ps": writer.t_end_ps,
             "scratch_peak_bytes": max(d.scratch.peak for d in drivers),
-            "files": {n: file_sha256(tmp / n) for n in ("ops.parquet", "tensors.parquet")},
+            "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
+                      if n in DATA_FILES or (tmp / n).is_file()},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return Trace(out, manifest)

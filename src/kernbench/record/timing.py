@@ -15,11 +15,11 @@ TimingModel = Callable[["PE", "Cmd"], tuple[int, int]]
 
 
 def _dma_read(pe: PE, cmd: Cmd) -> tuple[int, int]:
-    return pe.dma_rd.cost(cmd.work[0])
+    return pe.dma_rd.cost(*cmd.work)  # (nbytes,) or (nbytes, burst bytes, runs)
 
 
 def _dma_write(pe: PE, cmd: Cmd) -> tuple[int, int]:
-    return pe.dma_wr.cost(cmd.work[0])
+    return pe.dma_wr.cost(*cmd.work)
 
 
 def _gemm(pe: PE, cmd: Cmd) -> tuple[int, int]:

@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kernbench.record.access import AccessWriter
 from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
-from kernbench.schemas.arrow import OPERAND, OPS
+from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPERAND, OPS, SCHEMA_VERSION
 from kernbench.schemas.dtypes import float32
-from kernbench.schemas.ops import ENGINE, KIND, SCOPE, Engine, Kind, Op
+from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, Op
 
 BATCH_ROWS = 65536
 
@@ -86,6 +87,7 @@ _ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
 _KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
 _ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
 _NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
+_VERSION_2 = np.array([op in VERSION_2 for op in _OPS_ORDER], np.bool_)
 
 
 def _used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
@@ -114,6 +116,11 @@ class OpWriter:
         self._flushed = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-ops-writer")
         self._writing: Future | None = None
+        #: the arrays indexed rows refer to (access.parquet beside ops.parquet, on first use)
+        self.access = AccessWriter(self.path.with_name("access.parquet"))
+        #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
+        #: record/indexed.py sets it for the latter)
+        self.indexed = False
         self._pq = pq.ParquetWriter(
             self.path, OPS, compression="zstd",
             use_dictionary=["kind", "name", "engine", "src", "attrs",
@@ -143,6 +150,8 @@ class OpWriter:
                                               _operand_struct(flat))
         codes = np.fromiter(map(_CODE.__getitem__, name), np.int32, n)
         no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
+        if not self.indexed and _VERSION_2[codes].any():
+            self.indexed = True
         if no_output.any():  # null rows get placeholder children under a mask
             keys = [_NULL_KEY if o is None else o.operand for o in output]
             out_struct = _operand_struct(keys, pa.array(no_output))
@@ -177,13 +186,20 @@ class OpWriter:
             writing, self._writing = self._writing, None
             writing.result()
 
+    @property
+    def schema_version(self) -> int:
+        """The manifest's schema_version: 2 when the trace uses indexed memory, else 1."""
+        return MANIFEST_VERSION_INDEXED if self.indexed or self.access.used else SCHEMA_VERSION
+
     def close(self) -> None:
         self.flush()
         self._wait_write()
         self._pool.shutdown()
         self._pq.close()
+        self.access.close()
 
     def abort(self) -> None:
+        self.access.abort()
         self.rows.clear()
         try:
             self._wait_write()

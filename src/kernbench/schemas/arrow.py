@@ -14,8 +14,13 @@ import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
 
+#: the schema version of every file's own metadata (each file format is at version 1)
 SCHEMA_VERSION = 1
 SUPPORTED_MAJOR = 1
+#: the manifest's ``schema_version``: 1, or 2 when the trace uses indexed memory (an
+#: ``access.parquet``, or an op of ``ops.VERSION_2``); readers accept both (docs/trace-format)
+MANIFEST_VERSION_INDEXED = 2
+MANIFEST_MAJORS = (1, 2)
 META_KEY = b"kernbench"
 
 _dict_str = pa.dictionary(pa.int32(), pa.string())
@@ -87,8 +92,20 @@ OUTPUTS = _with_meta(pa.schema([
     pa.field("data", pa.binary(), nullable=False),
 ]), "kernbench-outputs")
 
+#: access.parquet: the arrays indexed ops refer to by id (``{"access": N}``, ``{"mask": N}``,
+#: ``{"values": N}`` in attrs): offsets (int64), masks (bool, bit-packed little-endian bit
+#: order) and const values (the op's dtype), little-endian, one row per distinct array
+ACCESS = _with_meta(pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("kind", pa.string(), nullable=False),
+    pa.field("dtype", pa.string(), nullable=False),
+    pa.field("shape", pa.list_(pa.int64()), nullable=False),
+    pa.field("data", pa.binary(), nullable=False),
+]), "kernbench-access")
+
 SCHEMAS: dict[str, pa.Schema] = {
     "kernbench-ops": OPS,
+    "kernbench-access": ACCESS,
     "kernbench-tensors": TENSORS,
     "kernbench-values": VALUES,
     "kernbench-outputs": OUTPUTS,

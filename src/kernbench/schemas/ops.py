@@ -69,6 +69,13 @@ class Family(StrEnum):
     IPCQ = "ipcq"
     SCOPE = "scope"
     COMPOSITE = "composite"
+    TERNARY = "ternary"  # elementwise f(x, y, z), numpy broadcasting, scalars anywhere (fma)
+    SCAN = "scan"  # ufunc.accumulate along axis (reverse=), same shape (cumsum)
+    ARG = "arg"  # index of the extreme along axis, first on ties, int32 (argmax)
+    CONST = "const"  # concrete values stored once in access.parquet, materialised in TCM
+    GATHER = "gather"  # HBM elements at offsets loaded in TCM -> TCM (lazy)
+    SCATTER = "scatter"  # TCM values -> HBM elements at offsets loaded in TCM
+    ATOMIC = "atomic"  # HBM read-modify-write at offsets; returns the old values (lazy)
 
 
 class Dt(StrEnum):
@@ -124,6 +131,37 @@ class Op(StrEnum):
     SCOPE_ENTER = "scope_enter"
     SCOPE_EXIT = "scope_exit"
     GEMM = "gemm"
+    # trace format version 2 (docs/trace-format.md): ops of the Triton front end. New members
+    # go at the end: the writer's name dictionary follows this order (goldens unchanged).
+    CONST = "const"
+    GATHER = "gather"
+    SCATTER = "scatter"
+    ATOMIC_ADD = "atomic_add"
+    ATOMIC_MAX = "atomic_max"
+    ATOMIC_MIN = "atomic_min"
+    ATOMIC_XCHG = "atomic_xchg"
+    ATOMIC_AND = "atomic_and"
+    ATOMIC_OR = "atomic_or"
+    ATOMIC_XOR = "atomic_xor"
+    FMA = "fma"
+    FLOORDIV = "floordiv"
+    MOD = "mod"
+    AND = "and_"
+    OR = "or_"
+    XOR = "xor"
+    NOT = "not_"
+    SHL = "shl"
+    SHR = "shr"
+    POW = "pow"
+    LOG2 = "log2"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    COS = "cos"
+    SIN = "sin"
+    CUMSUM = "cumsum"
+    CUMPROD = "cumprod"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +180,8 @@ class OpSpec:
     doc: str
     numpy: Callable[..., np.ndarray] | None = None
     tl: bool = False
+    #: integer (and bool) operands only: a float operand is a DtypeError at emit time
+    ints: bool = False
 
 
 def rsqrt(x: np.ndarray) -> np.ndarray:
@@ -162,16 +202,43 @@ def erf(x: np.ndarray) -> np.ndarray:
     return _ERF(np.asarray(x, dtype=np.float64)).astype(np.float64)
 
 
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` rounded once: float operands in float64 (a float32 product is exact
+    there), integers in their own type (wrapping)."""
+    if all(np.asarray(v).dtype.kind in "biu" for v in (a, b, c)):
+        return np.add(np.multiply(a, b), c)
+    return np.add(np.multiply(np.asarray(a, np.float64), b), c)
+
+
+def floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C integer division: the quotient truncated toward zero (``-7 // 2 == -3``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    q = np.floor_divide(a, b)
+    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return np.where(fix, q + 1, q).astype(q.dtype, copy=False)
+
+
+def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C remainder: the sign of the dividend (``-7 % 2 == -1``); ``fmod`` for floats."""
+    return np.fmod(a, b)
+
+
+def xchg(old: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """atomic_xchg's combine: the new value replaces the old."""
+    return np.broadcast_to(value, np.shape(old))
+
+
 def _spec(op: Op, family: Family, dtype: Dt, arity: int, doc: str, numpy=None, *,
           cost: Cost = Cost.MATH, tl: bool = False, kind: Kind = Kind.MATH,
-          engine: Engine = Engine.MATH) -> OpSpec:
+          engine: Engine = Engine.MATH, ints: bool = False) -> OpSpec:
     if family in _NUMPY_DEFINED and not callable(numpy):
         raise TypeError(f"op {op.value!r} of family {family.value} needs its numpy function")
-    return OpSpec(op, kind, engine, cost, family, dtype, arity, doc, numpy, tl)
+    return OpSpec(op, kind, engine, cost, family, dtype, arity, doc, numpy, tl, ints)
 
 
 #: families whose Phase 2 semantics is the entry's numpy function (required in the table)
-_NUMPY_DEFINED = frozenset({Family.UNARY, Family.BINARY, Family.WHERE, Family.REDUCE})
+_NUMPY_DEFINED = frozenset({Family.UNARY, Family.BINARY, Family.WHERE, Family.REDUCE,
+                            Family.TERNARY, Family.SCAN, Family.ARG, Family.ATOMIC})
 
 
 _T = Cost.TRANSCENDENTAL
@@ -228,6 +295,43 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
           kind=Kind.SCOPE, engine=Engine.NONE, cost=Cost.FREE),
     _spec(Op.GEMM, Family.COMPOSITE, Dt.FLOAT32, 2, "composite GEMM parent (children carry data)",
           kind=Kind.COMPOSITE, engine=Engine.NONE, cost=Cost.FREE),
+    # -- version 2 ---------------------------------------------------------------------
+    _spec(Op.CONST, Family.CONST, Dt.GIVEN, 0, "concrete values (access.parquet) into TCM"),
+    _spec(Op.GATHER, Family.GATHER, Dt.GIVEN, -1, "HBM elements at offsets from TCM (lazy)",
+          kind=Kind.MEMORY, engine=Engine.DMA_RD, cost=Cost.DMA_READ),
+    _spec(Op.SCATTER, Family.SCATTER, Dt.GIVEN, -1, "TCM values to HBM offsets from TCM",
+          kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE),
+    *[_spec(op, Family.ATOMIC, Dt.GIVEN, -1, f"HBM old = x; x = {doc}; returns old (lazy)",
+            fn, kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE, ints=ints)
+      for op, doc, fn, ints in ((Op.ATOMIC_ADD, "old + v", np.add, False),
+                                (Op.ATOMIC_MAX, "max(old, v)", np.maximum, False),
+                                (Op.ATOMIC_MIN, "min(old, v)", np.minimum, False),
+                                (Op.ATOMIC_XCHG, "v", xchg, False),
+                                (Op.ATOMIC_AND, "old & v", np.bitwise_and, True),
+                                (Op.ATOMIC_OR, "old | v", np.bitwise_or, True),
+                                (Op.ATOMIC_XOR, "old ^ v", np.bitwise_xor, True))],
+    _spec(Op.FMA, Family.TERNARY, _S, 3, "x * y + z, rounded once", fma),
+    _spec(Op.FLOORDIV, _B, _S, 2, "x // y, C semantics (truncates toward zero)", floordiv,
+          cost=_T, ints=True),
+    _spec(Op.MOD, _B, _S, 2, "x % y, C semantics (sign of the dividend; fmod)", mod, cost=_T),
+    _spec(Op.AND, _B, _S, 2, "x & y (bitwise; logical for bool)", np.bitwise_and, ints=True),
+    _spec(Op.OR, _B, _S, 2, "x | y (bitwise; logical for bool)", np.bitwise_or, ints=True),
+    _spec(Op.XOR, _B, _S, 2, "x ^ y (bitwise; logical for bool)", np.bitwise_xor, ints=True),
+    _spec(Op.NOT, _U, _S, 1, "~x (bitwise; logical for bool)", np.invert, ints=True),
+    _spec(Op.SHL, _B, _S, 2, "x << y", np.left_shift, ints=True),
+    _spec(Op.SHR, _B, _S, 2, "x >> y (arithmetic for signed)", np.right_shift, ints=True),
+    _spec(Op.POW, _B, Dt.FLOAT, 2, "x ** y", np.power, cost=_T),
+    _spec(Op.LOG2, _U, Dt.FLOAT, 1, "base-2 logarithm", np.log2, cost=_T),
+    _spec(Op.FLOOR, _U, Dt.FLOAT, 1, "round toward -inf", np.floor),
+    _spec(Op.CEIL, _U, Dt.FLOAT, 1, "round toward +inf", np.ceil),
+    _spec(Op.COS, _U, Dt.FLOAT, 1, "cosine", np.cos, cost=_T),
+    _spec(Op.SIN, _U, Dt.FLOAT, 1, "sine", np.sin, cost=_T),
+    _spec(Op.CUMSUM, Family.SCAN, _S, 1, "inclusive prefix sum along axis", np.add),
+    _spec(Op.CUMPROD, Family.SCAN, _S, 1, "inclusive prefix product along axis", np.multiply),
+    _spec(Op.ARGMAX, Family.ARG, Dt.INT32, 1, "index of the maximum along axis (first on ties)",
+          np.argmax),
+    _spec(Op.ARGMIN, Family.ARG, Dt.INT32, 1, "index of the minimum along axis (first on ties)",
+          np.argmin),
 )}
 
 #: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is
@@ -250,7 +354,14 @@ IPCQ = _where(lambda s: s.kind is Kind.IPCQ)
 SCOPE = _where(lambda s: s.kind is Kind.SCOPE)
 MATH = _where(lambda s: s.kind is Kind.MATH)
 #: ops whose kernel call returns before the op completes (the handle carries a pending time)
-NON_BLOCKING = frozenset({Op.DMA_READ})
+NON_BLOCKING = frozenset({Op.DMA_READ}) | _where(
+    lambda s: s.family in (Family.GATHER, Family.ATOMIC))
+ATOMICS = _where(lambda s: s.family is Family.ATOMIC)
+TERNARY = _where(lambda s: s.family is Family.TERNARY)
+SCANS = _where(lambda s: s.family is Family.SCAN)
+ARG_REDUCTIONS = _where(lambda s: s.family is Family.ARG)
+#: ops a trace of format version 1 cannot hold: using one makes the manifest version 2
+VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):])
 #: ops that move data and write an output operand Phase 2 must produce
 DATA_OPS = MEMORY | MATH | frozenset({Op.DOT, Op.SEND, Op.RECV})
 

@@ -46,7 +46,7 @@ RESULT_DTYPE: dict[Op, Callable[[DType], DType]] = {
 #: ops whose output operand ``infer`` determines from the inputs (replay validates those)
 INFERRED = frozenset(op for op, s in OPS.items() if s.family in (
     Family.BINARY, Family.WHERE, Family.UNARY, Family.SOFTMAX, Family.COPY, Family.CAST,
-    Family.REDUCE, Family.BROADCAST))
+    Family.REDUCE, Family.BROADCAST, Family.TERNARY, Family.SCAN, Family.ARG))
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -121,16 +121,16 @@ def infer(op: Op, shapes: Sequence[tuple[int, ...]], dts: Sequence[DType],
     fill). Raises ValueError when the inputs do not fit the op."""
     spec = OPS[op]
     fam = spec.family
-    if fam in (Family.BINARY, Family.WHERE):
+    if fam in (Family.BINARY, Family.WHERE, Family.TERNARY):
         shape = _elementwise(shapes)
         dt = _operand_dtype(op, dts, attrs.get("scalars") or ())
-    elif fam in (Family.UNARY, Family.SOFTMAX, Family.COPY):
+    elif fam in (Family.UNARY, Family.SOFTMAX, Family.COPY, Family.SCAN):
         shape, dt = shapes[0], dts[0]
-        if fam is Family.SOFTMAX:
+        if fam in (Family.SOFTMAX, Family.SCAN):
             axis_of(shape, int(attrs.get("axis", -1)))
     elif fam is Family.CAST:
         return shapes[0], dtypes.by_name(attrs["dtype"])
-    elif fam is Family.REDUCE:
+    elif fam in (Family.REDUCE, Family.ARG):
         axis = attrs.get("axis")
         shape = reduce_shape(shapes[0], None if axis is None else int(axis),
                              bool(attrs.get("keepdims", False)))
