@@ -80,6 +80,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("replay", "kernbench.bench_replay:measure"),
     ("decode", "kernbench.kernels.bench:measure"),
     ("sweep", "kernbench.sweep.bench:measure"),
+    ("triton", "kernbench.triton.bench:measure"),
 ]
 
 
