@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+import kernbench as kb
+
 PACKAGE = "tests.triton.kernels"
 
 
@@ -78,3 +80,20 @@ needs_front_end = pytest.mark.xfail(not _front_end_ready(), strict=True,
 
 def params(entries: list[Entry]) -> Any:
     return pytest.mark.parametrize("entry", entries, ids=[e.id for e in entries])
+
+
+@pytest.fixture(scope="session")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Entry], tuple[Any, Any]]:
+    """``replayed(entry)`` -> (kb.Trace, kb.ReplayResult): the entry recorded and replayed
+    (in the replay child, verified against its reference) once per session and worker."""
+    done: dict[str, tuple[Any, Any]] = {}
+
+    def get(entry: Entry) -> tuple[Any, Any]:
+        if entry.id not in done:
+            factory = entry.factory()
+            path = tmp_path_factory.mktemp("triton") / f"{entry.id}.ktrace"
+            trace = kb.record(kb.build_case(entry.id, entry.params, factory=factory), path)
+            done[entry.id] = trace, kb.replay(path, case=factory)
+        return done[entry.id]
+
+    return get

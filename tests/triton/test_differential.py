@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import kernbench as kb
 from tests.triton.conftest import ALL, SEMANTICS, Entry, needs_front_end, params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,10 +66,8 @@ def test_interpreter_agrees_with_the_closed_form_semantics(entry: Entry, interpr
 
 @params(ALL)
 @needs_front_end
-def test_replay_matches_triton_interpreter(entry: Entry, interpreted, kb_record) -> None:
-    factory = entry.factory()
-    trace = kb_record(factory, **entry.params)
-    res = kb.replay(trace.path, case=factory)
+def test_replay_matches_triton_interpreter(entry: Entry, interpreted, replayed) -> None:
+    _, res = replayed(entry)
     assert res.outputs, res.verdict
     oracle = interpreted[entry.id]
     for name, got in res.outputs.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernbench.testing import assert_check_ok, assert_replay_ok
+from kernbench.testing import assert_check_ok
 from tests.triton.conftest import ALL, Entry, needs_front_end, params
 
 
@@ -17,11 +17,10 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
 
 @params(ALL)
 @needs_front_end
-def test_triton_kernel_records_replays_and_matches_numpy(entry: Entry, kb_record) -> None:
-    factory = entry.factory()
-    trace = kb_record(factory, **entry.params)
+def test_triton_kernel_records_replays_and_matches_numpy(entry: Entry, replayed) -> None:
+    trace, res = replayed(entry)
     assert_check_ok(trace)
-    res = assert_replay_ok(trace, case=factory)
+    assert res.verdict.get("reference") is not None and res.ok, res.verdict
     want = entry.make_launch().expected()
     assert set(res.outputs) == set(want)  # the outputs are the arrays the kernel stores to
     for name, expected in want.items():
