@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from greenlet import getcurrent, greenlet
 
 from kernbench.errors import KernelError
-from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.handle import Scope
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class KernelContext:
             pids.append(rest % g)
             rest //= g
         self.pids = tuple(pids)
-        self.scratch: ScratchAllocator = driver.scratch
+        self.scratch: ScratchAllocator | FreeListAllocator = driver.scratch
         self.scopes: list[Scope] = []
         #: the driver's list of unmatched recv_async buffers (shared, mutated in place)
         self.unresolved: list = driver.unresolved

@@ -66,10 +66,12 @@ class Buffer:
     """Bytes in TCM or staging. ``ready_ps`` is the slot for a pending completion: the time
     the last write into it (a lazy load, a ``recv_async``) becomes visible; readers and
     writers wait for it. ``read_until`` is when an in-flight send stops reading it; only
-    writers wait for that."""
+    writers wait for that. A buffer reusing freed bytes starts with ``read_until`` = when
+    those bytes' previous occupant was last touched. ``owner`` is the lease of a buffer
+    allocated in lifetime mode (``record/lifetime.py``), None under the bump allocator."""
 
     __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event",
-                 "read_until")
+                 "read_until", "owner")
 
     def __init__(self, space: str, pe: int, addr: int, nbytes: int, scope: Scope | None,
                  src: str) -> None:
@@ -78,6 +80,7 @@ class Buffer:
         self.ready_ps = 0
         self.event = None  # the pending recv_async resolution, until its message matches
         self.read_until = 0  # an outgoing transfer (send) reads it until then: writers wait
+        self.owner: Any = None  # the lifetime-mode lease (refcount, pipeline ring), if any
 
 
 _OPERANDS: dict[tuple, tuple] = {}  # intern cache of operand tuples (see TensorHandle)

@@ -17,18 +17,25 @@ import simpy
 from greenlet import greenlet
 
 from kernbench.hw import HwConfig
-from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.commands import Cmd, Resolve, Wait
 from kernbench.record.composite import run_composite
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine, NoEngine
 from kernbench.record.ipcq import RUN, Ring, run_resolve
+from kernbench.record.pipeline import Loop, timed_hbm_writer, timed_pipelined
 from kernbench.record.timing import TIMING
 from kernbench.record.writer import OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
 
 _NON_BLOCKING = ops.NON_BLOCKING
+#: loads a pipelined loop may issue ahead: non-blocking reads of HBM (atomics never move)
+_PIPELINABLE = frozenset(op for op in _NON_BLOCKING if ops.ENGINE[op] is Engine.DMA_RD
+                         and not op.startswith("atomic"))
+#: the other HBM traffic a pipelined loop watches (a load is never hoisted above a write)
+_HBM_WRITERS = frozenset(op for op in ops.ENGINE if op not in _PIPELINABLE
+                         and ops.ENGINE[op] in (Engine.DMA_RD, Engine.DMA_WR))
 
 
 class PEDriver:
@@ -46,7 +53,11 @@ class PEDriver:
         special = {Op.SCOPE_EXIT: self._scope_exit, Op.GEMM: self._composite}
         self._by_op = {op: (TIMING[op], self.engines.get(ops.ENGINE[op]),
                             special.get(op, self._timed)) for op in TIMING}
-        self.scratch = ScratchAllocator("tcm", index, hw.kernel_scratch_bytes, hw.tcm_align)
+        self._plain = dict(self._by_op)  # the handlers outside pipelined loops
+        self.loop: Loop | None = None  # the innermost running pipelined loop (pipeline.py)
+        self.rewound_ps = 0  # when a scope last rewound scratch: no load is hoisted above it
+        self.scratch: ScratchAllocator | FreeListAllocator = ScratchAllocator(
+            "tcm", index, hw.kernel_scratch_bytes, hw.tcm_align)
         self.pending: list = []  # buffers with a completion in the future (lazy loads)
         self.carried_wait = 0  # explicit tl.wait stalls, charged to the next op's wait_ps
         self.ctx: KernelContext | None = None
@@ -65,6 +76,8 @@ class PEDriver:
         self.blocked_at = None
         for program in programs:
             self.scratch.rewind(0)
+            if self.loop is not None:  # a loop the last program left without closing it
+                self.set_loop(None)
             ctx = self.ctx = KernelContext(self, program, grid)
             g = ProgramGreenlet(run)
             g.ctx = ctx
@@ -140,6 +153,40 @@ class PEDriver:
         if len(rows) >= self.batch_rows:
             self.writer.flush()
 
+    def row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int, cmd: Cmd) -> None:
+        """Log one op row (the same row ``_timed`` appends inline)."""
+        ctx = self.ctx
+        seq = self.seq
+        self.seq = seq + 1
+        rows = self.rows
+        rows.append((self.index, ctx.program, seq, None, t_issue, start, t_end, busy, wait,
+                     self.scratch.cursor, len(ctx.scopes), cmd))
+        if len(rows) >= self.batch_rows:
+            self.writer.flush()
+
+    def set_loop(self, loop: Loop | None) -> None:
+        """Enter (or leave, to ``loop``) a pipelined loop: with 2+ stages its loads and HBM
+        writes take the pipelined handlers; the plain path is untouched otherwise."""
+        self.loop = loop
+        if type(self.scratch) is FreeListAllocator:
+            self.scratch.loop = loop if loop is not None and loop.stages >= 2 else None
+        by_op = self._by_op
+        by_op.update(self._plain)
+        if loop is not None and loop.stages >= 2:
+            for op in _PIPELINABLE:
+                model, engine, _ = by_op[op]
+                by_op[op] = (model, engine, self._pipelined)
+            for op in _HBM_WRITERS:
+                model, engine, handler = by_op[op]
+                if handler == self._timed:
+                    by_op[op] = (model, engine, self._hbm_writer)
+
+    def _pipelined(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        timed_pipelined(self, cmd, model, engine)
+
+    def _hbm_writer(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        timed_hbm_writer(self, cmd, model, engine)
+
     def record(self, cmd: Cmd, t_issue: int, start: int, t_end: int, busy: int, wait: int,
                parent: int | None = None) -> int:
         ctx = self.ctx
@@ -169,10 +216,14 @@ class PEDriver:
         self.pending = keep
         wait = ready - self.now + self.carried_wait
         self.carried_wait = 0
-        self.now = ready
+        self.now = self.rewound_ps = ready
         self.record(cmd, ready, ready, ready, 0, wait)
 
     def _composite(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        free = cmd.out.buf.read_until  # reused bytes (lifetime mode) still busy: wait first
+        if free > self.now:
+            self.carried_wait += free - self.now
+            self.now = free
         run_composite(self, cmd)
 
     def take_wait(self) -> int:
