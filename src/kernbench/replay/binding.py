@@ -13,6 +13,7 @@ import numpy as np
 
 from kernbench.replay.convert import BF16, bf16_to_f32
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
+from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import OPS, Family, Op
 
 F32 = np.dtype(np.float32)
@@ -28,6 +29,8 @@ class BindContext:
 
     store: MemoryStore
     pe: int
+    #: the arrays of access.parquet (indexed rows, const values)
+    access: AccessTable = EMPTY
 
 
 Bind = Callable[[dict, Sequence[Operand], "Operand | None", BindContext], Step]
@@ -43,6 +46,9 @@ class Executor:
 
     bind: Bind
     writes: bool = True
+    #: re-resolves the row's operands before ``bind`` (indexed rows: the HBM operand is a
+    #: set of elements, not a contiguous range); returns (ins, out)
+    operands: Callable[[dict, tuple, Any, BindContext], tuple[tuple, Any]] | None = None
 
 
 class ShapeMismatch(ValueError):

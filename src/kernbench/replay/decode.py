@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.store import MemoryStore, Operand
+from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
@@ -157,10 +158,11 @@ def _fail(message: str) -> None:
     raise ReplayError(message)
 
 
-def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None) -> Program:
+def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
+           access: AccessTable = EMPTY) -> Program:
     """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
     ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
-    objects), reused and added to."""
+    objects), reused and added to. ``access``: the trace's access.parquet arrays."""
     n = table.num_rows
     op_id = _ints(table.column("op_id"))
     pe = _ints(table.column("pe"))
@@ -198,7 +200,7 @@ def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None)
         sig[rows, 4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in)] = (
             operand_id[:len(in_keys)])
     sigs, sig_id = unique_rows(sig)
-    binder = _Binder(name_vals, attr_vals, operands, store)
+    binder = _Binder(name_vals, attr_vals, operands, store, access)
     if bound_cache is None:
         bound = [binder.bind(row) for row in sigs.tolist()]
     else:
@@ -223,9 +225,10 @@ class _Binder:
     """Binds op signatures to steps, caching parsed attrs and contexts."""
 
     def __init__(self, name_vals: list[str], attr_vals: list[str], operands: list[Operand],
-                 store: MemoryStore) -> None:
+                 store: MemoryStore, access: AccessTable = EMPTY) -> None:
         self.ops = [OPS_BY_NAME[v] for v in name_vals]
         self.attr_vals, self.operands, self.store = attr_vals, operands, store
+        self.access = access
         self.attrs: dict[int, Any] = {}
         self.contexts: dict[int, BindContext] = {}
 
@@ -235,9 +238,30 @@ class _Binder:
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
-        out = operands[row[3]] if row[3] >= 0 and EXECUTORS[op].writes else None
+        ex = EXECUTORS[op]
+        out = operands[row[3]] if row[3] >= 0 and ex.writes else None
+        if ex.operands is not None:  # indexed rows: their HBM operand is a set of elements
+            attrs = self._attrs(row[1])
+            if isinstance(attrs, dict):
+                try:
+                    ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
+                except (ValueError, KeyError, TypeError, IndexError) as exc:
+                    msg = str(exc.args[0]) if exc.args else repr(exc)
+                    return _failing(msg), ins, (), out
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
         return self._step(op, row[1], row[2], ins, out), ins, checks, out
+
+    def _attrs(self, attr_code: int) -> dict | str:
+        attrs = self.attrs.get(attr_code)
+        if attrs is None:
+            attrs = self.attrs[attr_code] = _parse_attrs(self.attr_vals[attr_code])
+        return attrs
+
+    def _context(self, pe: int) -> BindContext:
+        ctx = self.contexts.get(pe)
+        if ctx is None:
+            ctx = self.contexts[pe] = BindContext(self.store, pe, self.access)
+        return ctx
 
     def _step(self, op: Op, attr_code: int, pe: int, ins: tuple[Operand, ...],
               out: Operand | None) -> Step:
@@ -246,14 +270,10 @@ class _Binder:
                 return _failing(f"input {k} {o.describe()}: {o.error}")
         if out is not None and out.error is not None:
             return _failing(f"output {out.describe()}: {out.error}")
-        attrs = self.attrs.get(attr_code)
-        if attrs is None:
-            attrs = self.attrs[attr_code] = _parse_attrs(self.attr_vals[attr_code])
+        attrs = self._attrs(attr_code)
         if isinstance(attrs, str):
             return _failing(attrs)
-        ctx = self.contexts.get(pe)
-        if ctx is None:
-            ctx = self.contexts[pe] = BindContext(self.store, pe)
+        ctx = self._context(pe)
         try:
             return EXECUTORS[op].bind(attrs, ins, out, ctx)
         except (ValueError, KeyError, TypeError, IndexError) as exc:

@@ -37,6 +37,8 @@ from kernbench.replay.binding import (
     template,
     upcast,
 )
+from kernbench.replay.families import math_executors
+from kernbench.replay.indexed import memory_executors
 from kernbench.replay.store import NP_DTYPES
 from kernbench.schemas import ops
 from kernbench.schemas.dtypes import DTYPES
@@ -262,7 +264,9 @@ def _validated(op: Op, ex: Executor) -> Executor:
         _check_output(op, attrs, ins, out)
         return step
 
-    return Executor(bind, ex.writes)
+    return Executor(bind, ex.writes, ex.operands)
 
 
+EXECUTORS.update(memory_executors(_bind_copy("dma_read"), _bind_convert("dma_write")))
+EXECUTORS.update(math_executors())
 EXECUTORS = {op: _validated(op, ex) if op in INFERRED else ex for op, ex in EXECUTORS.items()}

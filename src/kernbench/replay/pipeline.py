@@ -23,6 +23,7 @@ from kernbench.replay.progress import Progress
 from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
+from kernbench.schemas.indexed import EMPTY, AccessTable
 
 #: distinct operands the store may cache before it starts over (bounds memory)
 MAX_CACHED_OPERANDS = 1 << 17
@@ -41,8 +42,10 @@ def _error_info(program: Program, row: int, message: str) -> dict[str, Any]:
 
 
 def run(ops_path: Path, store: MemoryStore, values: ValueLog,
-        window_rows: int = BATCH_ROWS, progress: Progress | None = None) -> Outcome:
-    """Replay every op of ``ops_path`` against ``store``, logging values to ``values``."""
+        window_rows: int = BATCH_ROWS, progress: Progress | None = None,
+        access: AccessTable = EMPTY) -> Outcome:
+    """Replay every op of ``ops_path`` against ``store``, logging values to ``values``.
+    ``access``: the arrays of the trace's access.parquet (indexed rows, const values)."""
     n_ops = count_rows(ops_path)
     executed = 0
     carry: tuple = ()
@@ -51,7 +54,7 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)
-        program = decode(window, store, bound)
+        program = decode(window, store, bound, access)
         out = execute(program, values, carry, last=following is None)
         executed += out.executed
         if progress is not None:

@@ -158,7 +158,8 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             bar = Progress(trace.n_ops, enabled=progress)
             try:
                 values = ValueLog(sink=writer.write_batch)
-                outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar)
+                outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar,
+                                       trace.access)
                 values.close()
             finally:
                 bar.close()

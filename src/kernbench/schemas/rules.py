@@ -38,9 +38,20 @@ def _float32(dt: DType) -> DType:
 _RULES: dict[Dt, Callable[[DType], DType]] = {
     Dt.SAME: _same, Dt.FLOAT: _float, Dt.BOOL: _bool, Dt.INT32: _int32, Dt.FLOAT32: _float32}
 
+def _ints_only(op: Op, rule: Callable[[DType], DType]) -> Callable[[DType], DType]:
+    """``rule`` for an op of integer (and bool) operands: a float operand is a ValueError."""
+    def result(dt: DType) -> DType:
+        if dt.is_float:
+            raise ValueError(f"{op.value} needs integer or bool operands, got {dt.name}")
+        return rule(dt)
+
+    return result
+
+
 #: op -> output dtype from the (promoted) operand dtype, for ops whose rule is a function of it
 RESULT_DTYPE: dict[Op, Callable[[DType], DType]] = {
-    op: _RULES[s.dtype] for op, s in OPS.items() if s.dtype in _RULES}
+    op: _ints_only(op, _RULES[s.dtype]) if s.ints else _RULES[s.dtype]
+    for op, s in OPS.items() if s.dtype in _RULES}
 
 
 #: ops whose output operand ``infer`` determines from the inputs (replay validates those)
