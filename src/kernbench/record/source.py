@@ -11,13 +11,23 @@ _RECORD_DIR = str(Path(__file__).resolve().parent)
 _TL_FILE = str(Path(__file__).resolve().parents[1] / "tl.py")
 _CACHE: dict[tuple[str, int], str] = {}
 _INTERNAL: dict[str, bool] = {}
+#: more folders whose frames are front-end layers, not kernel source (mark_internal_dir)
+_LAYER_DIRS: set[str] = set()
+
+
+def mark_internal_dir(folder: str) -> None:
+    """Treat frames of files in ``folder`` as tl layers (a front end built over tl)."""
+    _LAYER_DIRS.add(os.path.realpath(folder))
+    _INTERNAL.clear()
 
 
 def _is_internal(filename: str) -> bool:
     known = _INTERNAL.get(filename)
     if known is None:
         real = os.path.realpath(filename)
-        known = _INTERNAL[filename] = real == _TL_FILE or os.path.dirname(real) == _RECORD_DIR
+        folder = os.path.dirname(real)
+        known = _INTERNAL[filename] = (real == _TL_FILE or folder == _RECORD_DIR
+                                       or folder in _LAYER_DIRS)
     return known
 
 

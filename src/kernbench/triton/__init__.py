@@ -1,0 +1,33 @@
+"""Triton kernels on kernbench (SPEC §12): ``kbt.case``, ``kbt.capture``, ``kbt.install``.
+
+A ``@triton.jit`` kernel's Python body runs against kernbench's own ``triton.language``
+(``kernbench.triton.language``); Triton's compiler and interpreter never run. Importing this
+package installs the stand-in ``triton`` modules when no Triton package is importable.
+Names are imported lazily (``kbt.case`` loads the recorder on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kernbench.triton.hook import install, real_triton_available, uninstall
+
+_LAZY = {"case": "kernbench.triton.launch", "capture": "kernbench.triton.capture",
+         "Capture": "kernbench.triton.capture", "language": "kernbench.triton.language"}
+
+__all__ = ["case", "capture", "Capture", "install", "uninstall", "real_triton_available",
+           "language"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if name == "language" else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+install()

@@ -1,0 +1,159 @@
+"""Elementwise arithmetic on Triton values: Triton's promotion picks the dtype; concrete
+operands are computed now (``rules``), anything touching data is recorded (``data``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import KernelError
+from kernbench.record.source import src_here
+from kernbench.triton import data, rules
+from kernbench.triton import dtypes as d
+from kernbench.triton.dtypes import dtype
+from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
+
+_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def plain(x: Any) -> Any:
+    """A ``tl.constexpr`` (ours or Triton's) as its value; anything else unchanged."""
+    while hasattr(x, "value") and type(x).__name__ == "constexpr":
+        x = x.value
+    return x
+
+
+def operand(x: Any, src: str, what: str = "operand") -> tensor | int | float | bool:
+    x = plain(x)
+    if type(x) is tensor or isinstance(x, _SCALAR_TYPES):
+        return x.item() if isinstance(x, np.generic) else x
+    raise KernelError(f"{what} {x!r} ({type(x).__name__}) is neither a Triton tensor nor a "
+                      "scalar", src)
+
+
+def _dt(x: Any) -> tuple[dtype, bool]:
+    return (x.dtype, False) if type(x) is tensor else (d.of_scalar(x), True)
+
+
+def values(x: Any, t: dtype) -> np.ndarray:
+    """Concrete values of ``x`` (a concrete tensor or a scalar) in dtype ``t``."""
+    if type(x) is tensor:
+        return rules.cast(x.value, t)
+    return rules.cast(np.asarray(x), t)
+
+
+def types(op: str, a: Any, b: Any, src: str) -> tuple[dtype, dtype]:
+    (adt, asc), (bdt, bsc) = _dt(a), _dt(b)
+    try:
+        t, out = rules.result_types(op, adt, asc, bdt, bsc)
+        for x, sc in ((a, asc), (b, bsc)):
+            if sc:
+                rules.check_scalar(x, t)
+    except rules.PromotionError as exc:
+        raise KernelError(str(exc), src) from None
+    return t, out
+
+
+def binary(op: str, a: Any, b: Any) -> tensor:
+    """``a op b`` with Triton's semantics (``op``: a key of ``rules.CONCRETE``)."""
+    src = src_here()
+    a, b = operand(a, src), operand(b, src)
+    if (type(a) is tensor and a.kind == POINTER) or (type(b) is tensor and b.kind == POINTER):
+        return _pointer_arith(op, a, b, src)
+    t, out = types(op, a, b, src)
+    if all(type(x) is not tensor or x.kind == CONCRETE for x in (a, b)):
+        try:
+            return concrete(rules.evaluate(op, values(a, t), values(b, t), t, out), out)
+        except ZeroDivisionError as exc:
+            raise KernelError(f"{exc} in concrete index arithmetic", src) from None
+    return data.binary(op, a, b, t, out, src)
+
+
+def _pointer_arith(op: str, a: Any, b: Any, src: str) -> tensor:
+    if op == "add" or op == "sub":
+        p, k = (a, b) if type(a) is tensor and a.kind == POINTER else (b, a)
+        if op == "sub" and p is b:
+            raise KernelError("integer - pointer is not a pointer", src)
+        if type(k) is tensor and k.kind == POINTER:
+            raise KernelError("pointer +/- pointer is not supported", src)
+        kdt = k.dtype if type(k) is tensor else d.of_scalar(k)
+        if not kdt.is_int():
+            raise KernelError(f"pointer offsets must be integers, got {kdt.name}", src)
+        if op == "sub":
+            k = unary("neg", k) if type(k) is tensor else -k
+        return _offset(p, k, src)
+    raise KernelError(f"operator {op!r} on a pointer is not supported (only + and -)", src)
+
+
+def _offset(p: tensor, k: Any, src: str) -> tensor:
+    elem = p.dtype.element_ty
+    if type(k) is tensor and k.kind == SYMBOLIC or type(p.value) is not np.ndarray:
+        return data.symbolic_offsets(p, k, src)
+    kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        offs = np.add(p.value, kv)
+    return pointer(p.base, offs, elem)
+
+
+_UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}
+
+
+def unary(op: str, x: Any) -> tensor:
+    """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
+    src = src_here()
+    x = operand(x, src)
+    if type(x) is not tensor:
+        x = concrete(np.asarray(x, d.of_scalar(x).np))
+    if x.kind == POINTER:
+        raise KernelError(f"{op} of a pointer is not supported", src)
+    if x.kind == CONCRETE:
+        return data.unary_concrete(op, x, src)
+    return data.unary(op, x, src)
+
+
+def invert(x: Any) -> tensor:
+    """``~x``: bitwise not of integers, logical not of int1."""
+    src = src_here()
+    x = operand(x, src)
+    if type(x) is not tensor:
+        x = concrete(np.asarray(x, d.of_scalar(x).np))
+    if not x.dtype.is_int():
+        raise KernelError(f"~ needs an integer or boolean operand, got {x.dtype!r}", src)
+    if x.kind == CONCRETE:
+        return concrete(np.invert(x.value), x.dtype)
+    if x.dtype.is_bool():
+        return data.binary("eq", x, False, x.dtype, d.int1, src)
+    return data.binary("xor", x, -1, x.dtype, x.dtype, src)
+
+
+def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
+    """``x.to(dt)``: Triton's cast (float -> int truncates, integers wrap, nonzero is true)."""
+    src = src_here()
+    x = operand(x, src, "cast operand")
+    t = d.by_name(plain(dt))
+    if type(x) is not tensor:
+        x = concrete(np.asarray(x, d.of_scalar(x).np))
+    if bitcast and t.bits != x.dtype.bits:
+        raise KernelError(f"bitcast from {x.dtype!r} to {t!r} changes the bit width", src)
+    if x.kind == POINTER:
+        raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported", src)
+    if x.dtype is t:
+        return x
+    if x.kind == CONCRETE:
+        return concrete(x.value.view(t.np) if bitcast else rules.cast(x.value, t), t)
+    if bitcast:
+        raise KernelError("bitcast of loaded data is not supported", src)
+    return data.cast(x, t, src)
+
+
+def where(cond: Any, x: Any, y: Any) -> tensor:
+    """``tl.where``: x and y promoted as a binary op; concrete when everything is."""
+    src = src_here()
+    cond, x, y = operand(cond, src, "where cond"), operand(x, src), operand(y, src)
+    t, _ = types("add", x, y, src)
+    if type(cond) is not tensor:
+        cond = concrete(np.asarray(bool(cond)))
+    if all(type(v) is not tensor or v.kind == CONCRETE for v in (cond, x, y)):
+        return concrete(np.where(rules.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
+    return data.where(cond, x, y, t, src)

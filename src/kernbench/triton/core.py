@@ -1,0 +1,292 @@
+"""``tl`` ids, creation, layout and loops: concrete where Triton knows the values at compile
+or launch time (``program_id``, ``arange``, ``zeros``...), views of data otherwise."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import KernelError, ShapeError
+from kernbench.record import semantics as sem
+from kernbench.record.context import current
+from kernbench.record.source import src_here
+from kernbench.triton import arith, data
+from kernbench.triton import dtypes as d
+from kernbench.triton.arith import plain
+from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
+
+#: per-launch settings the loops read (set by the launch adapter before each program)
+LAUNCH: dict[str, Any] = {"num_stages": None}
+MAX_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+
+
+def constexpr_int(x: Any, what: str, src: str) -> int:
+    """A compile-time integer (a constexpr or a literal), or Triton's refusal."""
+    x = plain(x)
+    if isinstance(x, bool) or not isinstance(x, int | np.integer):
+        raise KernelError(f"{what} must be a tl.constexpr integer, got {x!r}", src)
+    return int(x)
+
+
+def block_shape(shape: Any, what: str, src: str) -> tuple[int, ...]:
+    """A block shape: constexpr ints, each a power of two, at most 2**20 elements."""
+    shape = plain(shape)
+    if isinstance(shape, int | np.integer | tensor):
+        shape = (shape,)
+    out = tuple(constexpr_int(s, f"{what} dimension", src) for s in shape)
+    for s in out:
+        if s <= 0 or s & (s - 1):
+            raise ShapeError(f"{what} {list(out)}: dimension {s} is not a power of two "
+                             "(Triton requires power-of-two block shapes)", src)
+    if int(np.prod(out, dtype=np.int64)) > MAX_NUMEL:
+        raise ShapeError(f"{what} {list(out)} exceeds Triton's {MAX_NUMEL} elements", src)
+    return out
+
+
+# -- ids -----------------------------------------------------------------------------------
+def program_id(axis: Any) -> tensor:
+    src = src_here()
+    ax = constexpr_int(axis, "program_id axis", src)
+    if ax not in (0, 1, 2):
+        raise KernelError(f"program_id axis must be 0, 1 or 2, got {ax}", src)
+    pids = current().pids
+    return concrete(np.int32(pids[ax] if ax < len(pids) else 0), d.int32)
+
+
+def num_programs(axis: Any) -> tensor:
+    src = src_here()
+    ax = constexpr_int(axis, "num_programs axis", src)
+    if ax not in (0, 1, 2):
+        raise KernelError(f"num_programs axis must be 0, 1 or 2, got {ax}", src)
+    grid = current().grid
+    return concrete(np.int32(grid[ax] if ax < len(grid) else 1), d.int32)
+
+
+# -- creation ------------------------------------------------------------------------------
+def arange(start: Any, end: Any) -> tensor:
+    src = src_here()
+    lo, hi = constexpr_int(start, "arange start", src), constexpr_int(end, "arange end", src)
+    if hi <= lo:
+        raise ShapeError(f"arange({lo}, {hi}): end must be greater than start", src)
+    n = hi - lo
+    if n & (n - 1):
+        raise ShapeError(f"arange({lo}, {hi}) has length {n}, not a power of two (Triton "
+                         "requires a power-of-two range)", src)
+    if lo < -2**31 or hi > 2**31:
+        raise ShapeError(f"arange({lo}, {hi}) does not fit int32", src)
+    return concrete(np.arange(lo, hi, dtype=np.int32), d.int32)
+
+
+def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    src = src_here()
+    shp = block_shape(shape, "full shape", src)
+    t = d.by_name(plain(dtype))
+    value = arith.operand(value, src, "full value")
+    if type(value) is tensor and value.kind != CONCRETE:
+        return broadcast_to(arith.cast(value, t), shp)
+    v = value.value if type(value) is tensor else value
+    return concrete(np.full(shp, arith.values(v, t)), t)
+
+
+def zeros(shape: Any, dtype: Any) -> tensor:
+    return full(shape, 0, dtype)
+
+
+def zeros_like(x: tensor) -> tensor:
+    return full(x.shape, 0, x.dtype)
+
+
+def full_like(x: tensor, value: Any, dtype: Any = None) -> tensor:
+    return full(x.shape, value, dtype or x.dtype)
+
+
+# -- layout ----------------------------------------------------------------------------------
+def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
+    """``x`` seen with another shape; concrete values and pointer offsets move by numpy."""
+    if x.kind == CONCRETE:
+        return concrete(concrete_fn(x.value), x.dtype)
+    if x.kind == POINTER and type(x.value) is np.ndarray:
+        return pointer(x.base, concrete_fn(x.value), x.dtype.element_ty)
+    h = sem.reshape(x.value, shape)
+    if x.kind == POINTER:
+        return pointer(x.base, h, x.dtype.element_ty)
+    return data.symbolic(h, x.dtype)
+
+
+def index(x: tensor, key: Any) -> tensor:
+    """``x[:, None]``, ``x[None, :]``: new unit axes; only ``None`` and ``:`` are allowed."""
+    src = src_here()
+    key = key if isinstance(key, tuple) else (key,)
+    shape, axis = [], 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+        elif isinstance(k, slice) and k == slice(None):
+            if axis >= len(x.shape):
+                raise ShapeError(f"too many indices for a {list(x.shape)} block", src)
+            shape.append(x.shape[axis])
+            axis += 1
+        else:
+            raise KernelError(f"indexing a block with {k!r} is not supported (only None and "
+                              "':' as in x[:, None])", src)
+    shape += list(x.shape[axis:])
+    return _view(x, tuple(shape), lambda v: v[key])
+
+
+def reshape(x: tensor, *shape: Any, can_reorder: bool = False) -> tensor:
+    src = src_here()
+    if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
+        shape = tuple(plain(shape[0]))
+    shp = tuple(constexpr_int(s, "reshape dimension", src) for s in shape)
+    if int(np.prod(shp, dtype=np.int64)) != x.numel:
+        raise ShapeError(f"reshape of {list(x.shape)} to {list(shp)} changes the number of "
+                         "elements", src)
+    return _view(x, shp, lambda v: v.reshape(shp))
+
+
+view = reshape
+
+
+def expand_dims(x: tensor, axis: Any) -> tensor:
+    src = src_here()
+    axes = plain(axis)
+    axes = [axes] if isinstance(axes, int | np.integer) else list(axes)
+    nd = len(x.shape) + len(axes)
+    axes = sorted(constexpr_int(a, "expand_dims axis", src) % nd for a in axes)
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return reshape(x, tuple(shape))
+
+
+def trans(x: tensor, *dims: Any) -> tensor:
+    src = src_here()
+    if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
+        dims = tuple(plain(dims[0]))
+    order = tuple(constexpr_int(a, "trans dim", src) for a in dims) or tuple(
+        reversed(range(len(x.shape))))
+    if x.kind == CONCRETE or (x.kind == POINTER and type(x.value) is np.ndarray):
+        return _view(x, tuple(x.shape[i] for i in order), lambda v: np.transpose(v, order))
+    if len(x.shape) != 2 or order != (1, 0):
+        raise KernelError(f"trans of loaded data supports 2-D blocks only, got "
+                          f"{list(x.shape)} with order {list(order)}", src)
+    if x.kind == POINTER:
+        raise KernelError("trans of a pointer block with data-dependent offsets", src)
+    return data.symbolic(sem.trans(x.value), x.dtype)
+
+
+permute = trans
+
+
+def broadcast_to(x: Any, *shape: Any) -> tensor:
+    src = src_here()
+    if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
+        shape = tuple(plain(shape[0]))
+    shp = tuple(constexpr_int(s, "broadcast_to dimension", src) for s in shape)
+    x = arith.operand(x, src)
+    if type(x) is not tensor:
+        x = concrete(np.asarray(x, d.of_scalar(x).np))
+    if x.shape == shp:
+        return x
+    try:
+        np.broadcast_shapes(x.shape, shp)
+    except ValueError:
+        raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(shp)}", src) from None
+    if x.kind == CONCRETE or type(x.value) is np.ndarray:
+        return _view(x, shp, lambda v: np.ascontiguousarray(np.broadcast_to(v, shp)))
+    if x.kind == SYMBOLIC:
+        return data.broadcast(x, shp)
+    return pointer(x.base, sem.broadcast(x.value, shp), x.dtype.element_ty)
+
+
+def broadcast(a: Any, b: Any) -> tuple[tensor, tensor]:
+    shp = np.broadcast_shapes(getattr(a, "shape", ()), getattr(b, "shape", ()))
+    return broadcast_to(a, shp), broadcast_to(b, shp)
+
+
+# -- loops and compile-time checks -------------------------------------------------------
+def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
+    try:
+        from kernbench.record.pipeline import pipelined
+    except ImportError:  # Part C's pipelining not present: loads issue at use
+        return iter(it)
+    return pipelined(it, num_stages, src=src)
+
+
+def _bounds(args: tuple[Any, ...], src: str) -> builtins.range:
+    vals = []
+    for a in args:
+        a = plain(a)
+        if type(a) is tensor:
+            if a.kind != CONCRETE or a.shape != () or not a.dtype.is_int():
+                raise KernelError(f"loop bound {a!r} is not a concrete integer scalar", src)
+            a = int(a.value)
+        vals.append(int(a))
+    return builtins.range(*vals)
+
+
+class range:  # noqa: N801 - Triton's spelling: ``tl.range(start, end, step, num_stages=)``
+    """A loop whose variable is an int32 scalar; its loads pipeline ``num_stages`` deep."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
+                 loop_unroll_factor: Any = None, **_hints: Any) -> None:
+        self.src = src_here()
+        args = tuple(a for a in (arg1, arg2, step) if a is not None)
+        self.it = _bounds(args, self.src)
+        ns = plain(num_stages)
+        self.num_stages = LAUNCH["num_stages"] if ns is None else int(ns)
+
+    def __iter__(self) -> Iterator[tensor]:
+        for i in _pipelined(self.it, self.num_stages, self.src):
+            yield concrete(np.int32(i), d.int32)
+
+
+class static_range:  # noqa: N801 - Triton's spelling; the loop variable is a constexpr
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None) -> None:
+        self.src = src_here()
+        args = tuple(a for a in (arg1, arg2, step) if a is not None)
+        self.it = builtins.range(*(constexpr_int(a, "static_range bound", self.src)
+                                   for a in args))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(_pipelined(self.it, LAUNCH["num_stages"], self.src))
+
+
+def builtin_range(*args: Any) -> Any:
+    """Python's ``range`` inside a kernel: Triton compiles it as ``tl.range``; over plain
+    ints (all constexpr) it stays a Python range of ints."""
+    if all(isinstance(plain(a), int) for a in args):
+        return _pipelined(builtins.range(*(plain(a) for a in args)), LAUNCH["num_stages"],
+                          src_here())
+    return range(*args)
+
+
+def cdiv(x: Any, div: Any) -> Any:
+    x, div = plain(x), plain(div)
+    if isinstance(x, int) and isinstance(div, int):
+        return -(-x // div)
+    return (x + (div - 1)) // div
+
+
+def static_assert(cond: Any, msg: str = "") -> None:
+    src = src_here()
+    c = plain(cond)
+    if type(c) is tensor and c.kind != CONCRETE:
+        raise KernelError("tl.static_assert on loaded data", src)
+    if not bool(c):
+        raise KernelError(f"static_assert failed: {plain(msg)}", src)
+
+
+def debug_barrier() -> None:
+    """A no-op: a program's ops are already ordered."""
+
+
+def multiple_of(x: Any, values: Any) -> Any:
+    """Compiler hints (alignment, contiguity) do not change values."""
+    return x
+
+
+max_contiguous = max_constancy = multiple_of

@@ -1,0 +1,186 @@
+"""Triton's element types as the front end sees them, and their kernbench/numpy equivalents.
+
+A ``dtype`` here is Triton's (``tl.int64``, ``tl.uint8`` ... exist for index arithmetic); only
+the ones kernbench's trace format knows can hold data (``kb``). Calling a dtype as a value
+constructor (``tl.float32(1.0)``) is refused, as Triton's compiler refuses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from kernbench.errors import DtypeError, KernelError
+from kernbench.record.source import src_here
+from kernbench.schemas import dtypes as kb_dtypes
+from kernbench.schemas.dtypes import DType
+
+
+class dtype:  # noqa: N801 - Triton's spelling
+    """One Triton element type: its name (``int32``), short name (``i32``), numpy dtype."""
+
+    __slots__ = ("name", "short", "np", "kind", "bits")
+
+    def __init__(self, name: str, short: str, np_dtype: Any, kind: str) -> None:
+        self.name, self.short, self.np, self.kind = name, short, np.dtype(np_dtype), kind
+        self.bits = 1 if name == "int1" else self.np.itemsize * 8
+
+    # Triton's introspection API
+    def is_floating(self) -> bool:
+        return self.kind == "f"
+
+    def is_int(self) -> bool:
+        return self.kind in "biu"
+
+    def is_int_signed(self) -> bool:
+        return self.kind == "i"
+
+    def is_int_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self.bits
+
+    @property
+    def scalar(self) -> dtype:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise KernelError(f"tl.{self.name}({', '.join(map(repr, args))}) calls a dtype as a value "
+                          "constructor, which Triton's compiler rejects; use a Python literal, "
+                          f"tl.full(..., dtype=tl.{self.name}) or x.to(tl.{self.name})", src_here())
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self):  # pragma: no cover - singletons
+        return (by_name, (self.name,))
+
+
+class pointer_type:  # noqa: N801 - Triton's spelling
+    """``tl.pointer_type(tl.float32)``: the type of a pointer value (``ptr.dtype``)."""
+
+    __slots__ = ("element_ty",)
+
+    def __init__(self, element_ty: dtype, address_space: int = 1) -> None:
+        self.element_ty = element_ty
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    @property
+    def scalar(self) -> pointer_type:
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty is self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("ptr", self.element_ty.name))
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty.name}>"
+
+
+_TABLE = [("int1", "i1", np.bool_, "b"), ("int8", "i8", np.int8, "i"),
+          ("int16", "i16", np.int16, "i"), ("int32", "i32", np.int32, "i"),
+          ("int64", "i64", np.int64, "i"), ("uint8", "u8", np.uint8, "u"),
+          ("uint16", "u16", np.uint16, "u"), ("uint32", "u32", np.uint32, "u"),
+          ("uint64", "u64", np.uint64, "u"), ("float16", "fp16", np.float16, "f"),
+          ("bfloat16", "bf16", ml_dtypes.bfloat16, "f"), ("float32", "fp32", np.float32, "f"),
+          ("float64", "fp64", np.float64, "f")]
+DTYPES: dict[str, dtype] = {n: dtype(n, s, d, k) for n, s, d, k in _TABLE}
+#: every spelling a dtype goes by: ours, Triton's short names, numpy's, kernbench's ``bool``
+_ALIASES: dict[str, dtype] = {**DTYPES, **{d.short: d for d in DTYPES.values()},
+                              "bool": DTYPES["int1"], "float": DTYPES["float32"],
+                              "half": DTYPES["float16"]}
+#: Triton dtype -> kernbench dtype name (the trace's); int1 is kernbench's bool
+_KB_NAME = {"int1": "bool"}
+_FROM_NP = {d.np: d for d in DTYPES.values()}
+
+int1, int8, int16, int32, int64 = (DTYPES[n] for n in ("int1", "int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (DTYPES[n] for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, bfloat16, float32, float64 = (DTYPES[n] for n in ("float16", "bfloat16", "float32",
+                                                           "float64"))
+
+
+def by_name(name: Any) -> dtype:
+    """The Triton dtype for ``name``: ours, a real ``triton.language.dtype``, a numpy or
+    kernbench dtype, or a string (``"fp32"``, ``"float32"``)."""
+    if isinstance(name, dtype):
+        return name
+    if isinstance(name, DType):
+        name = name.name
+    elif not isinstance(name, str):
+        if hasattr(name, "np") or isinstance(name, np.dtype | type):
+            try:
+                return _FROM_NP[np.dtype(getattr(name, "np", name))]
+            except (KeyError, TypeError):
+                pass
+        name = getattr(name, "name", name)
+    try:
+        return _ALIASES[str(name)]
+    except KeyError:
+        raise DtypeError(f"unknown dtype {name!r}", src_here()) from None
+
+
+def from_numpy(np_dtype: Any) -> dtype:
+    try:
+        return _FROM_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise DtypeError(f"numpy dtype {np.dtype(np_dtype)} has no Triton dtype", src_here()
+                         ) from None
+
+
+def to_kb(dt: dtype, what: str = "data") -> DType:
+    """The kernbench dtype that holds ``dt`` data, or a one-line DtypeError."""
+    name = _KB_NAME.get(dt.name, dt.name)
+    kb = kb_dtypes.DTYPES.get(name)
+    if kb is None:
+        raise DtypeError(f"{what} of dtype tl.{dt.name} is not supported by kernbench's trace "
+                         f"format (supported: {', '.join(sorted(kb_dtypes.DTYPES))})", src_here())
+    return kb
+
+
+def from_kb(kb: DType) -> dtype:
+    return DTYPES["int1"] if kb.name == "bool" else DTYPES[kb.name]
+
+
+def of_scalar(x: Any) -> dtype:
+    """Triton's type of a Python literal (``to_tensor_type``): bool int1, int by range, float
+    fp32."""
+    if isinstance(x, bool | np.bool_):
+        return int1
+    if isinstance(x, int | np.integer):
+        if isinstance(x, np.integer):
+            return from_numpy(type(x))
+        for lo, hi, dt in ((-2**31, 2**31, int32), (2**31, 2**32, uint32),
+                           (-2**63, 2**63, int64), (2**63, 2**64, uint64)):
+            if lo <= x < hi:
+                return dt
+        raise KernelError(f"integer {x} is not representable in 64 bits", src_here())
+    if isinstance(x, np.floating):
+        return from_numpy(type(x))
+    return float32

@@ -1,0 +1,108 @@
+"""kernbench's ``triton.language``: the namespace a Triton kernel body sees as ``tl``.
+
+Every supported call is defined here (or re-exported from the modules that implement it);
+any other attribute is a ``KernelError`` naming it and the kernel line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.errors import KernelError
+from kernbench.record.source import src_here
+from kernbench.triton import arith, core, mathops, memory
+from kernbench.triton.dtypes import (
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int1,
+    int8,
+    int16,
+    int32,
+    int64,
+    pointer_type,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from kernbench.triton.memory import advance, block_ptr, load, make_block_ptr, store
+from kernbench.triton.value import tensor
+
+
+class constexpr:  # noqa: N801 - Triton's spelling
+    """``tl.constexpr``: the annotation of compile-time parameters, and a box for module-level
+    constants (the front end passes the plain value to the kernel)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self) -> int:
+        return int(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return self.value == arith.plain(other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+class Unsupported(KernelError, AttributeError):
+    """A ``tl`` name kernbench does not implement (an AttributeError for ``hasattr``)."""
+
+
+program_id, num_programs, arange = core.program_id, core.num_programs, core.arange
+zeros, zeros_like, full, full_like = core.zeros, core.zeros_like, core.full, core.full_like
+reshape, view, expand_dims, trans = core.reshape, core.view, core.expand_dims, core.trans
+permute, broadcast_to, broadcast = core.permute, core.broadcast_to, core.broadcast
+static_range, range, cdiv = core.static_range, core.range, core.cdiv  # noqa: A001
+static_assert, debug_barrier = core.static_assert, core.debug_barrier
+multiple_of, max_contiguous, max_constancy = (core.multiple_of, core.max_contiguous,
+                                              core.max_constancy)
+where, maximum, minimum, clamp = arith.where, mathops.maximum, mathops.minimum, mathops.clamp
+fma, fdiv, div_rn, dot = mathops.fma, mathops.fdiv, mathops.div_rn, mathops.dot
+sum, max, min = mathops.sum, mathops.max, mathops.min  # noqa: A001
+argmax, argmin, cumsum, softmax = mathops.argmax, mathops.argmin, mathops.cumsum, mathops.softmax
+exp, exp2, log, log2 = (mathops.MATH1[n] for n in ("exp", "exp2", "log", "log2"))
+sqrt, rsqrt, sigmoid, tanh = (mathops.MATH1[n] for n in ("sqrt", "rsqrt", "sigmoid", "tanh"))
+erf, abs, floor, ceil = (mathops.MATH1[n] for n in ("erf", "abs", "floor", "ceil"))  # noqa: A001
+cos, sin = mathops.MATH1["cos"], mathops.MATH1["sin"]
+globals().update(memory.ATOMICS)
+
+
+def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False
+         ) -> tensor:
+    return arith.cast(input, dtype, bitcast)
+
+
+#: ``x.sum(...)``, ``x.reshape(...)``: Triton's tensor member functions
+_MEMBERS = ("sum", "max", "min", "argmax", "argmin", "cumsum", "reshape", "view", "trans",
+            "permute", "broadcast_to", "expand_dims", "exp", "exp2", "log", "log2", "sqrt",
+            "rsqrt", "sigmoid", "erf", "abs", "floor", "ceil", "cos", "sin", "softmax")
+for _name in _MEMBERS:
+    setattr(tensor, _name, globals()[_name])
+del _name
+
+__all__ = [
+    "advance", "block_ptr", "constexpr", "dtype", "load", "make_block_ptr", "pointer_type",
+    "store", "tensor", "cast", "bfloat16", "float16", "float32", "float64", "int1", "int8",
+    "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", *_MEMBERS,
+    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like",
+    "broadcast", "static_range", "range", "cdiv", "static_assert", "debug_barrier",
+    "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
+    "fma", "fdiv", "div_rn", "dot", "tanh", *memory.ATOMICS,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise Unsupported(f"tl.{name} is not supported by kernbench's Triton front end", src_here())

@@ -1,0 +1,171 @@
+"""``kbt.case``: a Triton launch as a ``kb.Case``.
+
+The case's kernel is an adapter ``@kb.kernel`` named after the Triton kernel: its positional
+arguments are the HBM pointers of the array arguments (in parameter order), its keyword
+params the launch's JSON-able values (scalar arguments, constexprs, ``num_warps``,
+``num_stages``, ``config``) as the manifest records them. It runs the rebound kernel body
+with Triton values: pointers, concrete scalar arguments, plain constexprs.
+
+Default outputs are the arrays the kernel stores to, found by a dry recording of the launch
+(cached per kernel and argument shapes in this process); ``outputs=`` skips it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernbench.case import Case, data, tensor
+from kernbench.errors import BadInputError, KernbenchError, KernelError
+from kernbench.record.kernel import Kernel
+from kernbench.record.lifetime import lifetime_scope
+from kernbench.record.source import _is_internal, display_path
+from kernbench.triton import core, memory
+from kernbench.triton import dtypes as d
+from kernbench.triton.args import Launch, bind, kb_dtype_name
+from kernbench.triton.jit import unwrap
+from kernbench.triton.rebind import Rebinder
+from kernbench.triton.value import concrete, pointer
+
+#: every array is an output (kbt.capture writes them all back)
+ALL = "all"
+_STORED_CACHE: dict[tuple, frozenset[str]] = {}
+
+
+def _user_src(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost frame of ``exc`` outside kernbench."""
+    src = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        fn = frame.f_code.co_filename
+        if not _is_internal(fn) and "kernbench" not in Path(fn).parts[-3:-1]:
+            src = f"{display_path(fn)}:{line}"
+    return src
+
+
+def _json_value(v: Any) -> Any:
+    """How the manifest records a launch value (dtypes by name; other objects by repr)."""
+    if isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if type(v).__name__ == "dtype" and hasattr(v, "name"):
+        return f"tl.{d.by_name(v.name).name}"
+    return None if v is None else repr(v)
+
+
+def make_kernel(launch: Launch) -> Kernel:
+    """The adapter ``@kb.kernel`` running ``launch``'s kernel body on Triton values."""
+    info = launch.info
+    rebinder = Rebinder()
+    body: list[Callable[..., Any]] = []
+
+    def adapter(*ptrs: Any, **_recorded: Any) -> None:
+        if not body:
+            body.append(rebinder.function(info.fn))
+        core.LAUNCH["num_stages"] = launch.num_stages
+        kwargs: dict[str, Any] = {}
+        it = iter(ptrs)
+        for n in (p.name for p in info.params):
+            v = launch.values[n]
+            if n in launch.arrays:
+                p = next(it)
+                kwargs[n] = pointer(p.tensor, np.asarray(p.offset, np.int64),
+                                    d.from_kb(p.tensor.dtype))
+            elif n in launch.scalars:
+                dt = d.of_scalar(v)
+                kwargs[n] = concrete(np.asarray(v, dt.np), dt)
+            else:
+                kwargs[n] = rebinder.value(v)
+        try:
+            with lifetime_scope():
+                body[0](**kwargs)
+                kwargs.clear()  # the arguments die inside the program's lifetime scope
+        except KernbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's kernel: one line at its source
+            raise KernelError(f"{type(exc).__name__}: {exc}", _user_src(exc)) from None
+
+    adapter.__module__ = info.fn.__module__
+    adapter.__qualname__ = adapter.__name__ = info.fn.__qualname__
+    adapter.__doc__ = info.fn.__doc__
+    k = Kernel(adapter)
+    k.name = info.name
+    return k
+
+
+def _params(launch: Launch) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for n in (*launch.scalars, *launch.constexprs):
+        v = _json_value(launch.values[n])
+        if v is not None:
+            out[n] = v
+    out["num_warps"] = launch.num_warps
+    if launch.num_stages is not None:
+        out["num_stages"] = launch.num_stages
+    if launch.config is not None:
+        out["config"] = launch.config
+    return out
+
+
+def _build(launch: Launch, name: str, roles: dict[str, str], reference: Any) -> Case:
+    tensors = {n: tensor(launch.values[n].shape, kb_dtype_name(n, launch.values[n]),
+                         init=data(launch.values[n]), role=roles.get(n, "input"))
+               for n in launch.arrays}
+    return Case(name=name, kernel=make_kernel(launch), grid=launch.grid, tensors=tensors,
+                params=_params(launch), reference=reference)
+
+
+def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
+    """The array parameters the kernel stores to (or updates atomically): a dry recording."""
+    from kernbench.hw import load_hw
+    from kernbench.record.runner import layout, run_programs
+    from kernbench.record.writer import OpWriter
+
+    key = (id(launch.info.fn), launch.grid, tuple(sorted(case.params.items())),
+           tuple((n, launch.values[n].shape, launch.values[n].dtype.str) for n in launch.arrays))
+    got = _STORED_CACHE.get(key)
+    if got is None:
+        memory.STORED.clear()
+        with tempfile.TemporaryDirectory(prefix="kbt-dry-") as tmp:
+            writer = OpWriter(Path(tmp) / "ops.parquet")
+            try:
+                run_programs(case, load_hw("ahbm-v1"), writer, layout(case))
+            finally:
+                writer.abort()
+        got = _STORED_CACHE[key] = frozenset(memory.STORED)
+        memory.STORED.clear()
+    return got
+
+
+def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
+         outputs: Sequence[str] | str | None = None,
+         reference: Callable[..., dict[str, np.ndarray]] | None = None, num_warps: int = 4,
+         num_stages: int | None = None, config: int | None = None, **meta: Any) -> Case:
+    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (SPEC §12)."""
+    launch = bind(unwrap(kernel), grid, args, dict(meta), num_warps, num_stages, config)
+    name = name or launch.info.fn.__name__
+    if outputs == ALL:
+        outs = list(launch.arrays)
+    elif outputs is not None:
+        outs = [outputs] if isinstance(outputs, str) else list(outputs)
+        bad = [o for o in outs if o not in launch.arrays]
+        if bad:
+            raise BadInputError(f"outputs {bad} are not array arguments of {launch.info.name} "
+                                f"(arrays: {launch.arrays})")
+    else:
+        dry = _build(launch, name, {}, None)
+        stored = stored_arrays(launch, dry)
+        outs = [n for n in launch.arrays if n in stored]
+    return _build(launch, name, dict.fromkeys(outs, "inout"), reference)
+
+
+def launch_of(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
+    return bind(unwrap(kernel), grid, args, dict(kwargs))
+
+
+__all__ = ["case", "ALL"]

@@ -1,0 +1,178 @@
+"""Rebinding a Triton kernel's Python function to kernbench's ``triton.language``.
+
+The function is rebuilt (``types.FunctionType`` over the same code object, so source lines
+stay the user's) with globals and closure cells in which every Triton object it reaches is
+kernbench's: the ``triton`` / ``triton.language`` / ``math`` / ``libdevice`` modules, ``tl.*``
+functions and dtypes by qualified name, other ``@triton.jit`` helpers (rebuilt the same way),
+``tl.constexpr(...)`` globals as plain values. Python's ``range``, ``min`` and ``max`` become
+what Triton's compiler makes of them (``tl.range``, ``tl.minimum``, ``tl.maximum``)."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import types
+from typing import Any
+
+from kernbench.errors import KernelError
+from kernbench.record.source import src_here
+from kernbench.triton import core, extra, language, libdevice, mathops, standin, tlmath
+from kernbench.triton import dtypes as d
+from kernbench.triton.value import tensor
+
+#: Triton module name -> kernbench's module (the longest matching prefix wins)
+MODULES: dict[str, types.ModuleType] = {
+    "triton": standin, "triton.language": language, "triton.language.core": language,
+    "triton.language.standard": language, "triton.language.semantic": language,
+    "triton.language.math": tlmath, "triton.language.extra": extra,
+    "triton.language.extra.libdevice": libdevice, "triton.language.extra.cuda": extra,
+    "triton.language.extra.cuda.libdevice": libdevice,
+    "triton.language.extra.hip.libdevice": libdevice,
+}
+_KERNEL_CLASSES = frozenset({"JITFunction", "Autotuner", "Heuristics", "ConstexprFunction"})
+
+
+def _module_for(name: str) -> types.ModuleType | None:
+    best = None
+    for prefix, mod in MODULES.items():
+        if (name == prefix or name.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[0])):
+            best = (prefix, mod)
+    return best[1] if best else None
+
+
+def _unsupported(qualname: str) -> Any:
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        raise language.Unsupported(f"{qualname} is not supported by kernbench's Triton front "
+                                   "end", src_here())
+    stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
+    return stub
+
+
+def _is_triton(mod: str | None) -> bool:
+    return isinstance(mod, str) and (mod == "triton" or mod.startswith("triton."))
+
+
+def minimum_builtin(*args: Any, **kwargs: Any) -> Any:
+    """``min`` inside a kernel: Python's over plain values, else ``tl.minimum`` folded."""
+    if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
+        return builtins.min(*args, **kwargs)
+    out = args[0]
+    for a in args[1:]:
+        out = mathops.minimum(out, a)
+    return out
+
+
+def maximum_builtin(*args: Any, **kwargs: Any) -> Any:
+    if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
+        return builtins.max(*args, **kwargs)
+    out = args[0]
+    for a in args[1:]:
+        out = mathops.maximum(out, a)
+    return out
+
+
+BUILTINS = {"range": core.builtin_range, "min": minimum_builtin, "max": maximum_builtin}
+
+
+class Rebinder:
+    """One rebinding pass: functions and globals dicts are rebuilt once each (cycles of
+    helpers calling each other resolve through the memo)."""
+
+    def __init__(self) -> None:
+        self._functions: dict[int, types.FunctionType] = {}
+        self._globals: dict[int, dict[str, Any]] = {}
+
+    def function(self, fn: types.FunctionType) -> types.FunctionType:
+        got = self._functions.get(id(fn))
+        if got is not None:
+            return got
+        new_globals = self.globals_of(fn.__globals__)
+        closure = None
+        if fn.__closure__:
+            closure = tuple(types.CellType(self.value(_cell(c))) for c in fn.__closure__)
+        new = types.FunctionType(fn.__code__, new_globals, fn.__name__,
+                                 self._defaults(fn.__defaults__), closure)
+        self._functions[id(fn)] = new
+        new.__kwdefaults__ = ({k: self.value(v) for k, v in fn.__kwdefaults__.items()}
+                              if fn.__kwdefaults__ else None)
+        new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        new.__annotations__ = dict(getattr(fn, "__annotations__", {}))
+        new.__dict__.update(getattr(fn, "__dict__", {}))
+        new.__wrapped_triton__ = fn  # type: ignore[attr-defined]
+        return new
+
+    def _defaults(self, defaults: tuple | None) -> tuple | None:
+        return None if defaults is None else tuple(self.value(v) for v in defaults)
+
+    def globals_of(self, g: dict[str, Any]) -> dict[str, Any]:
+        got = self._globals.get(id(g))
+        if got is not None:
+            return got
+        new: dict[str, Any] = {}
+        self._globals[id(g)] = new
+        for k, v in g.items():
+            new[k] = v if k.startswith("__") else self.value(v)
+        for k, v in BUILTINS.items():
+            new.setdefault(k, v)
+        return new
+
+    def value(self, v: Any) -> Any:
+        """kernbench's counterpart of one value a kernel body can reach."""
+        cls = type(v)
+        if cls.__name__ == "constexpr" and hasattr(v, "value"):
+            return self.value(v.value)
+        if isinstance(v, types.ModuleType):
+            if getattr(v, "KERNBENCH_STAND_IN", False):
+                return _module_for(v.__name__) or v
+            return _module_for(v.__name__) if _is_triton(v.__name__) else v
+        if cls.__name__ in _KERNEL_CLASSES and _is_triton(cls.__module__) or isinstance(
+                v, standin.JITFunction | standin.Autotuner | standin.Heuristics):
+            inner = v
+            while not inspect.isfunction(inner) and hasattr(inner, "fn"):
+                inner = inner.fn
+            return self.function(inner) if inspect.isfunction(inner) else v
+        if _is_triton(cls.__module__):
+            return self._object(v)
+        if inspect.isfunction(v) or inspect.isclass(v) or inspect.isbuiltin(v):
+            mod = getattr(v, "__module__", None)
+            if _is_triton(mod):
+                return self._named(mod, v.__name__)
+        return v
+
+    def _object(self, v: Any) -> Any:
+        """A Triton instance: dtypes by name, others refused when used."""
+        name = type(v).__name__
+        if name == "dtype" and hasattr(v, "name"):
+            try:
+                return d.by_name(v.name)
+            except KernelError:
+                return _unsupported(f"tl.{v.name}")
+        if name == "pointer_type" and hasattr(v, "element_ty"):
+            return d.pointer_type(self._object(v.element_ty))
+        return v
+
+    def _named(self, mod: str, name: str) -> Any:
+        target = _module_for(mod)
+        if target is None:
+            return _unsupported(f"{mod}.{name}")
+        if target is libdevice:
+            return libdevice.FUNCTIONS.get(name) or _unsupported(f"libdevice.{name}")
+        if name == "constexpr":
+            return language.constexpr
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            return _unsupported(f"{mod}.{name}")
+
+
+def _cell(c: types.CellType) -> Any:
+    try:
+        return c.cell_contents
+    except ValueError:  # an empty cell (a name bound later)
+        return None
+
+
+def rebind(fn: types.FunctionType) -> types.FunctionType:
+    """``fn`` rebuilt against kernbench's ``triton.language`` (one pass)."""
+    return Rebinder().function(fn)
