@@ -65,7 +65,7 @@ class Ring:
 
 
 class FreeListAllocator:
-    """First-fit free list over one PE's kernel scratch (lifetime mode, ADR-0503).
+    """First-fit free list over one PE's kernel scratch (lifetime mode, ADR-0510).
 
     Blocks are 16-byte aligned; freeing coalesces neighbours. Every free block carries
     ``busy``: the time its bytes' last occupant was last touched (freed, read by an in-flight

@@ -7,7 +7,7 @@ with ``release``. A buffer's bytes go back to the free list when the last value 
 it dies; they are reused only after every in-flight op touching them has completed (the new
 buffer inherits that time as ``read_until``, which its first writer waits for). kernbench's
 own ``tl`` kernels never enter lifetime mode: the bump allocator and ``tl.scratch_scope``
-stay exactly as they were (ADR-0503).
+stay exactly as they were (ADR-0510).
 
 Reference counting: ``retain(h)`` when a front-end value starts to refer to ``h`` (a fresh
 result and a view alike), ``release(h)`` when that value dies. A buffer is freed when its

@@ -32,7 +32,7 @@ from kernbench.schemas.ops import Engine, Op
 _NON_BLOCKING = ops.NON_BLOCKING
 #: loads a pipelined loop may issue ahead: non-blocking reads of HBM (atomics never move)
 _PIPELINABLE = frozenset(op for op in _NON_BLOCKING if ops.ENGINE[op] is Engine.DMA_RD
-                         and not op.startswith("atomic"))
+                         and op not in ops.ATOMICS)
 #: the other HBM traffic a pipelined loop watches (a load is never hoisted above a write)
 _HBM_WRITERS = frozenset(op for op in ops.ENGINE if op not in _PIPELINABLE
                          and ops.ENGINE[op] in (Engine.DMA_RD, Engine.DMA_WR))

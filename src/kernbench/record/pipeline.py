@@ -15,7 +15,7 @@ The DMA channel still serves in program order (``start = max(issue, busy_until)`
 row's ``t_issue_ps`` is that effective issue time. In lifetime mode each load site keeps a
 ring of ``s`` buffers (``allocator.Ring``): iteration i lands where iteration i - s was, so
 the s - 1 loads in flight and the one being consumed all count against TCM. ``s == 1``
-issues every load at its use (the plain path). ADR-0503 records the choices.
+issues every load at its use (the plain path). ADR-0510 records the choices.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.errors import KernelError
 from kernbench.record.allocator import FreeListAllocator, Ring
 from kernbench.record.context import current
+from kernbench.schemas.ops import ATOMICS
 
 if TYPE_CHECKING:
     from kernbench.record.commands import Cmd
@@ -144,7 +145,7 @@ def timed_pipelined(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> Non
         if b.ready_ps > t:
             t = b.ready_ps
         if b.space == "hbm" and loop.writes:
-            t = loop.hbm_ready(b.addr, b.addr + b.nbytes, t)
+            t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)
     ob = cmd.out.buf
     t = max(t, ob.ready_ps, ob.read_until, pe.rewound_ps)
     if ob.owner is not None:
@@ -177,6 +178,12 @@ def timed_hbm_writer(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> No
     if out is not None and out.buf.ready_ps > landed:
         landed = out.buf.ready_ps
     writes = pe.loop.writes[-1]
-    for h in (*cmd.inputs, out):
-        if h is not None and h.buf.space == "hbm" and (h is out or not cmd.op.startswith("dma")):
-            writes.append((h.buf.addr, h.buf.addr + h.buf.nbytes, landed))
+    for h in (*cmd.inputs, out):  # a store writes its output; an atomic its HBM input too
+        if h is not None and h.buf.space == "hbm" and (h is out or cmd.op in ATOMICS):
+            writes.append((h.buf.addr, _hbm_end(h.buf, cmd), landed))
+
+
+def _hbm_end(buf: Any, cmd: Cmd) -> int:
+    """The end of the HBM bytes an access may touch: its operand's extent when contiguous;
+    to the end of memory when strided or indexed (``attrs`` describe it), to stay safe."""
+    return buf.addr + buf.nbytes if cmd.attrs == "{}" else 1 << 62
