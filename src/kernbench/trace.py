@@ -16,8 +16,8 @@ from kernbench.atomic import atomic_dir
 from kernbench.errors import TraceFormatError
 from kernbench.limits import MANIFEST_MAX_BYTES, TraceLimitError
 from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY, read_table
-from kernbench.schemas.indexed import EMPTY, AccessTable
-from kernbench.validate import Validation, check_manifest, validate_trace
+from kernbench.schemas.indexed import AccessTable
+from kernbench.validate import Validation, check_manifest, read_access, validate_trace
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
 #: data files a trace has only when it uses them (listed in the manifest's ``files`` then)
@@ -187,19 +187,3 @@ class Trace:
 
         return trace_html(self)
 
-
-def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
-    """``access.parquet`` of a trace as an AccessTable (EMPTY when the manifest lists none).
-    Bounded: the file's uncompressed size is checked against the memory budget first."""
-    if "access.parquet" not in (manifest.get("files") or {}):
-        return EMPTY
-    from kernbench.validate import open_parquet, read_checked
-
-    apath = Path(path) / "access.parquet"
-    table = read_checked(open_parquet(apath, "kernbench-access"), apath)
-    rows = {}
-    for r in table.to_pylist():
-        if r["id"] in rows:
-            raise TraceFormatError(f"{apath}: id {r['id']} appears twice")
-        rows[r["id"]] = (r["kind"], r["dtype"], tuple(r["shape"]), r["data"])
-    return AccessTable(rows)

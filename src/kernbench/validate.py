@@ -32,6 +32,8 @@ from kernbench import limits
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.hw import HwConfig
 from kernbench.schemas.arrow import SCHEMAS, check_metadata
+from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.validate_indexed import access_table
 from kernbench.validate_rows import MAX_VALUE, Findings, ops_findings, tensor_findings
 
 #: the rules a finding belongs to; those sharing a name with a ``check`` invariant are shown
@@ -150,10 +152,13 @@ def open_parquet(path: Path, fmt: str) -> pq.ParquetFile:
     return pf
 
 
-def read_checked(pf: pq.ParquetFile, path: Path, columns: list[str] | None = None
-                 ) -> pa.Table:
-    """The whole table of a file ``open_parquet`` accepted; TraceFormatError if corrupt."""
-    return _read(pf, path, columns)
+def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
+    """``access.parquet`` of a trace (EMPTY when the manifest lists none), its footer and
+    size checked like every data file's."""
+    if "access.parquet" not in (manifest.get("files") or {}):
+        return EMPTY
+    apath = Path(path) / "access.parquet"
+    return access_table(_read(open_parquet(apath, "kernbench-access"), apath), apath)
 
 
 def _read(pf: pq.ParquetFile, path: Path, columns: list[str] | None = None) -> pa.Table:
@@ -238,7 +243,8 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     found = Findings(KEEP)
     regions, tensor_bytes = tensor_findings(_read(tpf, t_path), n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
-    ops_findings(_batches(opf, o_path), regions, n_pe, found)
+    access = read_access(path, manifest)
+    ops_findings(_batches(opf, o_path), regions, n_pe, found, access)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, found.frame())

@@ -17,7 +17,9 @@ import pyarrow.compute as pc
 
 from kernbench.schemas.arrow import OPS
 from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import ENGINE, KIND, Op
+from kernbench.validate_indexed import indexed_findings, indexed_rows
 
 TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")
@@ -182,6 +184,9 @@ def _operand_rules(df: pl.DataFrame, n_pe: int, regions: pl.DataFrame | None,
     if regions is None:
         return
     hbm = opnd.filter(pl.col("space") == "hbm")
+    indexed = df.filter(indexed_rows(df))
+    if indexed.height:  # a set of elements, checked by validate_indexed
+        hbm = hbm.join(indexed.select("row"), on="row", how="anti")
     if bad.height:
         hbm = hbm.join(bad.select("row"), on="row", how="anti")
     hbm = hbm.sort("addr")
@@ -258,8 +263,9 @@ def _plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None, n_pe: int,
-                 found: Findings) -> None:
-    """Check every op-log row, one record batch at a time."""
+                 found: Findings, access: AccessTable = EMPTY) -> None:
+    """Check every op-log row, one record batch at a time (``access``: the trace's
+    access.parquet, for indexed rows)."""
     offset, seq_next = 0, {}
     for batch in batches:
         df = pl.from_arrow(_plain_strings(batch))
@@ -270,3 +276,4 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
         _row_rules(df, found, n_pe, seq_next)
         _operand_rules(df, n_pe, regions, found)
         _attrs(df, found)
+        indexed_findings(df, regions, access, found)

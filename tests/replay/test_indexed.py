@@ -11,6 +11,7 @@ from tests.conftest import rewrite_ops
 
 import kernbench as kb
 from kernbench import tl
+from kernbench.analyze import check
 from kernbench.record import indexed as ix
 from kernbench.replay import replay
 
@@ -21,6 +22,8 @@ def _run(tmp_path, kernel, tensors, reference, grid=(1,), params=None, name="t")
     case = kb.Case(name=name, kernel=kernel, grid=grid, tensors=tensors, params=params or {},
                    reference=reference)
     trace = kb.record(case, out=tmp_path / f"{name}.ktrace")
+    report = check(trace)
+    assert report.exit_code == 0, report.to_text()
     return trace, replay(trace.path, case=lambda: case, in_process=True)
 
 

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from kernbench.analyze.frames import ITEMSIZE, hw_of, load_ops, operands, shape_elements
+from kernbench.analyze.indexed import INDEXED, patterns
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
 from kernbench.errors import BadInputError
 from kernbench.hw import HwConfig
-from kernbench.schemas.ops import CAPACITY_ONE, Kind
+from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.ops import ATOMICS, CAPACITY_ONE, Kind, Op
 from kernbench.trace import Trace
 from kernbench.validate import RULES, Validation
 
@@ -139,6 +141,10 @@ SIZE_RULE: dict[str, str | None] = {
 }
 
 
+#: ops whose moved bytes depend on offsets or masks known in Phase 2 only (unless indexed)
+NOT_BY_SHAPE = [Op.GATHER.value, Op.SCATTER.value, *(op.value for op in ATOMICS)]
+
+
 def nbytes_shapes(d: TraceData) -> pl.DataFrame:
     """``nbytes`` and ``num_elements`` agree with the operand shapes and dtypes: the output's
     (the inputs' for an IPCQ op without output), zero for scope rows."""
@@ -148,15 +154,23 @@ def nbytes_shapes(d: TraceData) -> pl.DataFrame:
         "op_id", out_bytes="nbytes", out_elems=shape_elements(pl.col("shape")))
     ins = opnd.filter(pl.col("role") == "in").group_by("op_id").agg(
         in_bytes=pl.col("nbytes").sum(), in_elems=shape_elements(pl.col("shape")).sum())
-    sized = (d.ops.lazy().select("op_id", "kind", "nbytes", "num_elements")
+    moved = patterns(d.ops, _access(d)).select("op_id", moved_n="moved")
+    masked = d.ops.filter(~INDEXED & pl.col("name").is_in(NOT_BY_SHAPE)).select("op_id")
+    sized = (d.ops.lazy().join(masked.lazy(), on="op_id", how="anti")
+             .select("op_id", "kind", "nbytes", "num_elements", "attrs", "name")
              .join(out, on="op_id", how="left").join(ins, on="op_id", how="left")
-             .with_columns(rule=pl.col("kind").replace_strict(
-                 {k.value: v for k, v in SIZE_RULE.items()}, default=None)))
+             .join(moved.lazy(), on="op_id", how="left")
+             .with_columns(rule=pl.when(pl.col("moved_n").is_not_null()).then(pl.lit("moved"))
+                           .otherwise(pl.col("kind").replace_strict(
+                               {k.value: v for k, v in SIZE_RULE.items()}, default=None))))
     expected = {
         "output": (pl.col("out_bytes"), pl.col("out_elems")),
         "output_or_inputs": (pl.coalesce("out_bytes", "in_bytes"),
                              pl.coalesce("out_elems", "in_elems")),
         "zero": (pl.lit(0, pl.Int64), pl.lit(0, pl.Int64)),
+        # an indexed row moves its masked-in elements (of the output's or input's dtype)
+        "moved": (pl.col("moved_n") * pl.coalesce("out_bytes", "in_bytes")
+                  // pl.coalesce("out_elems", "in_elems").clip(1), pl.col("moved_n")),
     }
     parts = [sized.filter(pl.col("rule") == rule).with_columns(want_b=b.fill_null(0),
                                                                want_n=n.fill_null(0))
@@ -178,7 +192,11 @@ def data_race(d: TraceData) -> pl.DataFrame:
     """No data hazard: every read sees the last program-order write to its bytes, landed
     before the read starts, and no write lands while a read of its bytes is in flight
     (same PE in program order; HBM across PEs). See ``kernbench.analyze.race``."""
-    return _violations(hazards(d.ops), "op_id", "other_op_id", pl.col("message"))
+    return _violations(hazards(d.ops, _access(d)), "op_id", "other_op_id", pl.col("message"))
+
+
+def _access(d: TraceData) -> AccessTable:
+    return d.trace.access if d.trace is not None and d.validation is not None else EMPTY
 
 
 INVARIANTS: dict[str, Invariant] = {inv.name: inv for inv in (

@@ -36,7 +36,9 @@ import numpy as np
 import polars as pl
 
 from kernbench.analyze.frames import operands
+from kernbench.analyze.indexed import exact_accesses
 from kernbench.analyze.ordering import Clocks, clocks
+from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import Kind, Op
 
 READ, WRITE, KILL = 0, 1, 2
@@ -79,14 +81,16 @@ _FINDING = {"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
             "t_op": pl.Int64, "t_other": pl.Int64}
 
 
-def accesses(ops: pl.DataFrame) -> pl.DataFrame:
+def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """One row per byte range an op reads, writes or kills (composite parents excluded:
-    their children carry the data movement)."""
+    their children carry the data movement; indexed HBM operands as their runs, atomics'
+    HBM accesses left out: ``analyze/indexed.py``)."""
     base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps")
     opnd = (operands(ops).collect()
             .select("op_id", ev=pl.when(pl.col("role") == "in").then(READ).otherwise(WRITE),
                     space="space", mem_pe="mem_pe", lo="addr",
                     hi=pl.col("addr") + pl.col("nbytes")))
+    opnd = exact_accesses(ops, opnd, access)
     kills = ops.filter(pl.col("name") == Op.SCOPE_EXIT.value).select(
         "op_id", ev=pl.lit(KILL), space=pl.lit("tcm"), mem_pe="pe",
         lo=pl.col("attrs").str.json_path_match("$.lo").cast(pl.Int64),
@@ -273,10 +277,10 @@ def _cross_pe_races(seg: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
                         t_other="t_other").cast(_FINDING)  # type: ignore[arg-type]
 
 
-def hazards(ops: pl.DataFrame) -> pl.DataFrame:
+def hazards(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """Every data hazard in an op log: one row per (hazard, op_id, other_op_id) with the
     merged byte range, both ops' ``src`` and a ``message``; sorted by op_id."""
-    acc = accesses(ops)
+    acc = accesses(ops, access)
     if not acc.height:
         return pl.DataFrame(schema={**_FINDING, "src": pl.String, "other_src": pl.String,
                                     "message": pl.String})

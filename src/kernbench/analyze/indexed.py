@@ -1,0 +1,88 @@
+"""Indexed operands for the analyses: the byte runs an indexed HBM operand really touches.
+
+An indexed row's HBM operand names a set of elements (``kernbench.schemas.indexed``), not
+the contiguous ``[addr, addr + nbytes)``; the race detector sees its maximal runs of
+consecutive elements instead, so column tiles of one matrix written by different PEs do not
+look like overlapping writes. Atomics' HBM accesses are not accesses for the race detector
+at all: the memory orders read-modify-writes. Gather/scatter operands (offsets known only in
+Phase 2) stay the whole tensor: conservative.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+
+from kernbench.schemas import indexed as ix
+from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.ops import ATOMICS, Op
+
+_ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
+_ATOMIC_NAMES = [op.value for op in ATOMICS]
+_ELEMENT_NAMES = [Op.DMA_READ.value, Op.DMA_WRITE.value, *_ATOMIC_NAMES]
+INDEXED = pl.col("name").is_in(_ELEMENT_NAMES) & pl.col("attrs").str.contains(
+    '"strides"|"access"', literal=False)
+
+
+def _runs(attrs_text: str, shape: tuple[int, ...], itemsize: int, table: ix.AccessTable
+          ) -> tuple[list[int], list[int], int]:
+    """(run starts, run ends) in bytes from the operand address, and the moved elements."""
+    try:
+        rel, mask = ix.elements(json.loads(attrs_text), shape, table)
+    except (ValueError, TypeError):
+        return [], [], 0
+    moved = ix.moved(rel, mask)
+    if not len(moved):
+        return [], [], 0
+    u = np.unique(moved)
+    cut = np.flatnonzero(np.diff(u) != 1) + 1
+    starts = u[np.concatenate(([0], cut))]
+    ends = u[np.concatenate((cut - 1, [len(u) - 1]))] + 1
+    return (starts * itemsize).tolist(), (ends * itemsize).tolist(), len(moved)
+
+
+def patterns(ops: pl.DataFrame, table: ix.AccessTable) -> pl.DataFrame:
+    """Per indexed row: op_id, role of its HBM operand, its addr, run byte ranges from it
+    (lo, hi lists) and the masked-in element count."""
+    rows = ops.filter(INDEXED)
+    schema = {"op_id": pl.Int64, "role": pl.String, "addr": pl.Int64, "lo": pl.List(pl.Int64),
+              "hi": pl.List(pl.Int64), "moved": pl.Int64}
+    if not rows.height:
+        return pl.DataFrame(schema=schema)
+    hbm = rows.select("op_id", "attrs", role=pl.when(pl.col("name") == Op.DMA_WRITE.value)
+                      .then(pl.lit("out")).otherwise(pl.lit("in")),
+                      o=pl.when(pl.col("name") == Op.DMA_WRITE.value).then(pl.col("output"))
+                      .otherwise(pl.col("inputs").list.first()))
+    hbm = hbm.with_columns(addr=pl.col("o").struct.field("addr"),
+                           shape=pl.col("o").struct.field("shape"),
+                           dtype=pl.col("o").struct.field("dtype")).drop("o")
+    keys = hbm.select("attrs", "shape", "dtype").unique(maintain_order=True)
+    found = [_runs(a, tuple(s or ()), _ITEMSIZE.get(d, 1), table)
+             for a, s, d in keys.iter_rows()]
+    keys = keys.with_columns(r_lo=pl.Series([f[0] for f in found], dtype=pl.List(pl.Int64)),
+                             r_hi=pl.Series([f[1] for f in found], dtype=pl.List(pl.Int64)),
+                             moved=pl.Series([f[2] for f in found], dtype=pl.Int64))
+    hbm = hbm.join(keys, on=["attrs", "shape", "dtype"], how="left", nulls_equal=True)
+    return hbm.select("op_id", "role", "addr", lo="r_lo", hi="r_hi", moved="moved")
+
+
+def exact_accesses(ops: pl.DataFrame, opnd: pl.DataFrame, table: ix.AccessTable
+                   ) -> pl.DataFrame:
+    """``opnd`` (op_id, ev, space, mem_pe, lo, hi; ev 0 read / 1 write) with each indexed
+    HBM operand replaced by its runs and atomics' HBM accesses dropped."""
+    atomic_ids = ops.filter(pl.col("name").is_in(_ATOMIC_NAMES)).select("op_id")
+    if atomic_ids.height:
+        opnd = opnd.join(atomic_ids.with_columns(_a=pl.lit(True)), on="op_id", how="left")
+        opnd = opnd.filter(~(pl.col("_a").fill_null(False) & (pl.col("space") == "hbm")))
+        opnd = opnd.drop("_a")
+    pat = patterns(ops.filter(~pl.col("name").is_in(_ATOMIC_NAMES)), table)
+    if not pat.height:
+        return opnd
+    is_run = (pl.col("space") == "hbm") & pl.col("op_id").is_in(pat["op_id"].implode())
+    first = opnd.filter(is_run).join(pat, on="op_id", how="inner", suffix="_run")
+    runs = (first.select("op_id", "ev", "space", "mem_pe", "addr", lo="lo_run", hi="hi_run")
+            .explode("lo", "hi").filter(pl.col("lo").is_not_null())
+            .with_columns(lo=pl.col("lo") + pl.col("addr"), hi=pl.col("hi") + pl.col("addr")))
+    return pl.concat([opnd.filter(~is_run), runs.select(opnd.columns).cast(opnd.schema)])
