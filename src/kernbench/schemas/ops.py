@@ -11,13 +11,14 @@ never compare op-name strings. See docs/adr/0003-one-op-table.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from types import SimpleNamespace
 
 import numpy as np
+
+from kernbench.schemas.oracles import erf, floordiv, fma, mod, rsqrt, sigmoid, xchg
 
 
 class Kind(StrEnum):
@@ -182,50 +183,6 @@ class OpSpec:
     tl: bool = False
     #: integer (and bool) operands only: a float operand is a DtypeError at emit time
     ints: bool = False
-
-
-def rsqrt(x: np.ndarray) -> np.ndarray:
-    r = np.sqrt(x)
-    return np.reciprocal(r, out=r) if r.dtype.kind == "f" else 1.0 / r
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-x))`` as ``exp(-log(1 + exp(-x)))``: no overflow, accurate tails."""
-    return np.exp(-np.logaddexp(0, -x))
-
-
-_ERF = np.frompyfunc(math.erf, 1, 1)
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """libm's erf in float64, elementwise (numpy has none); exact before the float32 store."""
-    return _ERF(np.asarray(x, dtype=np.float64)).astype(np.float64)
-
-
-def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``a * b + c`` rounded once: float operands in float64 (a float32 product is exact
-    there), integers in their own type (wrapping)."""
-    if all(np.asarray(v).dtype.kind in "biu" for v in (a, b, c)):
-        return np.add(np.multiply(a, b), c)
-    return np.add(np.multiply(np.asarray(a, np.float64), b), c)
-
-
-def floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C integer division: the quotient truncated toward zero (``-7 // 2 == -3``)."""
-    a, b = np.asarray(a), np.asarray(b)
-    q = np.floor_divide(a, b)
-    fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    return np.where(fix, q + 1, q).astype(q.dtype, copy=False)
-
-
-def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C remainder: the sign of the dividend (``-7 % 2 == -1``); ``fmod`` for floats."""
-    return np.fmod(a, b)
-
-
-def xchg(old: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """atomic_xchg's combine: the new value replaces the old."""
-    return np.broadcast_to(value, np.shape(old))
 
 
 def _spec(op: Op, family: Family, dtype: Dt, arity: int, doc: str, numpy=None, *,
