@@ -65,19 +65,6 @@ SEMANTICS = [
 ALL = KERNELS + SEMANTICS
 
 
-def _front_end_ready() -> bool:
-    try:
-        from kernbench import triton as kbt
-    except ImportError:
-        return False
-    return callable(getattr(kbt, "case", None))
-
-
-#: tests that need the front end (Part B of issue 20): they fail, strictly, until it lands
-needs_front_end = pytest.mark.xfail(not _front_end_ready(), strict=True,
-                                    reason="kernbench.triton.case (the front end) not built yet")
-
-
 def params(entries: list[Entry]) -> Any:
     return pytest.mark.parametrize("entry", entries, ids=[e.id for e in entries])
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.triton.conftest import ALL, SEMANTICS, Entry, needs_front_end, params
+from tests.triton.conftest import ALL, SEMANTICS, Entry, params
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERPRET = "from tests.triton.kernels.spec import interpret_main; interpret_main()"
@@ -65,7 +65,6 @@ def test_interpreter_agrees_with_the_closed_form_semantics(entry: Entry, interpr
 
 
 @params(ALL)
-@needs_front_end
 def test_replay_matches_triton_interpreter(entry: Entry, interpreted, replayed) -> None:
     _, res = replayed(entry)
     assert res.outputs, res.verdict

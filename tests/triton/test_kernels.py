@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench.testing import assert_check_ok
-from tests.triton.conftest import ALL, Entry, needs_front_end, params
+from tests.triton.conftest import ALL, Entry, params
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> bool:
@@ -16,7 +16,6 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 @params(ALL)
-@needs_front_end
 def test_triton_kernel_records_replays_and_matches_numpy(entry: Entry, replayed) -> None:
     trace, res = replayed(entry)
     assert_check_ok(trace)

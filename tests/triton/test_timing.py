@@ -11,7 +11,6 @@ from math import ceil
 import polars as pl
 
 from kernbench.hw import load_hw
-from tests.triton.conftest import needs_front_end
 from tests.triton.kernels import tiles, vector_add
 
 HW = load_hw("ahbm-v1")
@@ -36,7 +35,6 @@ def _ops(trace, name: str) -> pl.DataFrame:
     return ops.filter(ops["name"].cast(str) == name)
 
 
-@needs_front_end
 def test_masked_tail_moves_only_its_bytes(kb_record) -> None:
     n, block = 1000, 256
     trace = kb_record(vector_add.case, n=n, block=block)
@@ -53,7 +51,6 @@ def test_masked_tail_moves_only_its_bytes(kb_record) -> None:
         assert set(tail["num_elements"]) == {tail_bytes // 4}
 
 
-@needs_front_end
 def test_column_tile_load_costs_more_than_a_row_tile_of_the_same_bytes(kb_record) -> None:
     n, narrow, wide = 64, 4, 64
     row = _ops(kb_record(tiles.case, rows=narrow, cols=wide, n=n), "dma_read")
@@ -64,7 +61,6 @@ def test_column_tile_load_costs_more_than_a_row_tile_of_the_same_bytes(kb_record
     assert col["busy_ps"][0] > row["busy_ps"][0]
 
 
-@needs_front_end
 def test_contiguous_store_of_a_column_tile_is_one_run(kb_record) -> None:
     """The contiguous output of the tile copy is one run, whatever the tile's shape."""
     n, narrow, wide = 64, 4, 64

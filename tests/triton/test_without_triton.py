@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.triton.conftest import ALL, Entry, needs_front_end, params
+from tests.triton.conftest import ALL, Entry, params
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,8 +61,12 @@ for job in json.loads(sys.argv[1]):
         diffs = {}
         for name, w in want.items():
             g = res.outputs.get(name)
-            diffs[name] = None if g is None or g.shape != w.shape else float(np.max(np.abs(
-                g.astype(np.float64) - w.astype(np.float64)), initial=0.0))
+            if g is None or g.shape != w.shape:
+                diffs[name] = None
+                continue
+            with np.errstate(invalid="ignore"):  # inf - inf: equal infinities differ by 0
+                d = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            diffs[name] = float(np.max(np.where(g == w, 0.0, d), initial=0.0))
         report["results"][job["id"]] = {"ok": bool(res.ok), "reference": res.verdict.get(
             "reference"), "outputs": sorted(res.outputs), "max_abs_err": diffs}
     except Exception as exc:
@@ -83,7 +87,6 @@ def without_triton() -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@needs_front_end
 def test_triton_imports_resolve_to_kernbench_stand_ins(without_triton: dict) -> None:
     assert without_triton["blocked"]  # the finder does hide the installed package
     assert without_triton["triton"] == "triton"
@@ -93,7 +96,6 @@ def test_triton_imports_resolve_to_kernbench_stand_ins(without_triton: dict) -> 
 
 
 @params(ALL)
-@needs_front_end
 def test_triton_kernel_verifies_without_triton_installed(entry: Entry, without_triton: dict
                                                          ) -> None:
     got = without_triton["results"][entry.id]
