@@ -3,13 +3,14 @@ operands are computed now (``rules``), anything touching data is recorded (``dat
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
-from kernbench.triton import data, rules
+from kernbench.triton import data, rules, value
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
 from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
@@ -157,3 +158,6 @@ def where(cond: Any, x: Any, y: Any) -> tensor:
     if all(type(v) is not tensor or v.kind == CONCRETE for v in (cond, x, y)):
         return concrete(np.where(rules.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
     return data.where(cond, x, y, t, src)
+
+
+value._arith = sys.modules[__name__]  # the tensor operators call into this module

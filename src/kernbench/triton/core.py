@@ -4,6 +4,7 @@ or launch time (``program_id``, ``arange``, ``zeros``...), views of data otherwi
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from kernbench.errors import KernelError, ShapeError
 from kernbench.record import semantics as sem
 from kernbench.record.context import current
 from kernbench.record.source import src_here
-from kernbench.triton import arith, data
+from kernbench.triton import arith, data, value
 from kernbench.triton import dtypes as d
 from kernbench.triton.arith import plain
 from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
@@ -196,7 +197,7 @@ def broadcast_to(x: Any, *shape: Any) -> tensor:
     except ValueError:
         raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(shp)}", src) from None
     if x.kind == CONCRETE or type(x.value) is np.ndarray:
-        return _view(x, shp, lambda v: np.ascontiguousarray(np.broadcast_to(v, shp)))
+        return _view(x, shp, lambda v: np.array(np.broadcast_to(v, shp)))
     if x.kind == SYMBOLIC:
         return data.broadcast(x, shp)
     return pointer(x.base, sem.broadcast(x.value, shp), x.dtype.element_ty)
@@ -290,3 +291,6 @@ def multiple_of(x: Any, values: Any) -> Any:
 
 
 max_contiguous = max_constancy = multiple_of
+
+
+value._core = sys.modules[__name__]  # the tensor operators call into this module

@@ -98,7 +98,7 @@ __all__ = [
     "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "full_like",
     "broadcast", "static_range", "range", "cdiv", "static_assert", "debug_barrier",
     "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
-    "fma", "fdiv", "div_rn", "dot", "tanh", *memory.ATOMICS,
+    "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
 ]
 
 
@@ -106,3 +106,8 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     raise Unsupported(f"tl.{name} is not supported by kernbench's Triton front end", src_here())
+
+
+# submodules as attributes (``tl.math.exp``); imported last, they import Unsupported
+from kernbench.triton import extra  # noqa: E402
+from kernbench.triton import tlmath as math  # noqa: E402

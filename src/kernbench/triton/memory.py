@@ -49,7 +49,7 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
         bad = [c for c in checks if not 0 <= c < nd]
         if bad:
             raise KernelError(f"boundary_check dimension {bad[0]} outside a {nd}-D block", src)
-        return offs, None if mask is None else np.ascontiguousarray(mask)
+        return offs, None if mask is None else np.array(mask)
 
 
 def _ints(xs: Any, what: str, src: str) -> tuple[int, ...]:
@@ -106,7 +106,7 @@ def _mask(mask: Any, shape: tuple[int, ...], src: str) -> Any:
         raise DtypeError(f"mask must be boolean (int1), got {mask.dtype.name}", src)
     mask = broadcast_to(mask, shape)
     if mask.kind == CONCRETE:
-        return None if mask.value.all() else np.ascontiguousarray(mask.value)
+        return None if mask.value.all() else np.array(mask.value)
     return mask
 
 
@@ -116,7 +116,7 @@ def _shape_of(*xs: Any) -> tuple[int, ...]:
 
 def _offsets(p: tensor, shape: tuple[int, ...]) -> Any:
     if type(p.value) is np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(p.value, shape), dtype=np.int64)
+        return np.array(np.broadcast_to(p.value, shape), dtype=np.int64)
     return broadcast_to(p, shape).value
 
 
