@@ -193,3 +193,39 @@ def test_affine_detection_and_runs():
     assert six.affine(np.arange(6).reshape(2, 3) * 2 + 1) == (1, [6, 2])
     assert six.affine(np.array([0, 1, 3])) is None
     assert six.runs(np.array([7, 1, 2, 3, 5, 6, 2])).tolist() == [3, 3]
+
+
+_SCRIPT = """
+import sys
+import numpy as np
+import kernbench as kb
+from kernbench.record import indexed as ix
+
+@kb.kernel
+def k(x, y):
+    p = kb.tl.program_id(0)
+    offs = (p * 24 + np.arange(32)) % 100
+    m = (np.arange(32) + p) % 3 != 0
+    a = ix.load_indexed(x.tensor, offs, m, -1.0, src="d:1")
+    ix.store_indexed(y.tensor, offs, a, m & (offs >= p), src="d:2")
+
+case = kb.Case(name="d", kernel=k, grid=(5,),
+               tensors={"x": kb.tensor((100,), "float32", init=kb.randn(seed=1)),
+                        "y": kb.tensor((100,), "float32", role="output")})
+kb.record(case, out=sys.argv[1])
+"""
+
+
+def test_indexed_traces_are_byte_identical_under_several_hash_seeds(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    digests = []
+    for seed in ("0", "1", "2"):
+        out = tmp_path / f"s{seed}.ktrace"
+        subprocess.run([sys.executable, "-c", _SCRIPT, str(out)], check=True, timeout=300,
+                       env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True)
+        digests.append({f: (out / f).read_bytes() for f in ("ops.parquet", "access.parquet",
+                                                             "manifest.json")})
+    assert digests[0] == digests[1] == digests[2]
