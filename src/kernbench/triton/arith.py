@@ -3,26 +3,18 @@ operands are computed now (``rules``), anything touching data is recorded (``dat
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
-from kernbench.triton import data, rules, value
+from kernbench.triton import data, rules
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
-from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
+from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
 
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
-
-
-def plain(x: Any) -> Any:
-    """A ``tl.constexpr`` (ours or Triton's) as its value; anything else unchanged."""
-    while hasattr(x, "value") and type(x).__name__ == "constexpr":
-        x = x.value
-    return x
 
 
 def operand(x: Any, src: str, what: str = "operand") -> tensor | int | float | bool:
@@ -159,5 +151,3 @@ def where(cond: Any, x: Any, y: Any) -> tensor:
         return concrete(np.where(rules.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
     return data.where(cond, x, y, t, src)
 
-
-value._arith = sys.modules[__name__]  # the tensor operators call into this module

@@ -4,7 +4,6 @@ or launch time (``program_id``, ``arange``, ``zeros``...), views of data otherwi
 from __future__ import annotations
 
 import builtins
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,10 +13,9 @@ from kernbench.errors import KernelError, ShapeError
 from kernbench.record import semantics as sem
 from kernbench.record.context import current
 from kernbench.record.source import src_here
-from kernbench.triton import arith, data, value
+from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
-from kernbench.triton.arith import plain
-from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, pointer, tensor
+from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
 
 #: per-launch settings the loops read (set by the launch adapter before each program)
 LAUNCH: dict[str, Any] = {"num_stages": None}
@@ -292,5 +290,3 @@ def multiple_of(x: Any, values: Any) -> Any:
 
 max_contiguous = max_constancy = multiple_of
 
-
-value._core = sys.modules[__name__]  # the tensor operators call into this module

@@ -25,7 +25,7 @@ STAND_INS: dict[str, str] = {
 }
 _PACKAGES = frozenset({"triton", "triton.language", "triton.language.extra",
                        "triton.language.extra.cuda"})
-_KEEP = frozenset({"__getattr__", "__all__", "__doc__"})
+_KEEP = frozenset({"__getattr__", "__all__", "__doc__", "__version__"})
 
 
 class _StandInLoader(importlib.abc.Loader):

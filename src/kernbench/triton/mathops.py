@@ -14,9 +14,8 @@ from kernbench.record import semantics as sem
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
-from kernbench.triton.arith import plain
 from kernbench.triton.core import constexpr_int
-from kernbench.triton.value import CONCRETE, SYMBOLIC, concrete, tensor
+from kernbench.triton.value import CONCRETE, SYMBOLIC, concrete, plain, tensor
 
 #: math functions Triton accepts on fp32 (and fp64) only, as libdevice does
 _FP32_ONLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "floor", "ceil",

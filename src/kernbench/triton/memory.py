@@ -13,9 +13,8 @@ from kernbench.record.handle import HbmTensor
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
-from kernbench.triton.arith import plain
 from kernbench.triton.core import block_shape, broadcast_to
-from kernbench.triton.value import CONCRETE, POINTER, concrete, tensor
+from kernbench.triton.value import CONCRETE, POINTER, concrete, plain, tensor
 
 #: names of the HBM tensors stores/atomics of the current launch wrote (default outputs)
 STORED: set[str] = set()

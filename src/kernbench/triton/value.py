@@ -155,11 +155,17 @@ def pointer(base: HbmTensor, offsets: np.ndarray | TensorHandle, elem: dtype) ->
     return tensor(POINTER, pointer_type(elem), shape, offsets, base)
 
 
+def plain(x: Any) -> Any:
+    """A ``tl.constexpr`` (ours or Triton's) as its value; anything else unchanged."""
+    while hasattr(x, "value") and type(x).__name__ == "constexpr":
+        x = x.value
+    return x
+
+
 def is_tensor(x: Any) -> bool:
     return type(x) is tensor
 
 
-#: the operators' implementation; ``arith`` and ``core`` bind themselves here on import
-#: (they import this module, so it cannot import them)
-_arith: Any = None
-_core: Any = None
+# the operators' implementation (imported last: they import this module's names)
+from kernbench.triton import arith as _arith  # noqa: E402
+from kernbench.triton import core as _core  # noqa: E402
