@@ -17,18 +17,19 @@ __version__ = "0.1.0"
 
 #: public name -> the module defining it
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["Case", "arange", "build_case", "data", "randn", "register_case",
-                     "registry", "tensor", "zeros"], "kernbench.case"),
+    **dict.fromkeys(["Case", "arange", "data", "randn", "register_case", "tensor", "zeros"],
+                    "kernbench.case"),
+    **dict.fromkeys(["build_case", "registry"], "kernbench.kernels.registry"),
     **dict.fromkeys(["BadInputError", "KernbenchError", "KernelError", "ReplayError",
                      "ScratchOverflowError", "ScratchScopeError", "TraceFormatError"],
                     "kernbench.errors"),
-    "HwConfig": "kernbench.hw",
-    "load_hw": "kernbench.hw",
+    "HwConfig": "kernbench.trace.hw",
+    "load_hw": "kernbench.trace.hw",
     "kernel": "kernbench.record.kernel",
     "record": "kernbench.record.runner",
     "replay": "kernbench.replay",
     "ReplayResult": "kernbench.replay",
-    "Trace": "kernbench.trace",
+    "Trace": "kernbench.trace.directory",
 }
 _SUBMODULES = frozenset({"tl", "analyze"})
 

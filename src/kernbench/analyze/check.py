@@ -15,9 +15,9 @@ import polars as pl
 from kernbench.analyze.frames import open_trace
 from kernbench.analyze.invariants import INVARIANTS, TraceData, run_invariants
 from kernbench.analyze.report import format_table, to_json
-from kernbench.analyze.rules import Rule, RuleResult, evaluate, load_rules
+from kernbench.analyze.thresholds import Rule, RuleResult, evaluate, load_rules
 from kernbench.trace import Trace
-from kernbench.validate import RULES
+from kernbench.trace.validate import RULES
 
 #: violations listed per invariant in text; JSON lists up to JSON_LIMIT
 TEXT_LIMIT = 20

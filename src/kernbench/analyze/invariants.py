@@ -16,10 +16,10 @@ from kernbench.analyze.frames import ITEMSIZE, hw_of, load_ops, operands, shape_
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
 from kernbench.errors import BadInputError
-from kernbench.hw import HwConfig
 from kernbench.schemas.ops import CAPACITY_ONE, Kind
 from kernbench.trace import Trace
-from kernbench.validate import RULES, Validation
+from kernbench.trace.hw import HwConfig
+from kernbench.trace.validate import RULES, Validation
 
 VIOLATION = {"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
 
@@ -65,7 +65,7 @@ def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
             return pl.DataFrame(schema=VIOLATION)
         return d.validation.rule(rule).cast(VIOLATION)  # type: ignore[arg-type]
 
-    query.__doc__ = f"The validator's {rule!r} findings (kernbench.validate)."
+    query.__doc__ = f"The validator's {rule!r} findings (kernbench.trace.validate)."
     return query
 
 

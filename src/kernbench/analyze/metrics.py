@@ -13,10 +13,10 @@ from pathlib import Path
 import polars as pl
 
 from kernbench.analyze.frames import hw_of, open_trace, scan_ops
-from kernbench.hw import HwConfig
 from kernbench.notebook import MetricsDict
 from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
 from kernbench.trace import Trace
+from kernbench.trace.hw import HwConfig
 
 Metrics = dict[str, int | float | str]
 

@@ -5,7 +5,8 @@ Their numpy references live in kernbench/references.py (docs/adr/0005-isolated-r
 from __future__ import annotations
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 
 
 @kb.kernel
@@ -54,7 +55,7 @@ def gemm_case(M: int = 256, N: int = 512, K: int = 256, BM: int = 128,  # noqa: 
             raise kb.BadInputError(f"gemm: {name}={full} is not a multiple of its block {blk}")
 
     # the expected C in its blocked layout; replay takes the same function from
-    # kernbench.references by the case name, without importing this module
+    # kernbench.case.references by the case name, without importing this module
     reference = references.gemm(M=M, N=N, BM=BM, BN=BN)
 
     return kb.Case(
@@ -83,7 +84,7 @@ def softmax_case(rows: int = 64, n: int = 1024, programs: int = 8) -> kb.Case:
     if rows % programs:
         raise kb.BadInputError(f"softmax: rows={rows} is not a multiple of programs={programs}")
 
-    # row softmax in float32; replay takes the same function from kernbench.references
+    # row softmax in float32; replay takes the same function from kernbench.case.references
     # by the case name, without importing this module
     reference = references.softmax()
 

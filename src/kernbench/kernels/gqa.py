@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 from kernbench.kernels.flash import NEG_BIG
 
 LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 from kernbench.kernels.gqa import double_buffered_kv, online_softmax_step, running_state
 
 

@@ -5,7 +5,8 @@ The numpy reference lives in kernbench/references.py (docs/adr/0005-isolated-rep
 from __future__ import annotations
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 
 
 @kb.kernel

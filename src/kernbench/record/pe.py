@@ -16,7 +16,6 @@ from typing import Any
 import simpy
 from greenlet import greenlet
 
-from kernbench.hw import HwConfig
 from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.commands import Cmd, Resolve, Wait
 from kernbench.record.composite import run_composite
@@ -27,6 +26,7 @@ from kernbench.record.timing import TIMING
 from kernbench.record.writer import OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
+from kernbench.trace.hw import HwConfig
 
 _NON_BLOCKING = ops.NON_BLOCKING
 

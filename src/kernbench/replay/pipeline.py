@@ -20,7 +20,7 @@ from typing import Any
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
 from kernbench.replay.progress import Progress
-from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
+from kernbench.replay.reader import BATCH_ROWS, count_rows, open_ops, windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
 
@@ -43,11 +43,12 @@ def _error_info(program: Program, row: int, message: str) -> dict[str, Any]:
 def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         window_rows: int = BATCH_ROWS, progress: Progress | None = None) -> Outcome:
     """Replay every op of ``ops_path`` against ``store``, logging values to ``values``."""
-    n_ops = count_rows(ops_path)
+    ops = open_ops(ops_path)  # the one open of ops.parquet in a replay
+    n_ops = count_rows(ops)
     executed = 0
     carry: tuple = ()
     bound: dict = {}  # op signatures bound to steps, kept across windows
-    stream = windows(ops_path, window_rows)
+    stream = windows(ops, window_rows)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)

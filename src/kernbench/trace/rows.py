@@ -1,4 +1,4 @@
-"""The row rules of the trace validator (``kernbench.validate``): tensors and op-log batches.
+"""The row rules of the trace validator (``kernbench.trace.validate``): tensors and op-log batches.
 
 Each rule is a polars filter whose hits become findings ``(rule, op_id, other_op_id,
 message)``; a ``Findings`` collector keeps exact counts and the first few rows per rule, so

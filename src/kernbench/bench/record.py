@@ -1,4 +1,4 @@
-"""``kernbench bench``: the performance harness (docs/performance.md). Figures, not timed tests."""
+"""The ``record`` section of ``kernbench bench``: record throughput, trace size, peak RSS."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ OPS_PER_ITER = 7  # small-ops: scope_enter, mul, add, mul, exp, copy, scope_exit
 
 
 def _record_small_ops(iters: int, out: Path) -> tuple[float, Any]:
-    from kernbench.case import build_case
+    from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
 
     case = build_case("small-ops", {"iters": iters})
@@ -47,13 +46,13 @@ def rss_child(iters: int) -> None:
 
 
 def _peak_rss(iters: int) -> dict[str, Any]:
-    code = f"from kernbench.bench import rss_child; rss_child({iters})"
+    code = f"from kernbench.bench.record import rss_child; rss_child({iters})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def bench_record(quick: bool = False) -> dict[str, Any]:
+def measure(quick: bool = False) -> dict[str, Any]:
     """Record throughput and trace size on >= 100k small ops; peak RSS small vs 100x."""
     iters = 2_000 if quick else 20_000
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,30 +71,3 @@ def bench_record(quick: bool = False) -> dict[str, Any]:
         "record_rss_ops_large": large["n_ops"],
         "record_peak_rss_ratio": round(large["peak_rss_mb"] / small["peak_rss_mb"], 3),
     }
-
-
-#: the sections of the harness, each contributing keys to one flat JSON object
-SECTIONS: list[tuple[str, str]] = [
-    ("record", "kernbench.bench:bench_record"),
-    ("replay", "kernbench.bench_replay:measure"),
-    ("decode", "kernbench.kernels.bench:measure"),
-    ("sweep", "kernbench.sweep.bench:measure"),
-]
-
-
-def run_bench(quick: bool = False, progress: Callable[[str], Any] | None = None
-              ) -> dict[str, Any]:
-    """Run every available section; a section whose module is not built yet is skipped."""
-    import importlib
-
-    result: dict[str, Any] = {}
-    for label, target in SECTIONS:
-        module, _, func = target.partition(":")
-        try:
-            fn = getattr(importlib.import_module(module), func)
-        except (ImportError, AttributeError):
-            continue
-        if progress:
-            progress(f"bench: {label} ...")
-        result.update(fn(quick=quick))
-    return result

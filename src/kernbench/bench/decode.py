@@ -11,7 +11,7 @@ from typing import Any
 def measure(quick: bool = False) -> dict[str, Any]:
     """Record and replay gqa-decode at S_kv = 32k (4k with ``quick``)."""
     from kernbench.analyze import metrics
-    from kernbench.case import build_case
+    from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
     from kernbench.replay import replay
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case, init_from_json, registry
+from kernbench.case import init_from_json
+from kernbench.kernels.registry import build_case, registry
 from kernbench.schemas import dtypes
 
 

@@ -1,4 +1,4 @@
-"""kernbench.atomic (issue 11, point 13): record's renames are guarded by a lock, leftovers
+"""kernbench.trace.atomic (issue 11, point 13): record's renames are guarded by a lock, leftovers
 of dead writers are restored or cleaned, and every OS error is one line with exit 2."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 import kernbench as kb
-import kernbench.atomic as atomic
+import kernbench.trace.atomic as atomic
 from kernbench import tl
-from kernbench.atomic import atomic_dir, leftovers, locked, pid_alive
-from kernbench.case import build_case
 from kernbench.cli import main
+from kernbench.kernels.registry import build_case
+from kernbench.trace.atomic import atomic_dir, leftovers, locked, pid_alive
 
 
 def digest(folder: Path) -> dict[str, str]:

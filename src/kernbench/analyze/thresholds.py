@@ -14,8 +14,8 @@ from typing import Any
 
 from kernbench.analyze.metrics import Metrics, metrics, resolve_metric
 from kernbench.errors import BadInputError
-from kernbench.tomlfile import read_toml
 from kernbench.trace import Trace
+from kernbench.trace.tomlfile import read_toml
 
 Value = int | float | str | bool
 

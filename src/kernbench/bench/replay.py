@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 import kernbench as kb
-from kernbench import bench_numpy, tl
+from kernbench import tl
+from kernbench.bench import numpy_baseline as bench_numpy
 from kernbench.replay.runner import replay_in_process
 from kernbench.replay.threads import blas_threads
 
@@ -164,7 +165,7 @@ def rss_child(path: str) -> None:
     """Entry point of the child process that measures the peak RSS of one replay."""
     import json
 
-    from kernbench.bench import peak_rss_mb
+    from kernbench.bench.record import peak_rss_mb
 
     replay_in_process(path, reference=False, progress=False)
     print(json.dumps({"peak_rss_mb": peak_rss_mb()}))
@@ -175,7 +176,7 @@ def _replay_rss(path: Path) -> float:
     import subprocess
     import sys
 
-    code = f"from kernbench.bench_replay import rss_child; rss_child({str(path)!r})"
+    code = f"from kernbench.bench.replay import rss_child; rss_child({str(path)!r})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mb"])

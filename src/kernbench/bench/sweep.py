@@ -47,7 +47,7 @@ def _timed(spec: Any, **kw: Any) -> float:
 
 def rss_child(points: int) -> None:
     """Entry point of the child that measures the driver's peak RSS over ``points``."""
-    from kernbench.bench import peak_rss_mb
+    from kernbench.bench.record import peak_rss_mb
 
     seconds = _timed(tiny_spec(points), workers=2)
     peak_mb = peak_rss_mb()  # this process's own peak (ADR-0502)
@@ -55,7 +55,7 @@ def rss_child(points: int) -> None:
 
 
 def _driver_rss(points: int) -> dict[str, Any]:
-    code = f"from kernbench.sweep.bench import rss_child; rss_child({points})"
+    code = f"from kernbench.bench.sweep import rss_child; rss_child({points})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])

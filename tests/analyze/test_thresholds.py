@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernbench.analyze import check, metrics
-from kernbench.analyze.rules import Rule, evaluate, load_rules, parse_rules
+from kernbench.analyze.thresholds import Rule, evaluate, load_rules, parse_rules
 from kernbench.errors import BadInputError
 from kernbench.trace import Trace
 

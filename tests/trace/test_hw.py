@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernbench.errors import BadInputError
-from kernbench.hw import PRESETS, HwConfig, load_hw
+from kernbench.trace.hw import PRESETS, HwConfig, load_hw
 
 
 def test_ahbm_v1_preset_matches_the_spec_table():

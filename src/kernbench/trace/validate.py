@@ -5,7 +5,7 @@ Two levels:
 * **unreadable** (``TraceFormatError``, exit 2 everywhere): a manifest field of the wrong
   type, absurd hardware, a Parquet file that does not parse, wrong schema metadata, a missing
   column or one of the wrong type, ``n_ops`` not the row count, a size over the limit
-  (``kernbench.limits``). All of it is decided from the manifest and the Parquet footers,
+  (``kernbench.trace.limits``). All of it is decided from the manifest and the Parquet footers,
   before any data is allocated.
 * **invalid** (a ``Validation`` of findings): rows that break the format contract — nulls,
   unknown op names/kinds/engines, unparseable attrs, negative or absurd values, non-dense
@@ -26,13 +26,13 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from kernbench import limits
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.hw import HwConfig
-from kernbench.schemas.arrow import SCHEMAS, check_metadata
-from kernbench.validate_rows import MAX_VALUE, Findings, ops_findings, tensor_findings
+from kernbench.schemas.arrow import SCHEMAS
+from kernbench.trace import limits
+from kernbench.trace.hw import HwConfig
+from kernbench.trace.parquet import batches, open_parquet, read
+from kernbench.trace.rows import MAX_VALUE, Findings, ops_findings, tensor_findings
 
 #: the rules a finding belongs to; those sharing a name with a ``check`` invariant are shown
 #: under it (``schema``, ``dense_ids``, ``time_order``)
@@ -49,8 +49,6 @@ REFUSING = frozenset(RULES) - {"time_order", "hbm_bounds", "dense_seq"}
 #: findings kept per rule (the count is exact)
 KEEP = 1000
 BATCH_ROWS = 1 << 16  # rows per batch: memory bounded by the batch, not the op log
-_READ_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
-                OverflowError, MemoryError)
 #: manifest fields: (key, accepted types, required)
 MANIFEST_FIELDS: tuple[tuple[str, tuple[type, ...], bool], ...] = (
     ("format", (str,), True), ("schema_version", (int, str), True), ("case", (str,), True),
@@ -89,82 +87,6 @@ class Validation:
         first = refusing.row(0, named=True)["message"] if refusing.height else ""
         return (f"{where}: invalid trace ({total} violation{'s' if total != 1 else ''}; first: "
                 f"{first}); `kernbench check` lists them")
-
-
-def _base(t: pa.DataType) -> pa.DataType:
-    return t.value_type if pa.types.is_dictionary(t) else t
-
-
-def _same_type(have: pa.DataType, want: pa.DataType) -> bool:
-    have, want = _base(have), _base(want)
-    for group in ((pa.types.is_string, pa.types.is_large_string),
-                  (pa.types.is_binary, pa.types.is_large_binary)):
-        if any(g(want) for g in group):
-            return any(g(have) for g in group) or have == pa.string_view()
-    if pa.types.is_list(want):
-        return ((pa.types.is_list(have) or pa.types.is_large_list(have))
-                and _same_type(have.value_type, want.value_type))
-    if pa.types.is_struct(want):
-        if not pa.types.is_struct(have):
-            return False
-        names = [have.field(i).name for i in range(have.num_fields)]
-        return all(f.name in names and _same_type(have.field(f.name).type, f.type)
-                   for f in want)
-    return have == want
-
-
-def check_types(schema: pa.Schema, fmt: str, where: str | Path) -> None:
-    """Every column of the format's Arrow schema is present with its contract type."""
-    expected = SCHEMAS[fmt]
-    missing = [n for n in expected.names if n not in schema.names]
-    if missing:
-        raise TraceFormatError(f"{where}: missing columns {missing}")
-    for f in expected:
-        have = schema.field(f.name).type
-        if not _same_type(have, f.type):
-            raise TraceFormatError(f"{where}: column {f.name!r} is {have}, expected {f.type}")
-
-
-def open_parquet(path: Path, fmt: str) -> pq.ParquetFile:
-    """Open a trace Parquet file and check its footer: a regular file, the ``kernbench``
-    JSON metadata, every column with its type, the uncompressed size within the budget."""
-    if not path.is_file():
-        raise TraceFormatError(f"{path}: missing or not a regular file")
-    try:
-        pf = pq.ParquetFile(path)
-        schema = pf.schema_arrow
-        meta = pf.metadata
-        raw = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    except _READ_ERRORS as exc:
-        msg = " ".join(str(exc).split())[:200]
-        raise TraceFormatError(f"{path}: not a readable Parquet file ({msg})") from None
-    for key, value in (meta.metadata or {}).items():
-        try:
-            key.decode(), value.decode()
-        except UnicodeDecodeError:
-            raise TraceFormatError(f"{path}: schema metadata {key[:40]!r} is not UTF-8 text; "
-                                   "not a kernbench file") from None
-    check_metadata(schema.metadata, fmt, path)
-    check_types(schema, fmt, path)
-    limits.require(f"{path} (uncompressed)", raw)
-    return pf
-
-
-def _read(pf: pq.ParquetFile, path: Path, columns: list[str] | None = None) -> pa.Table:
-    try:
-        return pf.read(columns=columns)
-    except _READ_ERRORS as exc:
-        msg = " ".join(str(exc).split())[:200]
-        raise TraceFormatError(f"{path}: corrupt Parquet data ({msg})") from None
-
-
-def _batches(pf: pq.ParquetFile, path: Path):
-    try:
-        yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=list(SCHEMAS[
-            "kernbench-ops"].names))
-    except _READ_ERRORS as exc:
-        msg = " ".join(str(exc).split())[:200]
-        raise TraceFormatError(f"{path}: corrupt Parquet data ({msg})") from None
 
 
 def _hw_memory(hw: HwConfig) -> int:
@@ -230,9 +152,10 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
                                f"{manifest['n_ops']:,}")
     limits.require_rows(str(o_path), n_rows)
     found = Findings(KEEP)
-    regions, tensor_bytes = tensor_findings(_read(tpf, t_path), n_pe, found)
+    regions, tensor_bytes = tensor_findings(read(tpf, t_path), n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
-    ops_findings(_batches(opf, o_path), regions, n_pe, found)
+    ops_findings(batches(opf, o_path, BATCH_ROWS, list(SCHEMAS["kernbench-ops"].names)),
+                 regions, n_pe, found)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, found.frame())

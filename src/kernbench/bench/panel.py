@@ -13,10 +13,10 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze import metrics
-from kernbench.case import build_case
 from kernbench.errors import BadInputError
-from kernbench.hw import HwConfig
+from kernbench.kernels.registry import build_case
 from kernbench.record.runner import record
+from kernbench.trace.hw import HwConfig
 
 LLAMA = {"H_q": 64, "H_kv": 8, "D": 128}
 

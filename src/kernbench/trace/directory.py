@@ -1,5 +1,5 @@
 """A trace directory: manifest, verified reading. Reading never runs code. (Atomic creation
-lives in ``kernbench.atomic``; ``atomic_dir`` is re-exported here.)"""
+lives in ``kernbench.trace.atomic``; ``atomic_dir`` is re-exported here.)"""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from kernbench.atomic import atomic_dir
 from kernbench.errors import TraceFormatError
-from kernbench.limits import MANIFEST_MAX_BYTES, TraceLimitError
-from kernbench.schemas.arrow import META_KEY, SUPPORTED_MAJOR, read_table
-from kernbench.validate import Validation, check_manifest, validate_trace
+from kernbench.schemas.arrow import META_KEY, SUPPORTED_MAJOR
+from kernbench.trace.atomic import atomic_dir
+from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
+from kernbench.trace.parquet import read_table
+from kernbench.trace.validate import Validation, check_manifest, validate_trace
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
 __all__ = ["DATA_FILES", "Trace", "atomic_dir", "file_sha256", "read_manifest", "verify_files"]
@@ -54,7 +55,7 @@ def _short_repr(value: Any) -> str:
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """The manifest of a trace directory, every field checked (``kernbench.validate``)."""
+    """The manifest of a trace directory, every field checked (``kernbench.trace.validate``)."""
     mpath = Path(path) / "manifest.json"
     if not Path(path).is_dir():
         raise TraceFormatError(f"{path}: not a trace directory")
@@ -107,7 +108,7 @@ class Trace:
 
     ``Trace(path)`` opens and verifies a directory as ``Trace.open(path)`` does. Opening
     checks the manifest (every field, the hardware, its memory) and the sha256 of each data
-    file. The rows are validated (``kernbench.validate``) once, before the first read of a
+    file. The rows are validated (``kernbench.trace.validate``) once, before the first read of a
     table or by ``validated()``: an unreadable trace raises ``TraceFormatError``; an invalid
     one too when ``strict`` (every command but ``check``, which lists the findings from
     ``validation``).

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.errors import BadInputError
-from kernbench.tomlfile import read_toml
+from kernbench.trace.tomlfile import read_toml
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernbench.bench_replay import measure
+from kernbench.bench.replay import measure
 
 
 def test_measure_reports_throughput_ratios_and_peak_rss() -> None:

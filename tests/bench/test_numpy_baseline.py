@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernbench as kb
-from kernbench import bench_numpy
+from kernbench.bench import numpy_baseline as bench_numpy
 
 
 @pytest.mark.parametrize("case,params,loop", [
