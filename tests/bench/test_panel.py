@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 from click.testing import CliRunner
 
+from kernbench.bench import panel
 from kernbench.cli import main
-from kernbench.kernels import panel
 
 
 def test_panel_rows_carry_the_headline_columns_and_write_parquet_and_csv(tmp_path, monkeypatch):

@@ -1,12 +1,11 @@
 """Starter cases: scale-exp (the README example), tiled GEMM, row softmax.
 
-Their numpy references live in kernbench/references.py (docs/adr/0005-isolated-replay.md)."""
+Their numpy references live in kernbench/case/references.py (docs/adr/0005-isolated-replay.md)."""
 
 from __future__ import annotations
 
 import kernbench as kb
-from kernbench import tl
-from kernbench.case import references
+from kernbench import references, tl
 
 
 @kb.kernel

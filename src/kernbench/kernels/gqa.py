@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench as kb
-from kernbench import tl
-from kernbench.case import references
+from kernbench import references, tl
 from kernbench.kernels.flash import NEG_BIG
 
 LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}
@@ -92,7 +91,7 @@ def gqa_decode_composite(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int,  #
     tl.store(o + h * G * D, acc / l)
 
 
-# The numpy references of the GQA cases: kernbench/references.py, one definition that the
+# The numpy references of the GQA cases: kernbench/case/references.py, one definition that the
 # case factories below and replay share. Replay looks a built-in case's reference up there
 # by name, so verifying a trace never imports tl or this module
 # (docs/adr/0005-isolated-replay.md). The names stay importable from here for callers that

@@ -9,7 +9,7 @@ decode: KV stays in place; every rank sweeps its block (double-buffered lazy loa
   them; rank 0 writes O.
 
 Layouts: Q/O prefill [n, T_q, G, D]; Q/O decode [G, D]; K, V [n, S_kv_per_rank, D].
-References: kernbench/references.py (replay verifies without importing this module).
+References: kernbench/case/references.py (replay verifies without importing this module).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernbench as kb
-from kernbench import tl
-from kernbench.case import references
+from kernbench import references, tl
 from kernbench.kernels.gqa import double_buffered_kv, online_softmax_step, running_state
 
 

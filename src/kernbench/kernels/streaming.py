@@ -1,12 +1,11 @@
 """stream-sum: a load-bound streaming reduction, multi-buffered with ``tl.load(out=)``.
 
-The numpy reference lives in kernbench/references.py (docs/adr/0005-isolated-replay.md)."""
+The numpy reference lives in kernbench/case/references.py (docs/adr/0005-isolated-replay.md)."""
 
 from __future__ import annotations
 
 import kernbench as kb
-from kernbench import tl
-from kernbench.case import references
+from kernbench import references, tl
 
 
 @kb.kernel
