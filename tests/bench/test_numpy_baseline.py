@@ -1,5 +1,9 @@
 """The plain-numpy loops ``kernbench bench`` measures replay against compute what the
-kernels compute: bit for bit the replayed output, on the same generated inputs."""
+kernels compute: bit for bit the replayed output, on the same generated inputs.
+
+Bit for bit holds only for one BLAS thread count on both sides: a float32 GEMM split over
+threads sums in another order and rounds differently. The replay child runs with one thread
+(``threads=1``, whatever the environment says) and so does the loop here."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import pytest
 
 import kernbench as kb
 from kernbench.bench import numpy_baseline as bench_numpy
+from kernbench.replay.threads import blas_threads
 
 
 @pytest.mark.parametrize("case,params,loop", [
@@ -25,8 +30,9 @@ def test_the_numpy_loop_gives_the_replayed_output_bit_for_bit(tmp_path: Path, ca
         spec = built.tensors[name]
         assert arr.tobytes() == spec.init.make(spec.shape, spec.dtype).tobytes()
     kb.record(built, tmp_path / "t.ktrace")
-    res = kb.replay(tmp_path / "t.ktrace")
+    res = kb.replay(tmp_path / "t.ktrace", threads=1)
     assert res.ok
-    got = loop(**inputs, **built.params)
+    with blas_threads(1):
+        got = loop(**inputs, **built.params)
     assert got.dtype == res.outputs["o"].dtype
     np.testing.assert_array_equal(got.view(np.uint16), res.outputs["o"].view(np.uint16))
