@@ -11,7 +11,26 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never imported at run time)
+    from kernbench import analyze, tl
+    from kernbench.case import Case, arange, data, randn, register_case, tensor, zeros
+    from kernbench.errors import (
+        BadInputError,
+        KernbenchError,
+        KernelError,
+        ReplayError,
+        ScratchOverflowError,
+        ScratchScopeError,
+        TraceFormatError,
+    )
+    from kernbench.kernels.registry import build_case, registry
+    from kernbench.record.kernel import kernel
+    from kernbench.record.runner import record
+    from kernbench.replay import ReplayResult, replay
+    from kernbench.trace.directory import Trace
+    from kernbench.trace.hw import HwConfig, load_hw
 
 __version__ = "0.1.0"
 

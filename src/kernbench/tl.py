@@ -6,6 +6,7 @@ below, so type checkers and IDEs see them; their docs and checks come from the t
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -43,7 +44,7 @@ __all__ = [
 # -- the table ops: one function per OPS entry with ``tl=True``, named here so that type
 # checkers and IDEs see them; tests/test_tl_table.py checks this list against the table -----
 class _Reduce(Protocol):
-    def __call__(self, x: TensorHandle, axis: int | None = None, keepdims: bool = False
+    def __call__(self, x: TensorHandle, axis: int | None = None, keepdims: builtins.bool = False
                  ) -> TensorHandle: ...
 
 
@@ -72,7 +73,8 @@ def _binary(op: Op) -> Callable[[Any, Any], TensorHandle]:
 
 
 def _reduce(op: Op) -> _Reduce:
-    def fn(x: TensorHandle, axis: int | None = None, keepdims: bool = False) -> TensorHandle:
+    def fn(x: TensorHandle, axis: int | None = None, keepdims: builtins.bool = False
+           ) -> TensorHandle:
         return _s.reduce(op, x, axis, keepdims)
     _named(fn, op, Family.REDUCE)
     return fn

@@ -150,5 +150,6 @@ def check(trace_or_path: Trace | str | Path, rules: str | Path | list[Rule] | No
                  else df.height)
         results.append(InvariantResult(name, INVARIANTS[name].doc, count, vs))
     # user rules compute metrics, which need a valid op log
-    rule_results = evaluate(rule_list, trace) if data.validation.ok else []
+    valid = data.validation is not None and data.validation.ok
+    rule_results = evaluate(rule_list, trace) if valid else []
     return CheckReport(str(trace.path), tuple(results), tuple(rule_results))

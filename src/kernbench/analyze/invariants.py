@@ -72,8 +72,8 @@ def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
 def manifest(d: TraceData) -> pl.DataFrame:
     """The manifest's n_ops, t_end_ps and scratch_peak_bytes agree with the op log."""
     ops, m = d.ops, d.trace.manifest
-    found = {"n_ops": ops.height, "t_end_ps": int(ops["t_end_ps"].max() or 0),
-             "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}
+    found = {"n_ops": ops.height, "t_end_ps": int(ops["t_end_ps"].max() or 0),  # type: ignore[arg-type]
+             "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}  # type: ignore[arg-type]
     return _messages([f"manifest {k} = {m[k]} but the op log gives {v}"
                       for k, v in found.items() if k in m and m[k] != v])
 
@@ -151,7 +151,7 @@ def nbytes_shapes(d: TraceData) -> pl.DataFrame:
     sized = (d.ops.lazy().select("op_id", "kind", "nbytes", "num_elements")
              .join(out, on="op_id", how="left").join(ins, on="op_id", how="left")
              .with_columns(rule=pl.col("kind").replace_strict(
-                 {k.value: v for k, v in SIZE_RULE.items()}, default=None)))
+                 {k.value: v for k, v in SIZE_RULE.items()}, default=None)))  # type: ignore[attr-defined]
     expected = {
         "output": (pl.col("out_bytes"), pl.col("out_elems")),
         "output_or_inputs": (pl.coalesce("out_bytes", "in_bytes"),

@@ -104,7 +104,7 @@ def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
         ops = trace.ops
         sends = ops.filter(pl.col("name").cast(pl.String) == "send")
         per_rank = (sends["t_end_ps"] - sends["t_start_ps"]).sum() / max(1, ops["pe"].n_unique())
-        row["link_hidden"] = round(link_hidden(trace.t_end_ps, free.t_end_ps, per_rank), 4)
+        row["link_hidden"] = round(link_hidden(trace.t_end_ps, free.t_end_ps, per_rank), 4)  # type: ignore[arg-type]
     if cfg.replay:
         t0 = time.perf_counter()
         res = replay(trace.path)

@@ -159,8 +159,8 @@ class TensorHandle:
     def __le__(self, o): return _sem.binary(_LE, self, o)
     def __gt__(self, o): return _sem.binary(_GT, self, o)
     def __ge__(self, o): return _sem.binary(_GE, self, o)
-    def __eq__(self, o): return _sem.binary(_EQ, self, o)  # type: ignore[override]
-    def __ne__(self, o): return _sem.binary(_NE, self, o)  # type: ignore[override]
+    def __eq__(self, o): return _sem.binary(_EQ, self, o)
+    def __ne__(self, o): return _sem.binary(_NE, self, o)
     def __neg__(self): return _sem.unary(_NEG, self)
     def __abs__(self): return _sem.unary(_ABS, self)
 

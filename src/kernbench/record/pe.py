@@ -73,7 +73,7 @@ class PEDriver:
             msg = g.switch()
             while not g.dead:  # only requests that synchronise with SimPy come here
                 self.blocked_at = msg
-                result = yield from RUN[type(msg)](msg, self)
+                result = yield from RUN[type(msg)](msg, self)  # type: ignore[func-returns-value]
                 self.blocked_at = None
                 msg = g.switch(result)
             if self.unresolved:  # recv_async handles never consumed
@@ -125,8 +125,8 @@ class PEDriver:
         engine.busy_total += busy
         t_end = start + busy + latency
         if cmd.op in _NON_BLOCKING:
-            out.buf.ready_ps = t_end
-            self.pending.append(out.buf)
+            out.buf.ready_ps = t_end  # type: ignore[union-attr]
+            self.pending.append(out.buf)  # type: ignore[union-attr]
             self.now = ready + self.dispatch_ps
         else:
             self.now = t_end
@@ -135,8 +135,8 @@ class PEDriver:
         seq = self.seq
         self.seq = seq + 1
         rows = self.rows
-        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,
-                     self.scratch.cursor, len(ctx.scopes), cmd))
+        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,  # type: ignore[union-attr]
+                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
         if len(rows) >= self.batch_rows:
             self.writer.flush()
 
@@ -148,8 +148,8 @@ class PEDriver:
         writer = self.writer
         op_id = writer.next_op_id
         rows = writer.rows
-        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,
-                     self.scratch.cursor, len(ctx.scopes), cmd))
+        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,  # type: ignore[union-attr]
+                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
         if len(rows) >= writer.batch_rows:
             writer.flush()
         return op_id

@@ -77,8 +77,8 @@ def _layout(outs: list[Operand | None], sig: np.ndarray
         if o is not None and o.error is None:
             if o.ones is None or len(o.ones) != o.nbytes:
                 o.ones = ones[:o.nbytes]
-            code[j] = dtypes.setdefault(o.npd, len(dtypes))
-            count[j] = o.nbytes // o.npd.itemsize
+            code[j] = dtypes.setdefault(o.npd, len(dtypes))  # type: ignore[arg-type]
+            count[j] = o.nbytes // o.npd.itemsize  # type: ignore[union-attr]
     nbytes = np.array([o.nbytes if o is not None else 0 for o in outs] or [0], np.int64)
     return code[sig], count[sig], list(dtypes), nbytes[sig]
 
@@ -184,7 +184,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                         if res.base is not None or res.dtype is not o.npd:
                             res = res.astype(o.npd)
                         if not f & DEFERRED:
-                            o.view[...] = res
+                            o.view[...] = res  # type: ignore[index]
                             log_row(k)
                             log_value(res)
                             if not f:
@@ -194,7 +194,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                     if f & LANDING:
                         for j in after[k]:
                             w, r = pending.pop(j)
-                            w.view[...] = r
+                            w.view[...] = r  # type: ignore[index]
                             log_row(j)
                             log_value(r)
                 if values.due():
@@ -224,15 +224,15 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                     if f & DEFERRED:
                         pending[k] = (o, res)
                     else:
-                        o.view[...] = res
-                        o.valid[o.lo:o.hi] = o.ones
+                        o.view[...] = res  # type: ignore[index]
+                        o.valid[o.lo:o.hi] = o.ones  # type: ignore[assignment]
                         log_row(k)
                         log_value(res)
                 if f & LANDING:
                     for j in after[k]:
                         w, r = pending.pop(j)
-                        w.view[...] = r
-                        w.valid[w.lo:w.hi] = w.ones
+                        w.view[...] = r  # type: ignore[index]
+                        w.valid[w.lo:w.hi] = w.ones  # type: ignore[assignment]
                         log_row(j)
                         log_value(r)
                 if not k % FLUSH_CHECK_EVERY and values.due():

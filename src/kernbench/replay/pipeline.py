@@ -58,7 +58,7 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         if progress is not None:
             progress.update(executed)
         if out.error is not None:
-            return Outcome(n_ops, executed, _error_info(program, out.error_row,
+            return Outcome(n_ops, executed, _error_info(program, out.error_row,  # type: ignore[arg-type]
                                                         str(out.error)))
         carry = out.carry
         window = following

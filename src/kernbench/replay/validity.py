@@ -26,7 +26,7 @@ READ, WRITE, REWIND = 0, 1, 2
 def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
     """(memory, lo, hi) a scope exit's step invalidates, clipped like ``Memory.invalidate``."""
     if isinstance(step, partial) and getattr(step.func, "__func__", None) is Memory.invalidate:
-        mem: Memory = step.func.__self__
+        mem: Memory = step.func.__self__  # type: ignore[attr-defined]
         lo, hi = step.args
         return mem, max(int(lo), 0), min(int(hi), mem.size)
     return None
@@ -77,7 +77,7 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     sub) after which each write lands."""
     index: dict[tuple[int, int, int], int] = {}
     mems: dict[int, Memory] = {}
-    mid, lo, hi = [], [], []
+    mid, lo, hi = [], [], []  # type: ignore[var-annotated]
 
     def oid(mem: Memory, a: int, b: int) -> int:
         key = (mem.mid, a, b)

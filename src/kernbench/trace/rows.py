@@ -260,7 +260,7 @@ def _plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None, n_pe: int,
                  found: Findings) -> None:
     """Check every op-log row, one record batch at a time."""
-    offset, seq_next = 0, {}
+    offset, seq_next = 0, {}  # type: ignore[var-annotated]
     for batch in batches:
         df = pl.from_arrow(_plain_strings(batch))
         assert isinstance(df, pl.DataFrame)
