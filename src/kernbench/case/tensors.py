@@ -35,8 +35,13 @@ class Init:
 
 
 def _randn(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    rng = np.random.default_rng(init.seed)
-    return (rng.standard_normal(shape, dtype=np.float32) * init.scale).astype(dtype.np)
+    """``default_rng(seed).standard_normal(shape, float32) * scale`` cast to the dtype; the
+    multiply in place (skipped for scale 1.0, the identity on every float32, -0.0 and NaN
+    included), so no second float32 array is made. Both phases make inputs here."""
+    x = np.random.default_rng(init.seed).standard_normal(shape, dtype=np.float32)
+    if init.scale != 1.0:
+        np.multiply(x, init.scale, out=x)
+    return x if x.dtype == dtype.np else x.astype(dtype.np)
 
 
 def _zeros(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
