@@ -68,7 +68,7 @@ def test_unwritable_output_is_bad_input(tmp_path):
 def test_kernel_mistake_is_one_line_naming_the_kernel_line(tmp_path, monkeypatch):
     import kernbench as kb
     from kernbench import tl
-    from kernbench.case import _REGISTRY
+    from kernbench.case.case import _REGISTRY
 
     @kb.kernel
     def broken(x):
@@ -83,7 +83,7 @@ def test_kernel_mistake_is_one_line_naming_the_kernel_line(tmp_path, monkeypatch
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
-    from kernbench.case import build_case
+    from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
 
     d = tmp_path_factory.mktemp("cli")

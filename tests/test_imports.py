@@ -49,7 +49,7 @@ def test_replaying_a_builtin_case_never_loads_the_recorder_kernels_greenlet_or_s
     loaded = [m for m in result["modules"]
               if any(m == bad or m.startswith(bad + ".") for bad in NOT_IN_REPLAY)]
     assert loaded == []
-    assert "kernbench.references" in result["modules"]  # the reference came from there
+    assert "kernbench.case.references" in result["modules"]  # the reference came from there
 
 
 def test_import_kernbench_loads_no_submodule_until_one_is_used():
@@ -63,8 +63,8 @@ def test_import_kernbench_loads_no_submodule_until_one_is_used():
 
 def test_every_builtin_case_has_its_reference_and_kernel_names_in_the_numpy_only_tables():
     import kernbench as kb
+    from kernbench.case.references import BUILTIN_KERNELS, REFERENCES
     from kernbench.kernels.golden import GOLDEN
-    from kernbench.references import BUILTIN_KERNELS, REFERENCES
 
     assert set(REFERENCES) == set(BUILTIN_KERNELS) == set(kb.registry())
     for case, params in GOLDEN.values():

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import kernbench as kb
+from kernbench.case.params import parse_params
 from kernbench.cli import main
 from kernbench.errors import BadInputError
-from kernbench.params import parse_params
 from tests.replay.usercases import imported_markers, write_user_module
 
 

@@ -11,26 +11,49 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never imported at run time)
+    from kernbench import analyze, tl
+    from kernbench.case import Case, arange, data, randn, register_case, tensor, zeros
+    from kernbench.errors import (
+        BadInputError,
+        KernbenchError,
+        KernelError,
+        ReplayError,
+        ScratchOverflowError,
+        ScratchScopeError,
+        TraceFormatError,
+    )
+    from kernbench.kernels.registry import build_case, registry
+    from kernbench.record.kernel import kernel
+    from kernbench.record.runner import record
+    from kernbench.replay import ReplayResult, replay
+    from kernbench.trace.directory import Trace
+    from kernbench.trace.hw import HwConfig, load_hw
 
 __version__ = "0.1.0"
 
 #: public name -> the module defining it
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["Case", "arange", "build_case", "data", "randn", "register_case",
-                     "registry", "tensor", "zeros"], "kernbench.case"),
+    **dict.fromkeys(["Case", "arange", "data", "randn", "register_case", "tensor", "zeros"],
+                    "kernbench.case"),
+    **dict.fromkeys(["build_case", "registry"], "kernbench.kernels.registry"),
     **dict.fromkeys(["BadInputError", "KernbenchError", "KernelError", "ReplayError",
                      "ScratchOverflowError", "ScratchScopeError", "TraceFormatError"],
                     "kernbench.errors"),
-    "HwConfig": "kernbench.hw",
-    "load_hw": "kernbench.hw",
+    "HwConfig": "kernbench.trace.hw",
+    "load_hw": "kernbench.trace.hw",
     "kernel": "kernbench.record.kernel",
     "record": "kernbench.record.runner",
     "replay": "kernbench.replay",
     "ReplayResult": "kernbench.replay",
-    "Trace": "kernbench.trace",
+    "Trace": "kernbench.trace.directory",
 }
-_SUBMODULES = frozenset({"tl", "analyze"})
+#: public submodule names -> the module (``kb.references``: the old path of the built-in
+#: references, kept for the kernels and users that import it from here)
+_SUBMODULES: dict[str, str] = {"tl": "kernbench.tl", "analyze": "kernbench.analyze",
+                               "references": "kernbench.case.references"}
 
 __all__ = [
     "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data",
@@ -43,7 +66,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,7 +39,7 @@ def main() -> None:
 @_one_line
 def cases() -> None:
     """List the built-in cases and their parameters."""
-    from kernbench.case import describe_cases
+    from kernbench.kernels.registry import describe_cases
 
     click.echo(describe_cases())
 
@@ -53,7 +53,7 @@ def cases() -> None:
 @_one_line
 def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None:
     """Record CASE (a built-in name, or MODULE:FUNC, a case factory) into a trace directory."""
-    from kernbench.case import build_user_case
+    from kernbench.kernels.registry import build_user_case
     from kernbench.record.runner import record as do_record
 
     built = build_user_case(case, params)
@@ -286,7 +286,7 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
 @_one_line
 def panel(mode: str, out: str | None, best: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
-    from kernbench.kernels.panel import format_best, format_panel, run_panel
+    from kernbench.bench.panel import format_best, format_panel, run_panel
 
     if best is not None:
         return click.echo(format_best(best))
@@ -302,7 +302,7 @@ def panel(mode: str, out: str | None, best: str | None) -> None:
 @_one_line
 def bench(as_json: bool, quick: bool) -> None:
     """Measure kernbench itself: record/replay throughput, trace size, peak memory."""
-    from kernbench.bench import run_bench
+    from kernbench.bench.run import run_bench
 
     result = run_bench(quick=quick, progress=None if as_json else click.echo)
     if as_json:

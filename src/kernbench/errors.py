@@ -46,6 +46,11 @@ class IpcqError(KernelError):
     """An IPCQ call names an unknown direction or does not fit the ring."""
 
 
+class UnsupportedError(KernelError, AttributeError):
+    """A Triton name kernbench's front end does not implement (an AttributeError too, so
+    that ``hasattr(tl, name)`` stays false)."""
+
+
 class TraceFormatError(KernbenchError):
     """A trace file is missing, corrupt, or of an unsupported schema version."""
 

@@ -3,6 +3,7 @@
 
 The classes keep one-line methods that call in here, so how they look lives in one place.
 Everything is read from data already in memory (no trace is opened, nothing is computed).
+This module imports nothing of kernbench: every layer may call it.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ HEADLINE = ("latency_ps", "efficiency", "bottleneck_engine", "roofline_bound", "
 STYLE = "border-collapse:collapse;font-size:12px"
 
 
-def _fmt(value: Any) -> str:
-    from kernbench.analyze.report import fmt
-
-    return fmt(value)
+def fmt(value: Any) -> str:
+    """One table cell: ints as is, floats with up to 4 decimals, None as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 1e-3:
+            return f"{value:.3g}"
+        return f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 def table(rows: Sequence[Sequence[Any]], head: Sequence[str] | None = None,
@@ -30,13 +38,13 @@ def table(rows: Sequence[Sequence[Any]], head: Sequence[str] | None = None,
     th = ("<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in head) + "</tr>"
           if head else "")
     body = "".join("<tr>" + "".join(
-        f"<td style='text-align:{'left' if i == 0 else 'right'}'>{html.escape(_fmt(v))}</td>"
+        f"<td style='text-align:{'left' if i == 0 else 'right'}'>{html.escape(fmt(v))}</td>"
         for i, v in enumerate(r)) + "</tr>" for r in rows)
     return f"<table style='{STYLE}'>{cap}{th}{body}</table>"
 
 
 def metrics_repr(m: Mapping[str, Any]) -> str:
-    shown = ", ".join(f"{k}={_fmt(m[k])}" for k in HEADLINE if k in m)
+    shown = ", ".join(f"{k}={fmt(m[k])}" for k in HEADLINE if k in m)
     rest = len(m) - sum(k in m for k in HEADLINE)
     return f"Metrics({shown}{f', +{rest} more' if rest else ''})"
 

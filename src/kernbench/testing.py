@@ -64,7 +64,8 @@ def _path(trace: Any) -> Path:
 
 def _case(case: Any, params: dict[str, Any]) -> Any:
     """A ``kb.Case`` from a Case, a factory, ``"module:function"`` or a registered name."""
-    from kernbench.case import Case, build_case
+    from kernbench.case import Case
+    from kernbench.kernels.registry import build_case
     from kernbench.replay.verdict import load_factory
 
     if isinstance(case, Case):

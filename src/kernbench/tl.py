@@ -1,12 +1,14 @@
 """The kernel-facing ``tl`` API: a thin layer over the semantic checks (record/semantics.py).
 
-The table ops (``tl.exp``, ``tl.tanh``, ``tl.sum`` ...) are generated from the op table
-``kernbench.schemas.ops.OPS`` (docs/adr/0003-one-op-table.md)."""
+The table ops (``tl.exp``, ``tl.tanh``, ``tl.sum`` ...) are built from the op table
+``kernbench.schemas.ops.OPS`` (docs/adr/0003-one-op-table.md): their names are written out
+below, so type checkers and IDEs see them; their docs and checks come from the table."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from kernbench.record import semantics as _s
 from kernbench.record.comm import recv, recv_async, send
@@ -39,35 +41,56 @@ __all__ = [
 ]
 
 
-# -- the table ops: one generated function per OPS entry with ``tl=True`` -------------------
-def _unary(op: Op) -> Callable[..., TensorHandle]:
+# -- the table ops: one function per OPS entry with ``tl=True``, named here so that type
+# checkers and IDEs see them; tests/test_tl_table.py checks this list against the table -----
+class _Reduce(Protocol):
+    def __call__(self, x: TensorHandle, axis: int | None = None, keepdims: builtins.bool = False
+                 ) -> TensorHandle: ...
+
+
+def _named(fn: Any, op: Op, family: Family) -> None:
+    spec = OPS[op]
+    if spec.family is not family or not spec.tl:
+        raise TypeError(f"tl.{op.value}: the op table has it as {spec.family}, tl={spec.tl}")
+    fn.__name__ = fn.__qualname__ = op.value
+    fn.__module__ = __name__
+    fn.__doc__ = f"``{op.value}``: {spec.doc} (MATH engine, cost class {spec.cost})."
+    __all__.append(op.value)
+
+
+def _unary(op: Op) -> Callable[[TensorHandle], TensorHandle]:
     def fn(x: TensorHandle) -> TensorHandle:
         return _s.unary(op, x)
+    _named(fn, op, Family.UNARY)
     return fn
 
 
-def _binary(op: Op) -> Callable[..., TensorHandle]:
+def _binary(op: Op) -> Callable[[Any, Any], TensorHandle]:
     def fn(x: Any, y: Any) -> TensorHandle:
         return _s.binary(op, x, y)
+    _named(fn, op, Family.BINARY)
     return fn
 
 
-def _reduce(op: Op) -> Callable[..., TensorHandle]:
-    def fn(x: TensorHandle, axis: int | None = None, keepdims: bool = False) -> TensorHandle:
+def _reduce(op: Op) -> _Reduce:
+    def fn(x: TensorHandle, axis: int | None = None, keepdims: builtins.bool = False
+           ) -> TensorHandle:
         return _s.reduce(op, x, axis, keepdims)
+    _named(fn, op, Family.REDUCE)
     return fn
 
 
-_CALLING_CONVENTION = {Family.UNARY: _unary, Family.BINARY: _binary, Family.REDUCE: _reduce}
-
-for _op, _spec in OPS.items():
-    if _spec.tl:
-        _fn = _CALLING_CONVENTION[_spec.family](_op)
-        _fn.__name__ = _fn.__qualname__ = _op.value
-        _fn.__module__ = __name__
-        _fn.__doc__ = f"``{_op.value}``: {_spec.doc} (MATH engine, cost class {_spec.cost})."
-        globals()[_op.value] = _fn
-        __all__.append(_op.value)
-del _op, _spec, _fn
-
-
+maximum = _binary(Op.MAXIMUM)
+minimum = _binary(Op.MINIMUM)
+exp = _unary(Op.EXP)
+exp2 = _unary(Op.EXP2)
+log = _unary(Op.LOG)
+sqrt = _unary(Op.SQRT)
+rsqrt = _unary(Op.RSQRT)
+abs = _unary(Op.ABS)  # noqa: A001 - the tl spelling
+tanh = _unary(Op.TANH)
+erf = _unary(Op.ERF)
+sigmoid = _unary(Op.SIGMOID)
+sum = _reduce(Op.SUM)  # noqa: A001 - the tl spelling
+max = _reduce(Op.MAX)  # noqa: A001 - the tl spelling
+min = _reduce(Op.MIN)  # noqa: A001 - the tl spelling

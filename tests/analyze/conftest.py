@@ -15,7 +15,7 @@ import pytest
 
 import kernbench as kb
 from kernbench.analyze.frames import ops_frame
-from kernbench.case import build_case
+from kernbench.kernels.registry import build_case
 from kernbench.schemas.arrow import OPS, VALUES
 from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace import file_sha256

@@ -13,7 +13,7 @@ import pytest
 from kernbench.analyze.check import check
 from kernbench.analyze.invariants import INVARIANTS, TraceData, engine_overlap, run_invariants
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.hw import HwConfig
+from kernbench.trace.hw import HwConfig
 
 from .conftest import fake_ops, restamp, set_cell
 

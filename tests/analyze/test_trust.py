@@ -17,8 +17,8 @@ from kernbench.analyze import check, diff, sql
 from kernbench.analyze.diff import Threshold
 from kernbench.cli import main
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.limits import LIMIT_ENV, TraceLimitError
 from kernbench.replay import replay_in_process
+from kernbench.trace.limits import LIMIT_ENV, TraceLimitError
 
 from .conftest import restamp, set_cell
 

@@ -7,8 +7,8 @@ import pytest
 
 import kernbench as kb
 from kernbench.analyze import metrics
-from kernbench.case import build_case
-from kernbench.references import decode_reference, prefill_reference
+from kernbench.case.references import decode_reference, prefill_reference
+from kernbench.kernels.registry import build_case
 from kernbench.replay.verdict import compare
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case
-from kernbench.kernels.panel import FREE_LINK, link_hidden
+from kernbench.bench.panel import FREE_LINK, link_hidden
+from kernbench.kernels.registry import build_case
 
 
 @pytest.mark.parametrize("phase,ranks,s", [("prefill", 4, 256), ("decode", 4, 512),

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case
+from kernbench.kernels.registry import build_case
 
 GOLDEN = Path(__file__).resolve().parents[2] / "traces"
 

@@ -2,7 +2,7 @@
 one, whole and verified, never missing or half; the next record cleans what was left.
 
 Each run is a subprocess recording the case ``new`` over a trace of the case ``old``; it
-kills itself inside the kernel or around a step of ``kernbench.atomic`` (by wrapping that
+kills itself inside the kernel or around a step of ``kernbench.trace.atomic`` (by wrapping that
 step), or the test kills it after a delay.
 """
 
@@ -24,7 +24,7 @@ from kernbench.trace import Trace
 SCRIPT = r'''
 import os, signal, sys
 import kernbench as kb
-import kernbench.atomic as A
+import kernbench.trace.atomic as A
 from kernbench import tl
 
 out, name, point, step, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])

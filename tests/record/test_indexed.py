@@ -11,10 +11,10 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.errors import BoundsError, DtypeError, ShapeError
-from kernbench.hw import HwConfig
 from kernbench.record import indexed as ix
 from kernbench.record.engines import DmaChannel
 from kernbench.schemas import indexed as six
+from kernbench.trace.hw import HwConfig
 
 
 @kb.kernel

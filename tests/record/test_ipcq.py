@@ -8,7 +8,7 @@ import pytest
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.hw import HwConfig
+from kernbench.trace.hw import HwConfig
 from tests.conftest import rows
 
 

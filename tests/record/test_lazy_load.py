@@ -10,7 +10,7 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.analyze import metrics
-from kernbench.case import build_case
+from kernbench.kernels.registry import build_case
 from kernbench.replay import replay
 from tests.conftest import rows
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.hw import HwConfig
+from kernbench.trace.hw import HwConfig
 from tests.conftest import rows
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.case import build_case
+from kernbench.kernels.registry import build_case
 from kernbench.schemas.arrow import OPS, TENSORS
 from kernbench.trace import file_sha256
 

@@ -16,7 +16,7 @@ from kernbench.errors import (
     ShapeError,
     SpaceError,
 )
-from kernbench.hw import HwConfig
+from kernbench.trace.hw import HwConfig
 
 HERE = Path(__file__).name
 

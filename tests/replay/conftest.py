@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case
-from kernbench.hw import HwConfig
+from kernbench.kernels.registry import build_case
 from kernbench.schemas.arrow import OPS, TENSORS
 from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace import file_sha256
+from kernbench.trace.hw import HwConfig
 
 SMALL = {"scale-exp": {"rows": 2, "n": 256, "tile": 64},
          "gemm": {"M": 64, "N": 64, "K": 32, "BM": 32, "BN": 32},

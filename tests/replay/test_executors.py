@@ -8,11 +8,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kernbench.hw import HwConfig
 from kernbench.replay.executors import EXECUTORS, BindContext, ShapeMismatch
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
+from kernbench.trace.hw import HwConfig
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case
+from kernbench.kernels.registry import build_case
 from kernbench.replay import replay
 
 CASES: list[tuple[str, dict[str, Any]]] = [

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kernbench.errors import ReplayError, TraceFormatError
-from kernbench.hw import HwConfig
 from kernbench.replay.store import SPACES, MemoryStore, SpaceSpec, check_read
+from kernbench.trace.hw import HwConfig
 
 HW = HwConfig().to_dict()
 

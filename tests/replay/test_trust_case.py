@@ -15,9 +15,9 @@ from tests.replay.conftest import write_trace
 from tests.replay.usercases import import_user_module
 
 import kernbench as kb
-from kernbench.case import build_case
 from kernbench.cli import main
 from kernbench.errors import BadInputError
+from kernbench.kernels.registry import build_case
 from kernbench.replay.__main__ import main as replay_main
 from kernbench.replay.verdict import resolve_reference
 

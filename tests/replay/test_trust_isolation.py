@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from tests.replay.usercases import imported_markers, plant_hostile, write_user_module
 
 import kernbench as kb
-from kernbench.case import build_case
 from kernbench.cli import main
+from kernbench.kernels.registry import build_case
 from kernbench.replay.child import PACKAGE_DIR, child_command
 
 
@@ -68,8 +68,8 @@ def test_trust_8_a_case_module_in_the_cwd_is_imported_but_cannot_shadow_packages
 
 def test_trust_8_a_case_module_that_resolves_elsewhere_in_the_child_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: Path) -> None:
+    from kernbench.case.factory import load_factory
     from kernbench.errors import BadInputError
-    from kernbench.factory import load_factory
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

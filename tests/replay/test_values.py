@@ -9,7 +9,7 @@ import pytest
 
 from kernbench.replay import replay
 from kernbench.replay.values import _Powers, checksums, reduce_batch
-from kernbench.schemas.arrow import read_table
+from kernbench.trace.parquet import read_table
 
 
 def one(a: np.ndarray) -> int:

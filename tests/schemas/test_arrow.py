@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import kernbench as kb
-from kernbench.case import build_case
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import META_KEY, OPS, SCHEMAS, read_table
+from kernbench.kernels.registry import build_case
+from kernbench.schemas.arrow import META_KEY, OPS, SCHEMAS
+from kernbench.trace.parquet import read_table
 
 
 def test_every_schema_stamps_format_and_version_1():

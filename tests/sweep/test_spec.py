@@ -8,12 +8,13 @@ import tomllib
 
 import pytest
 
-from kernbench.case import factory_params, registry
+from kernbench.case import factory_params
 from kernbench.errors import BadInputError
-from kernbench.hw import HwConfig
+from kernbench.kernels.registry import registry
 from kernbench.sweep import parse_spec, resolve_spec
 from kernbench.sweep.builtin import BUILTIN
 from kernbench.sweep.points import expand
+from kernbench.trace.hw import HwConfig
 
 SPEC = """
 case = "gqa-decode"

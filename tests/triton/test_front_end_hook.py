@@ -71,7 +71,7 @@ def test_case_factory_loads_without_triton_in_a_fresh_process(tmp_path) -> None:
     """``--case module:factory`` (CLI record, the replay child) installs the hook first."""
     got = _child('''
         import json, kernbench as kb
-        from kernbench.factory import load_factory
+        from kernbench.case.factory import load_factory
         factory = load_factory("standin_mod:case", ["."])
         t = kb.record(factory(), out="t.ktrace")
         res = kb.replay("t.ktrace", case=factory, in_process=True)

@@ -10,7 +10,7 @@ from math import ceil
 
 import polars as pl
 
-from kernbench.hw import load_hw
+from kernbench.trace.hw import load_hw
 from tests.triton.kernels import tiles, vector_add
 
 HW = load_hw("ahbm-v1")

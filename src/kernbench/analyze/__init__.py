@@ -20,8 +20,8 @@ from kernbench.analyze.invariants import INVARIANTS
 from kernbench.analyze.metrics import metrics
 from kernbench.analyze.race import hazards
 from kernbench.analyze.report import MetricsReport, report
-from kernbench.analyze.rules import Rule, load_rules
 from kernbench.analyze.sql import SqlResult, sql
+from kernbench.analyze.thresholds import Rule, load_rules
 
 __all__ = [
     "metrics", "check", "diff", "report", "export_perfetto", "sql", "hazards", "load_rules",

@@ -15,9 +15,9 @@ import polars as pl
 from kernbench.analyze.frames import open_trace
 from kernbench.analyze.invariants import INVARIANTS, TraceData, run_invariants
 from kernbench.analyze.report import format_table, to_json
-from kernbench.analyze.rules import Rule, RuleResult, evaluate, load_rules
+from kernbench.analyze.thresholds import Rule, RuleResult, evaluate, load_rules
 from kernbench.trace import Trace
-from kernbench.validate import RULES
+from kernbench.trace.validate import RULES
 
 #: violations listed per invariant in text; JSON lists up to JSON_LIMIT
 TEXT_LIMIT = 20
@@ -150,5 +150,6 @@ def check(trace_or_path: Trace | str | Path, rules: str | Path | list[Rule] | No
                  else df.height)
         results.append(InvariantResult(name, INVARIANTS[name].doc, count, vs))
     # user rules compute metrics, which need a valid op log
-    rule_results = evaluate(rule_list, trace) if data.validation.ok else []
+    valid = data.validation is not None and data.validation.ok
+    rule_results = evaluate(rule_list, trace) if valid else []
     return CheckReport(str(trace.path), tuple(results), tuple(rule_results))

@@ -270,7 +270,7 @@ def _metric_table(r: DiffReport) -> str:
     for k in keys:
         a, b = r.metrics_a[k], r.metrics_b.get(k)
         numeric = isinstance(a, int | float) and isinstance(b, int | float)
-        rows.append([k, a, b, b - a if numeric else None, _pct(a, b) if numeric else None])
+        rows.append([k, a, b, b - a if numeric else None, _pct(a, b) if numeric else None])  # type: ignore[arg-type]
     return format_table(["metric", "a", "b", "delta", "pct"], rows)
 
 

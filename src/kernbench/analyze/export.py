@@ -96,8 +96,8 @@ def first_consumers(ops: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
               .select(writer="op_id", mem_pe="mem_pe", addr="addr").sort("writer"))
     with warnings.catch_warnings():  # sorted by op_id within every (mem_pe, addr) group
         warnings.simplefilter("ignore", UserWarning)
-        found = (loads.join_asof(reads, right_on="reader", **side)
-                 .join_asof(writes, right_on="writer", **side))
+        found = (loads.join_asof(reads, right_on="reader", **side)  # type: ignore[arg-type]
+                 .join_asof(writes, right_on="writer", **side))  # type: ignore[arg-type]
     return (found.filter(pl.col("reader").is_not_null()
                          & (pl.col("writer").is_null() | (pl.col("reader") <= pl.col("writer"))))
             .select("load_id", consumer="reader"))

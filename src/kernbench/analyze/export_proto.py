@@ -57,11 +57,8 @@ class _Writer:
             self.pending = None
 
 
-def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
-    """Stream a ``Timeline`` to ``out`` as Perfetto protobuf: (packets, slices)."""
-    pb, builder_cls = protos()
-    builder = _Writer(builder_cls(out))
-    track_event = pb.TrackEvent
+def _tracks(builder: _Writer, tl: Any) -> None:
+    """One process track per PE with its scratch counter, then every engine/queue track."""
     for pe in tl.pes:
         p = builder.add_packet()
         p.track_descriptor.uuid = _uuid(pe, 0)
@@ -78,11 +75,19 @@ def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
         p.track_descriptor.parent_uuid = _uuid(t["pe"], 0)
         p.track_descriptor.name = t["track"]
         p.track_descriptor.sibling_order_rank = t["tid"]
-    names = {n: i for i, n in enumerate(sorted(tl.spans["name"].unique().to_list()), 1)}
+
+
+def _flows(tl: Any) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """The op ids that start a flow, and per consumer op the loads whose flows it ends."""
     flows_out = dict(zip(tl.flows["id"].to_list(), tl.flows["id"].to_list(), strict=True))
     flows_in: dict[int, list[int]] = {}
     for load, consumer in tl.flows.select("id", "consumer").iter_rows():
         flows_in.setdefault(consumer, []).append(load)
+    return flows_out, flows_in
+
+
+def _events(tl: Any) -> pl.DataFrame:
+    """Every slice begin/end and counter value, in the order Perfetto must see them."""
     spans = tl.spans.with_columns(track=pl.col("pe") * (1 << 20) + (1 << 20) + pl.col("tid"),
                                   zero=pl.col("end_ns") == pl.col("start_ns"))
     cols = ["ts", "order", "k", "track", "name", "op_id", "value"]
@@ -103,13 +108,24 @@ def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
                                              value=pl.lit(0)),
     ], how="vertical_relaxed").select(cols)
     # at one timestamp: slice ends, counters, zero-length slices (begin, end), slice begins
-    events = events.sort("ts", "order", "k", maintain_order=True)
+    return events.sort("ts", "order", "k", maintain_order=True)
+
+
+def _intern(builder: _Writer, names: dict[str, int]) -> None:
+    """The packet that clears the sequence state and interns every slice name."""
     p = builder.add_packet()
     p.trusted_packet_sequence_id = SEQ
     p.sequence_flags = CLEARED
     for name, iid in names.items():
         entry = p.interned_data.event_names.add()
         entry.iid, entry.name = iid, name
+
+
+def _write_events(builder: _Writer, pb: Any, events: pl.DataFrame, names: dict[str, int],
+                  flows: tuple[dict[int, int], dict[int, list[int]]]) -> int:
+    """One packet per event; returns the slices begun."""
+    track_event = pb.TrackEvent
+    flows_out, flows_in = flows
     n_slices = 0
     for ts, order, k, track, name, op_id, value in events.iter_rows():
         p = builder.add_packet()
@@ -132,5 +148,18 @@ def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
                     ev.flow_ids.append(op_id)
                 for load in flows_in.get(op_id, ()):
                     ev.terminating_flow_ids.append(load)
+    return n_slices
+
+
+def export_proto(tl: Any, out: BinaryIO) -> tuple[int, int]:
+    """Stream a ``Timeline`` to ``out`` as Perfetto protobuf: (packets, slices)."""
+    pb, builder_cls = protos()
+    builder = _Writer(builder_cls(out))
+    _tracks(builder, tl)
+    names = {n: i for i, n in enumerate(sorted(tl.spans["name"].unique().to_list()), 1)}
+    flows = _flows(tl)
+    events = _events(tl)
+    _intern(builder, names)
+    n_slices = _write_events(builder, pb, events, names, flows)
     builder.flush()
     return builder.count, n_slices

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.hw import HwConfig
-from kernbench.schemas.arrow import VALUES, check_metadata
+from kernbench.schemas.arrow import VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace
-from kernbench.validate import open_parquet
+from kernbench.trace.hw import HwConfig
+from kernbench.trace.parquet import open_parquet, scan
 
 #: element size in bytes of every dtype name a trace may hold
 ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
@@ -48,14 +47,8 @@ def _strings(frame: pl.LazyFrame | pl.DataFrame, names: tuple[str, ...]):
 
 
 def scan_ops(trace: Trace) -> pl.LazyFrame:
-    """Lazy scan of ``ops.parquet`` after checking its schema metadata (format, version)."""
-    path = trace.path / "ops.parquet"
-    try:
-        schema = pq.read_schema(path)
-    except (OSError, ValueError) as exc:
-        raise TraceFormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    check_metadata(schema.metadata, "kernbench-ops", path)
-    return _strings(pl.scan_parquet(path), DICT_COLUMNS)
+    """Lazy scan of ``ops.parquet`` after checking its footer (``kernbench.trace.parquet``)."""
+    return _strings(scan(trace.path / "ops.parquet", "kernbench-ops"), DICT_COLUMNS)
 
 
 def load_ops(trace: Trace) -> pl.DataFrame:

@@ -50,7 +50,7 @@ def patterns(ops: pl.DataFrame, table: ix.AccessTable) -> pl.DataFrame:
     schema = {"op_id": pl.Int64, "role": pl.String, "addr": pl.Int64, "lo": pl.List(pl.Int64),
               "hi": pl.List(pl.Int64), "moved": pl.Int64}
     if not rows.height:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=schema)  # type: ignore[arg-type]
     hbm = rows.select("op_id", "attrs", role=pl.when(pl.col("name") == Op.DMA_WRITE.value)
                       .then(pl.lit("out")).otherwise(pl.lit("in")),
                       o=pl.when(pl.col("name") == Op.DMA_WRITE.value).then(pl.col("output"))

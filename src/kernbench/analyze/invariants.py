@@ -17,11 +17,11 @@ from kernbench.analyze.indexed import INDEXED, patterns
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
 from kernbench.errors import BadInputError
-from kernbench.hw import HwConfig
 from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import ATOMICS, CAPACITY_ONE, Kind, Op
 from kernbench.trace import Trace
-from kernbench.validate import RULES, Validation
+from kernbench.trace.hw import HwConfig
+from kernbench.trace.validate import RULES, Validation
 
 VIOLATION = {"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
 
@@ -67,15 +67,15 @@ def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
             return pl.DataFrame(schema=VIOLATION)
         return d.validation.rule(rule).cast(VIOLATION)  # type: ignore[arg-type]
 
-    query.__doc__ = f"The validator's {rule!r} findings (kernbench.validate)."
+    query.__doc__ = f"The validator's {rule!r} findings (kernbench.trace.validate)."
     return query
 
 
 def manifest(d: TraceData) -> pl.DataFrame:
     """The manifest's n_ops, t_end_ps and scratch_peak_bytes agree with the op log."""
     ops, m = d.ops, d.trace.manifest
-    found = {"n_ops": ops.height, "t_end_ps": int(ops["t_end_ps"].max() or 0),
-             "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}
+    found = {"n_ops": ops.height, "t_end_ps": int(ops["t_end_ps"].max() or 0),  # type: ignore[arg-type]
+             "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}  # type: ignore[arg-type]
     return _messages([f"manifest {k} = {m[k]} but the op log gives {v}"
                       for k, v in found.items() if k in m and m[k] != v])
 
@@ -162,7 +162,7 @@ def nbytes_shapes(d: TraceData) -> pl.DataFrame:
              .join(moved.lazy(), on="op_id", how="left")
              .with_columns(rule=pl.when(pl.col("moved_n").is_not_null()).then(pl.lit("moved"))
                            .otherwise(pl.col("kind").replace_strict(
-                               {k.value: v for k, v in SIZE_RULE.items()}, default=None))))
+                               {k.value: v for k, v in SIZE_RULE.items()}, default=None))))  # type: ignore[attr-defined]
     expected = {
         "output": (pl.col("out_bytes"), pl.col("out_elems")),
         "output_or_inputs": (pl.coalesce("out_bytes", "in_bytes"),

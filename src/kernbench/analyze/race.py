@@ -177,7 +177,7 @@ def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
         return empty
     times = np.unique(np.concatenate([reads["t0"].to_numpy(), reads["t1"].to_numpy(),
                                       writes["t1"].to_numpy()]))
-    n_t, n_pe = len(times) + 1, int(seg["pe"].max()) + 1
+    n_t, n_pe = len(times) + 1, int(seg["pe"].max()) + 1  # type: ignore[arg-type]
 
     def rank(col: pl.Series) -> np.ndarray:
         return np.searchsorted(times, col.to_numpy())

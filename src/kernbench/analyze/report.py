@@ -16,20 +16,8 @@ import polars as pl
 
 from kernbench.analyze.frames import open_trace, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, metrics
+from kernbench.notebook import fmt
 from kernbench.trace import Trace
-
-
-def fmt(value: Any) -> str:
-    """One table cell: ints as is, floats with up to 4 decimals, None as ``-``."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value != 0 and abs(value) < 1e-3:
-            return f"{value:.3g}"
-        return f"{value:.4f}".rstrip("0").rstrip(".")
-    return str(value)
 
 
 def _numeric(value: Any) -> bool:

@@ -28,7 +28,7 @@ GOLDEN: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def record_golden(name: str, out: Path):
-    from kernbench.case import build_case
+    from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
 
     case, params = GOLDEN[name]

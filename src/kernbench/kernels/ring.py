@@ -9,7 +9,7 @@ decode: KV stays in place; every rank sweeps its block (double-buffered lazy loa
   them; rank 0 writes O.
 
 Layouts: Q/O prefill [n, T_q, G, D]; Q/O decode [G, D]; K, V [n, S_kv_per_rank, D].
-References: kernbench/references.py (replay verifies without importing this module).
+References: kernbench/case/references.py (replay verifies without importing this module).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N8
     kv = {"k": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=72)),
           "v": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=73))}
     common = {"n": n_ranks, "S": S_kv_per_rank, "C": C, "G": G, "D": D, "scale": scale}
-    reference = references.ring_attention(n_ranks=n_ranks, phase=phase, T_q=T_q, G=G, D=D)
+    reference = references.ring_attention(n_ranks=n_ranks, phase=phase, T_q=T_q, G=G, D=D)  # type: ignore[attr-defined]
     if phase == "prefill":
         return kb.Case(
             name="ring-attention", kernel=ring_prefill, grid=(n_ranks,),

@@ -53,7 +53,7 @@ def save(fig: Figure, out: str | Path) -> Path:
                             f"name it {' or '.join('*' + s for s in FORMATS)}")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with rc_context(STABLE):
+        with rc_context(STABLE):  # type: ignore[arg-type]
             fig.savefig(out, format=fmt, dpi=DPI, metadata=_metadata(fmt))
     except OSError as exc:
         raise BadInputError(f"cannot write {str(out)!r}: {exc.strerror}") from None

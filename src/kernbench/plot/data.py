@@ -13,8 +13,8 @@ import polars as pl
 
 from kernbench.analyze.frames import hw_of, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, lane_expr
-from kernbench.hw import HwConfig
 from kernbench.trace import Trace
+from kernbench.trace.hw import HwConfig
 
 #: horizontal resolution a timeline is reduced to (about a pixel at the default size)
 BINS = 2000

@@ -47,7 +47,7 @@ def img(fig: Figure, alt: str, cls: str = "") -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    from kernbench.analyze.report import fmt
+    from kernbench.notebook import fmt
 
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in r) + "</tr>"

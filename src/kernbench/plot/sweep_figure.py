@@ -80,7 +80,7 @@ def draw_metric(ax: Axes, points: pl.DataFrame, param: str, others: list[str],
         else:
             ax.plot(xs, ys, "o-", ms=4, lw=1, label=_label(g, others) or None)
     numeric = points[param].dtype.is_numeric()
-    if numeric and points[param].min() > 0 and points[param].max() / points[param].min() >= 16:
+    if numeric and points[param].min() > 0 and points[param].max() / points[param].min() >= 16:  # type: ignore[operator]
         ax.set_xscale("log", base=2)
     ax.set_xlabel(param)
     ax.set_ylabel(label)

@@ -44,14 +44,14 @@ def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
                               (r, width), b.dtype)
         dma = Cmd(OP.DMA_READ, (src_hbm,), staged, r * width, nbytes, (nbytes,), cmd.src)
         if trans_b:  # a[M,K] @ tile^T -> rows r0.. of the [N, M] result buffer
-            block = TensorHandle(Buffer("tcm", pe, out.addr + r0 * m * 4, r * m * 4,
-                                        out.buf.scope, cmd.src), (m, r), out.dtype, True)
+            block = TensorHandle(Buffer("tcm", pe, out.addr + r0 * m * 4, r * m * 4,  # type: ignore[union-attr]
+                                        out.buf.scope, cmd.src), (m, r), out.dtype, True)  # type: ignore[union-attr]
             ins = (a, TensorHandle(staged.buf, (width, r), b.dtype, True))
             dot = Cmd(OP.DOT, ins, block, m * r, m * r * 4, (m, r, width), cmd.src,
                       2 * m * r * width)
         else:  # a[:, r0:r0+r] @ tile -> accumulate into the whole [M, N] result
             n = width
-            ins = (a, staged) if i == 0 else (a, staged, out)
+            ins = (a, staged) if i == 0 else (a, staged, out)  # type: ignore[assignment]
             dot = Cmd(OP.DOT, ins, out, m * n, m * n * 4, (m, n, r), cmd.src, 2 * m * n * r,
                       f'{{"a_cols":[{r0},{r0 + r}]}}')
         pairs.append((dma, dot))
@@ -71,10 +71,10 @@ def run_composite(pe: PEDriver, cmd: Cmd) -> None:
     timed = []
     for i, (dma, dot) in enumerate(children(cmd, pe.index, pe.hw.stage_bytes)):
         d_issue = max(t_issue, slot_free[i % 2])
-        d_busy, d_lat = TIMING[OP.DMA_READ](pe, dma)
+        d_busy, d_lat = TIMING[OP.DMA_READ](pe, dma)  # type: ignore[arg-type]
         d_start = pe.dma_rd.occupy(d_issue, d_busy)
         d_end = d_start + d_busy + d_lat
-        g_busy, _ = TIMING[OP.DOT](pe, dot)
+        g_busy, _ = TIMING[OP.DOT](pe, dot)  # type: ignore[arg-type]
         g_start = pe.gemm.occupy(d_end, g_busy)
         g_end = g_start + g_busy
         slot_free[i % 2] = g_end

@@ -53,7 +53,7 @@ class ProgramGreenlet(greenlet):
 def current() -> KernelContext:
     """The context of the kernel running now; a KernelError outside a kernel."""
     try:
-        return getcurrent().ctx  # type: ignore[attr-defined]
+        return getcurrent().ctx
     except AttributeError:
         raise KernelError("tl calls are only valid inside a kernel being recorded") from None
 

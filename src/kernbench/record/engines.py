@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kernbench.hw import HwConfig
+from kernbench.trace.hw import HwConfig
 
 
 def _ps_per_byte(gbps: float) -> tuple[int, int]:

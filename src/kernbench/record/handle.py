@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.record.hints import pointer_offset as _off
+from kernbench.errors import KernelError
+from kernbench.record.source import src_here
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import Op
 
@@ -161,8 +162,8 @@ class TensorHandle:
     def __le__(self, o): return _sem.binary(_LE, self, o)
     def __gt__(self, o): return _sem.binary(_GT, self, o)
     def __ge__(self, o): return _sem.binary(_GE, self, o)
-    def __eq__(self, o): return _sem.binary(_EQ, self, o)  # type: ignore[override]
-    def __ne__(self, o): return _sem.binary(_NE, self, o)  # type: ignore[override]
+    def __eq__(self, o): return _sem.binary(_EQ, self, o)
+    def __ne__(self, o): return _sem.binary(_NE, self, o)
     def __neg__(self): return _sem.unary(_NEG, self)
     def __abs__(self): return _sem.unary(_ABS, self)
 
@@ -193,3 +194,23 @@ def bind_front_end(front_end: Any) -> None:
     """Called once by record/semantics.py: route the operators above through it."""
     global _sem
     _sem = front_end
+
+
+POINTER_HELP = ("kernbench loads are (pointer, shape): a load reads prod(shape) contiguous "
+                "elements at the pointer, so write `tl.load(ptr + start, (BLOCK,), dtype)` "
+                "instead of Triton's `tl.load(ptr + tl.arange(0, BLOCK))`; pointer offsets "
+                "are Python ints (elements), never tensors")
+
+
+def _off(ptr: Any, k: Any) -> int:
+    """The int offset of ``ptr + k``; a KernelError explaining (pointer, shape) loads when
+    ``k`` is a tensor handle (Triton's ``ptr + tl.arange(...)``) or not an integer."""
+    if isinstance(k, TensorHandle):
+        raise KernelError(f"{ptr!r} + a {list(k.shape)} tensor: {POINTER_HELP}", src_here())
+    try:
+        if isinstance(k, float) and not k.is_integer():
+            raise TypeError
+        return int(k)
+    except (TypeError, ValueError):
+        raise KernelError(f"pointer offset {k!r} is not an int; {POINTER_HELP}",
+                          src_here()) from None

@@ -11,7 +11,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
-from kernbench.errors import KernelError, ScratchOverflowError
+from kernbench.errors import ScratchOverflowError
+from kernbench.record.handle import POINTER_HELP, Pointer
 
 #: how many allocation sites a scratch-overflow message lists
 TOP_SITES = 5
@@ -71,31 +72,6 @@ def dot_shapes(a: Sequence[int], b: Sequence[int]) -> str:
     return ""
 
 
-POINTER_HELP = ("kernbench loads are (pointer, shape): a load reads prod(shape) contiguous "
-                "elements at the pointer, so write `tl.load(ptr + start, (BLOCK,), dtype)` "
-                "instead of Triton's `tl.load(ptr + tl.arange(0, BLOCK))`; pointer offsets "
-                "are Python ints (elements), never tensors")
-
-
-def pointer_offset(ptr: Any, k: Any) -> int:
-    """The int offset of ``ptr + k``; a KernelError explaining (pointer, shape) loads when
-    ``k`` is a tensor handle (Triton's ``ptr + tl.arange(...)``) or not an integer."""
-    from kernbench.record.handle import TensorHandle
-    from kernbench.record.source import src_here
-
-    if isinstance(k, TensorHandle):
-        raise KernelError(f"{ptr!r} + a {list(k.shape)} tensor: {POINTER_HELP}", src_here())
-    try:
-        if isinstance(k, float) and not k.is_integer():
-            raise TypeError
-        return int(k)
-    except (TypeError, ValueError):
-        raise KernelError(f"pointer offset {k!r} is not an int; {POINTER_HELP}",
-                          src_here()) from None
-
-
 def operand(v: Any) -> str:
     """Extra words for an op operand that is neither a handle nor a scalar."""
-    from kernbench.record.handle import Pointer
-
     return f"; {POINTER_HELP}" if isinstance(v, Pointer) else ""

@@ -110,7 +110,7 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
     rel = offs - lo
     attrs: dict[str, Any] = {}
     aff = ix.affine(rel)
-    writer = ctx.driver.writer
+    writer = ctx.driver.writer  # type: ignore[attr-defined]
     if aff is not None:
         base, strides = aff
         if m is None and base == 0 and _contiguous(offs.shape, strides):
@@ -220,7 +220,7 @@ def _symbolic_mask(ctx: KernelContext, mask: Mask, shape: tuple[int, ...], what:
     m = _mask(mask, shape, what, src)
     if m is None:
         return [], {}, None
-    return [], {"mask": ctx.driver.writer.access.add("mask", m)}, int(m.sum())
+    return [], {"mask": ctx.driver.writer.access.add("mask", m)}, int(m.sum())  # type: ignore[attr-defined]
 
 
 def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: Any = None, *,
@@ -236,7 +236,7 @@ def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: A
     n = offs.numel if count is None else count
     dst = TensorHandle(ctx.scratch.alloc(offs.numel * t.dtype.itemsize, ctx.scope, src),
                        offs.shape, t.dtype)
-    ctx.driver.writer.indexed = True
+    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
     _issue(ctx, Cmd(OP.GATHER, (_whole(t, src), offs, *extra), dst, n, n * t.dtype.itemsize,
                     _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs)))
     return dst
@@ -251,7 +251,7 @@ def scatter(tensor: HbmTensor, offsets: TensorHandle, value: TensorHandle | int 
     extra, attrs, count = _symbolic_mask(ctx, mask, offs.shape, "scatter", src)
     v = _value(ctx, value, offs.shape, t, "scatter", src)
     n = offs.numel if count is None else count
-    ctx.driver.writer.indexed = True
+    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
     _issue(ctx, Cmd(OP.SCATTER, (v, offs, *extra), _whole(t, src), n, n * t.dtype.itemsize,
                     _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs)))
 
@@ -296,7 +296,7 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
     else:
         attrs["value"] = _scalar(value, f"{what} value", src)
     dst = TensorHandle(ctx.scratch.alloc(_prod(shape) * isz, ctx.scope, src), shape, t.dtype)
-    ctx.driver.writer.indexed = True
+    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
     _issue(ctx, Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs)))
     return dst
 
@@ -317,7 +317,7 @@ def constant(values: np.ndarray, dtype: DType, *, src: str) -> TensorHandle:
         raise ShapeError(f"constant of shape {list(arr.shape)} is empty", src)
     with np.errstate(all="ignore"):
         arr = np.ascontiguousarray(arr.astype(dtype.np))
-    ref = ctx.driver.writer.access.add("values", arr)
-    ctx.driver.writer.indexed = True
+    ref = ctx.driver.writer.access.add("values", arr)  # type: ignore[attr-defined]
+    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
     return _emit(ctx, OP.CONST, (), tuple(arr.shape), dtype, (arr.size,), src,
                  _attrs(values=ref))

@@ -71,19 +71,19 @@ def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     start_now = pe.now
     ready = max(start_now, x.buf.ready_ps)
     yield from _sync(pe, ready)
-    dst = ring.neighbour(pe.index, req.direction)
+    dst = ring.neighbour(pe.index, req.direction)  # type: ignore[union-attr]
     incoming = OPPOSITE[req.direction]
     key = (dst, incoming)
-    yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
+    yield ring.credits[key].get(1)  # type: ignore[union-attr]  # blocks while the receiver's queue is full
     t_issue = max(ready, int(pe.env.now))
-    slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
+    slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,  # type: ignore[union-attr]
                                req.src), x.shape, x.dtype)
     cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src,
               attrs=f'{{"dir":"{req.direction}","to":{dst}}}')
-    busy, latency = TIMING[OP.SEND](pe, cmd)
+    busy, latency = TIMING[OP.SEND](pe, cmd)  # type: ignore[arg-type]
     start = pe.links[req.direction].occupy(t_issue, busy)
     arrival = start + busy + latency
-    ring.queues[key].put(Message(slot, arrival))
+    ring.queues[key].put(Message(slot, arrival))  # type: ignore[union-attr]
     pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
     if start + busy > x.buf.read_until:  # the link reads the source until start + busy
         x.buf.read_until = start + busy
@@ -96,9 +96,9 @@ def run_recv(req: Recv, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     t_issue = pe.now if req.t_issue is None else req.t_issue
     if req.event is None:  # blocking recv: match now
         yield from _sync(pe, pe.now)
-        msg = yield pe.ring.queues[(pe.index, req.direction)].get()
+        msg = yield pe.ring.queues[(pe.index, req.direction)].get()  # type: ignore[union-attr]
         t_match = int(pe.env.now)
-        pe.ring.credits[(pe.index, req.direction)].put(1)
+        pe.ring.credits[(pe.index, req.direction)].put(1)  # type: ignore[union-attr]
     else:  # recv_async: the matcher process has (or will have) the message
         yield from _sync(pe, pe.now)
         msg, t_match = yield req.event
@@ -124,9 +124,9 @@ def matcher(pe: PEDriver, direction: str, event: simpy.Event
     """Background half of recv_async: claim the next message; its credit frees at once (a
     posted receive takes the message out of the queue, which only holds unclaimed ones)."""
     key = (pe.index, direction)
-    msg = yield pe.ring.queues[key].get()
+    msg = yield pe.ring.queues[key].get()  # type: ignore[union-attr]
     event.succeed((msg, int(pe.env.now)))
-    pe.ring.credits[key].put(1)
+    pe.ring.credits[key].put(1)  # type: ignore[union-attr]
 
 
 def run_recv_async(req: RecvAsync, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
@@ -134,7 +134,7 @@ def run_recv_async(req: RecvAsync, pe: PEDriver) -> Generator[simpy.Event, Any, 
     yield from _sync(pe, pe.now)
     event = pe.env.event()
     pe.env.process(matcher(pe, req.direction, event))
-    req.out.buf.event = Recv(req.direction, req.out, req.src, pe.now, event)
+    req.out.buf.event = Recv(req.direction, req.out, req.src, pe.now, event)  # type: ignore[assignment]
     pe.unresolved.append(req.out.buf)
 
 

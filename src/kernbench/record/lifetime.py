@@ -49,7 +49,7 @@ def lifetime_scope() -> Iterator[FreeListAllocator]:
     arena = FreeListAllocator(bump.space, bump.pe, bump.budget, bump.align,
                               lambda: driver.now)
     arena.used = arena.cursor = arena.peak = bump.cursor
-    driver.scratch = ctx.scratch = arena
+    driver.scratch = ctx.scratch = arena  # type: ignore[assignment]
     try:
         yield arena
     finally:

@@ -115,7 +115,7 @@ def composite(op: str = "gemm", *, a: TensorHandle, b: TensorHandle, trans_b: bo
         raise KernelError(f"composite tile must be a positive int, got {tile!r}", src)
     m = a.shape[0]
     stored = b.shape  # rows as stored in HBM: N with trans_b, K without
-    rows = tile_rows(stored, b.dtype.itemsize, ctx.hw.stage_bytes, tile)
+    rows = tile_rows(stored, b.dtype.itemsize, ctx.hw.stage_bytes, tile)  # type: ignore[arg-type]
     if rows * stored[1] * b.dtype.itemsize > ctx.hw.stage_bytes // 2:
         raise KernelError(f"composite tile of {rows} rows ({rows * stored[1] * b.dtype.itemsize}"
                           f" bytes) does not fit half the staging area "

@@ -16,7 +16,6 @@ from typing import Any
 import simpy
 from greenlet import greenlet
 
-from kernbench.hw import HwConfig
 from kernbench.record.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.commands import Cmd, Resolve, Wait
 from kernbench.record.composite import run_composite
@@ -28,6 +27,7 @@ from kernbench.record.timing import TIMING
 from kernbench.record.writer import OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
+from kernbench.trace.hw import HwConfig
 
 _NON_BLOCKING = ops.NON_BLOCKING
 #: loads a pipelined loop may issue ahead: non-blocking reads of HBM (atomics never move)
@@ -78,7 +78,7 @@ class PEDriver:
             self.scratch.rewind(0)
             if self.loop is not None:  # a loop the last program left without closing it
                 self.set_loop(None)
-            ctx = self.ctx = KernelContext(self, program, grid)
+            ctx = self.ctx = KernelContext(self, program, grid)  # type: ignore[arg-type]
             g = ProgramGreenlet(run)
             g.ctx = ctx
             self._switch = greenlet.getcurrent().switch
@@ -86,7 +86,7 @@ class PEDriver:
             msg = g.switch()
             while not g.dead:  # only requests that synchronise with SimPy come here
                 self.blocked_at = msg
-                result = yield from RUN[type(msg)](msg, self)
+                result = yield from RUN[type(msg)](msg, self)  # type: ignore[func-returns-value]
                 self.blocked_at = None
                 msg = g.switch(result)
             if self.unresolved:  # recv_async handles never consumed
@@ -138,8 +138,8 @@ class PEDriver:
         engine.busy_total += busy
         t_end = start + busy + latency
         if cmd.op in _NON_BLOCKING:
-            out.buf.ready_ps = t_end
-            self.pending.append(out.buf)
+            out.buf.ready_ps = t_end  # type: ignore[union-attr]
+            self.pending.append(out.buf)  # type: ignore[union-attr]
             self.now = ready + self.dispatch_ps
         else:
             self.now = t_end
@@ -148,8 +148,8 @@ class PEDriver:
         seq = self.seq
         self.seq = seq + 1
         rows = self.rows
-        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,
-                     self.scratch.cursor, len(ctx.scopes), cmd))
+        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,  # type: ignore[union-attr]
+                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
         if len(rows) >= self.batch_rows:
             self.writer.flush()
 
@@ -159,8 +159,8 @@ class PEDriver:
         seq = self.seq
         self.seq = seq + 1
         rows = self.rows
-        rows.append((self.index, ctx.program, seq, None, t_issue, start, t_end, busy, wait,
-                     self.scratch.cursor, len(ctx.scopes), cmd))
+        rows.append((self.index, ctx.program, seq, None, t_issue, start, t_end, busy, wait,  # type: ignore[union-attr]
+                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
         if len(rows) >= self.batch_rows:
             self.writer.flush()
 
@@ -195,8 +195,8 @@ class PEDriver:
         writer = self.writer
         op_id = writer.next_op_id
         rows = writer.rows
-        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,
-                     self.scratch.cursor, len(ctx.scopes), cmd))
+        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,  # type: ignore[union-attr]
+                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
         if len(rows) >= writer.batch_rows:
             writer.flush()
         return op_id
@@ -220,7 +220,7 @@ class PEDriver:
         self.record(cmd, ready, ready, ready, 0, wait)
 
     def _composite(self, cmd: Cmd, model: Callable, engine: Any) -> None:
-        free = cmd.out.buf.read_until  # reused bytes (lifetime mode) still busy: wait first
+        free = cmd.out.buf.read_until  # type: ignore[union-attr]  # reused bytes (lifetime mode) still busy: wait first  # type: ignore[union-attr]
         if free > self.now:
             self.carried_wait += free - self.now
             self.now = free

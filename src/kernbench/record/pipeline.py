@@ -99,7 +99,7 @@ def pipelined(iterable: Iterable[int], num_stages: int | None, *, src: str) -> I
     stages = DEFAULT_NUM_STAGES if num_stages is None else num_stages
     if type(stages) is not int or stages < 1:
         raise KernelError(f"num_stages must be an int >= 1, got {num_stages!r}", src)
-    return _run(iter(iterable), stages, current().driver)
+    return _run(iter(iterable), stages, current().driver)  # type: ignore[arg-type]
 
 
 def _run(it: Iterator[int], stages: int, driver: PEDriver) -> Iterator[int]:
@@ -122,7 +122,7 @@ def _run(it: Iterator[int], stages: int, driver: PEDriver) -> Iterator[int]:
 
 def _adopt(pe: PEDriver, loop: Loop, cmd: Cmd) -> None:
     """First load from a site in lifetime mode: start the site's ring with its buffer."""
-    buf = cmd.out.buf
+    buf = cmd.out.buf  # type: ignore[union-attr]
     lease = buf.owner
     if lease is None or lease.ring is not None or lease.arena is None or buf.src != cmd.src:
         return
@@ -139,17 +139,17 @@ def timed_pipelined(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> Non
     """``PEDriver._timed`` for a load inside a pipelined loop (see the module doc)."""
     loop = pe.loop
     now = pe.now
-    t = loop.target(cmd.src, now)
+    t = loop.target(cmd.src, now)  # type: ignore[union-attr]
     for h in cmd.inputs:
         b = h.buf
         if b.ready_ps > t:
             t = b.ready_ps
-        if b.space == "hbm" and loop.writes:
-            t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)
-    ob = cmd.out.buf
+        if b.space == "hbm" and loop.writes:  # type: ignore[union-attr]
+            t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)  # type: ignore[union-attr]
+    ob = cmd.out.buf  # type: ignore[union-attr]
     t = max(t, ob.ready_ps, ob.read_until, pe.rewound_ps)
     if ob.owner is not None:
-        _adopt(pe, loop, cmd)
+        _adopt(pe, loop, cmd)  # type: ignore[arg-type]
     wait = pe.carried_wait
     pe.carried_wait = 0
     if t > now:  # the load cannot even issue at its use: the kernel stalls, as unpipelined
@@ -177,7 +177,7 @@ def timed_hbm_writer(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> No
     landed = pe.now
     if out is not None and out.buf.ready_ps > landed:
         landed = out.buf.ready_ps
-    writes = pe.loop.writes[-1]
+    writes = pe.loop.writes[-1]  # type: ignore[union-attr]
     for h in (*cmd.inputs, out):  # a store writes its output; an atomic its HBM input too
         if h is not None and h.buf.space == "hbm" and (h is out or cmd.op in ATOMICS):
             writes.append((h.buf.addr, _hbm_end(h.buf, cmd), landed))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kernbench.hw import HwConfig
 from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
+from kernbench.trace.hw import HwConfig
 
 
 class PE(Protocol):

@@ -13,10 +13,8 @@ from typing import Any
 import simpy
 
 from kernbench import __version__
-from kernbench.atomic import atomic_dir
 from kernbench.case import Case
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
-from kernbench.hw import HwConfig, load_hw
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
@@ -24,6 +22,8 @@ from kernbench.record.pe import PEDriver
 from kernbench.record.tensors import write_tensors
 from kernbench.record.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
+from kernbench.trace.atomic import atomic_dir
+from kernbench.trace.hw import HwConfig, load_hw
 
 HBM_ALIGN = 4096
 
@@ -105,7 +105,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
     called with the number of ops recorded so far, every batch of rows.
 
-    ``out`` is replaced atomically under a lock (``kernbench.atomic``). The returned Trace
+    ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
     _check_params(case)

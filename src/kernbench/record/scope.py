@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from kernbench.record.commands import Cmd, Resolve
 from kernbench.record.context import current
@@ -26,7 +26,7 @@ class scratch_scope:  # noqa: N801 - the tl spelling
                       attrs=f'{{"cursor":{scope.saved}}}'))
         return scope
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         ctx, scope = self.ctx, self.scope
         hi = ctx.scratch.cursor
         unresolved = [b for b in ctx.driver.unresolved

@@ -98,7 +98,7 @@ def into(out: Any, shape: tuple[int, ...], dt: DType, what: str, src: str) -> Te
 
 def _resolve(ctx: KernelContext, cmd: Cmd) -> None:
     """Resolve the recv_async handles ``cmd`` touches whose message has not matched yet."""
-    pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]
+    pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]  # type: ignore[union-attr]
     if pending:
         ctx.issue(Resolve(pending))
 
@@ -191,7 +191,7 @@ def reshape(x: TensorHandle, shape: Any) -> TensorHandle:
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
     if shape.count(-1) == 1:
-        rest = _prod(s for s in shape if s != -1)
+        rest = _prod(s for s in shape if s != -1)  # type: ignore[arg-type]
         if rest > 0 and x.numel % rest == 0:
             shape = tuple(x.numel // rest if s == -1 else s for s in shape)
     shape = _shape(shape, src, "reshape target")
@@ -389,12 +389,3 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
 
 
 _handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module
-
-
-def __getattr__(name: str) -> Any:
-    """``ternary``, ``scan``, ``arg_reduce`` (version-2 families) live in semantics_v2."""
-    if name in ("ternary", "scan", "arg_reduce"):
-        from kernbench.record import semantics_v2
-
-        return getattr(semantics_v2, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

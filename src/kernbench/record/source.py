@@ -51,7 +51,7 @@ def src_here() -> str:
             known = _is_internal(fn)
         if not known:
             break
-        f = f.f_back
+        f = f.f_back  # type: ignore[assignment]
     if f is None:
         return "<unknown>:0"
     key = (f.f_code.co_filename, f.f_lineno)

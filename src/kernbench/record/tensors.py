@@ -14,7 +14,7 @@ from kernbench.schemas.arrow import TENSORS
 
 def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None:
     """One row per tensor; raw bytes only for ``kb.data`` inits (others are regenerated)."""
-    rows = {f: [] for f in TENSORS.names}
+    rows = {f: [] for f in TENSORS.names}  # type: ignore[var-annotated]
     for name, spec in case.tensors.items():
         t = tensors[name]
         rows["name"].append(name)

@@ -76,7 +76,7 @@ def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array
 # the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
 # is the enums' declaration order, never a set's or a dict built from sets (``KIND`` is
 # filled by iterating frozensets, whose order follows PYTHONHASHSEED): the dictionary values
-# are written into ops.parquet, so any hash order here would change its bytes (ADR-0140).
+# are written into ops.parquet, so any hash order here would change its bytes (ADR-0500).
 # Each batch writes only the values it uses (``_used``), in this order.
 _OPS_ORDER = list(Op)
 _CODE = {op: i for i, op in enumerate(_OPS_ORDER)}

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernbench.factory import factory_spec, locate
+from kernbench.case.factory import factory_spec, locate
 from kernbench.replay.child import run_child
 from kernbench.replay.runner import ReplayResult, load_result, replay_in_process
 

@@ -71,7 +71,7 @@ def arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
 def compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
     """The operand's live view and whether it must be converted to float32 when read."""
     v = o.view
-    return v, (v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)
+    return v, (v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)  # type: ignore[return-value, union-attr]
 
 
 def reader(o: Operand, force_f32: bool = False) -> Callable[[], np.ndarray]:
@@ -150,11 +150,11 @@ def call_read(fn: Callable[..., Any], readers: list) -> Any:
 
 # -- the numpy implementations, from the op table (schemas/ops.py) -------------------------
 UFUNCS: dict[Op, Callable[..., np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.BINARY}
+    op: s.numpy for op, s in OPS.items() if s.family is Family.BINARY}  # type: ignore[misc]
 UNARY_FNS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.UNARY}
+    op: s.numpy for op, s in OPS.items() if s.family is Family.UNARY}  # type: ignore[misc]
 REDUCE_UFUNCS: dict[Op, np.ufunc] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.REDUCE}
+    op: s.numpy for op, s in OPS.items() if s.family is Family.REDUCE}  # type: ignore[misc]
 
 
 def numel(o: Operand) -> int:

@@ -77,8 +77,8 @@ def _layout(outs: list[Operand | None], sig: np.ndarray
         if o is not None and o.error is None:
             if o.ones is None or len(o.ones) != o.nbytes:
                 o.ones = ones[:o.nbytes]
-            code[j] = dtypes.setdefault(o.npd, len(dtypes))
-            count[j] = o.nbytes // o.npd.itemsize
+            code[j] = dtypes.setdefault(o.npd, len(dtypes))  # type: ignore[arg-type]
+            count[j] = o.nbytes // o.npd.itemsize  # type: ignore[union-attr]
     nbytes = np.array([o.nbytes if o is not None else 0 for o in outs] or [0], np.int64)
     return code[sig], count[sig], list(dtypes), nbytes[sig]
 
@@ -87,39 +87,67 @@ def _const(value: np.ndarray) -> np.ndarray:
     return value
 
 
-def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
-            last: bool = True) -> RunOutcome:
-    """Run one window: the writes carried in from earlier windows (as ops that already ran,
-    placed first), then every op of ``program`` in time-faithful order. Written values go
-    to ``values`` in landing order. ``last`` False: writes landing after the window's last
-    op come back in ``RunOutcome.carry``."""
+@dataclass
+class _Window:
+    """One window in run order: the carried writes first (positions ``< c``), then the
+    program's ops; the signature lists extended by one entry per carried write."""
+
+    c: int
+    sig_step: list[Any]
+    sig_out: list[Operand | None]
+    sig_ins: list[tuple[Operand, ...]]
+    sig_checks: list[Any]
+    sig: np.ndarray
+    t_start: np.ndarray
+    t_end: np.ndarray
+    op_id: np.ndarray
+
+    @property
+    def sig_list(self) -> list[int]:
+        return self.sig.tolist()
+
+
+def _window(program: Program, carry: tuple[Carried, ...]) -> _Window:
+    """The parallel arrays of one window: carried writes (as ops that already ran) first."""
     c = len(carry)
     n_sig = len(program.sig_step)
-    sig_step = program.sig_step + [partial(_const, w.value) for w in carry]
-    sig_out = program.sig_out + [w.operand for w in carry]
-    sig_ins = program.sig_ins + [()] * c
-    sig_checks = program.sig_checks + [()] * c
     order = program.order
-    sig = np.concatenate([np.arange(n_sig, n_sig + c, dtype=np.int64),
-                          program.sig_id[order]])
-    t_start = np.concatenate([np.full(c, np.iinfo(np.int64).min, np.int64),
-                              program.t_start[order]])
-    t_end = np.concatenate([np.array([w.t_end for w in carry], np.int64),
-                            program.t_end[order]])
-    op_id = np.concatenate([np.array([w.op_id for w in carry], np.int64),
-                            program.op_id[order]])
-    sig_list = sig.tolist()
-    writes = np.array([o is not None for o in sig_out] or [False], bool)[sig]
-    rewinds = [rewind_of(s) for s in sig_step]
+    return _Window(
+        c=c,
+        sig_step=program.sig_step + [partial(_const, w.value) for w in carry],
+        sig_out=program.sig_out + [w.operand for w in carry],
+        sig_ins=program.sig_ins + [()] * c,
+        sig_checks=program.sig_checks + [()] * c,
+        sig=np.concatenate([np.arange(n_sig, n_sig + c, dtype=np.int64),
+                            program.sig_id[order]]),
+        t_start=np.concatenate([np.full(c, np.iinfo(np.int64).min, np.int64),
+                                program.t_start[order]]),
+        t_end=np.concatenate([np.array([w.t_end for w in carry], np.int64),
+                              program.t_end[order]]),
+        op_id=np.concatenate([np.array([w.op_id for w in carry], np.int64),
+                              program.op_id[order]]))
+
+
+def _schedule(win: _Window, rewinds: list[Any], last: bool) -> tuple[Any, ...]:
+    """Time-faithful order of the window: ``schedule``'s flags, hazards and landing slots,
+    and each position's landing rank (max for positions that write nothing)."""
+    sig = win.sig
+    writes = np.array([o is not None for o in win.sig_out] or [False], bool)[sig]
     touched = [sorted({o.mem.mid for o in ins if o.mem is not None}
                       | ({r[0].mid} if r is not None else set()))
-               for ins, r in zip(sig_ins, rewinds, strict=True)]
+               for ins, r in zip(win.sig_ins, rewinds, strict=True)]
     out_mem = np.array([o.mem.mid if o is not None and o.mem is not None else -1
-                        for o in sig_out] or [-1], np.int64)[sig]
+                        for o in win.sig_out] or [-1], np.int64)[sig]
     flags, after, writers, land_k, land_sub = schedule(
-        t_start, t_end, op_id, writes, expand(touched, sig), out_mem, last)
+        win.t_start, win.t_end, win.op_id, writes, expand(touched, sig), out_mem, last)
     landing = np.full(len(sig), np.iinfo(np.int64).max, np.int64)
     landing[writers] = (land_k + 1) * (int(land_sub.max(initial=0)) + 1) + land_sub
+    return flags, after, writers, land_k, land_sub, landing
+
+
+def _describer(program: Program, win: _Window) -> Any:
+    """What the value log names a position by: its op id, and op name and source if any."""
+    c, op_id, order = win.c, win.op_id, program.order
 
     def describe(pos: int) -> dict[str, Any]:
         if pos < c:
@@ -127,27 +155,15 @@ def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
         row = int(order[pos - c])
         return {"op_id": int(program.op_id[row]), "name": program.name(row).value,
                 "src": program.src(row)}
+    return describe
 
-    values.begin_window(op_id, *_layout(sig_out, sig), landing, describe)
-    valid = plan(sig_checks, sig_out, rewinds, sig, writers, land_k, land_sub)
-    pending: dict[int, tuple[Operand, np.ndarray]] = {}
-    if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
-        steps = [nothing if r is not None else st for st, r in zip(sig_step, rewinds,
-                                                                   strict=True)]
-        recs = _by_position(list(zip(steps, sig_out, strict=True)), sig_list)
-        k, failure = _run(recs, flags.tolist(), after, values, pending)
-        valid.settle(k + 1 if failure is None else k)
-    else:
-        recs = _by_position(list(zip(sig_step, sig_checks, sig_out, strict=True)), sig_list)
-        k, failure = _run_checked(recs, flags.tolist(), after, values, pending)
-    values.flush()
-    if failure is None:
-        left = tuple(Carried(int(op_id[j]), int(t_end[j]), o, r)
-                     for j, (o, r) in sorted(pending.items()))
-        return RunOutcome(len(recs) - c, carry=left)
-    row = int(order[k - c])
+
+def _explain(program: Program, win: _Window, k: int, failure: Failure) -> RunOutcome:
+    """The outcome of a window that failed at position ``k``, its error naming the op."""
+    c = win.c
+    row = int(program.order[k - c])
     if isinstance(failure, _InvalidRead):
-        index = program.sig_ins[sig_list[k]].index(failure.operand)
+        index = program.sig_ins[win.sig_list[k]].index(failure.operand)
         try:
             check_read(failure.operand, program.where(row), index)
         except ReplayError as err:
@@ -157,6 +173,38 @@ def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
         return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {failure}"), row)
     return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {type(failure).__name__}: "
                                          f"{failure}"), row)
+
+
+def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
+            last: bool = True) -> RunOutcome:
+    """Run one window: the writes carried in from earlier windows (as ops that already ran,
+    placed first), then every op of ``program`` in time-faithful order. Written values go
+    to ``values`` in landing order. ``last`` False: writes landing after the window's last
+    op come back in ``RunOutcome.carry``."""
+    win = _window(program, carry)
+    sig_list = win.sig_list
+    rewinds = [rewind_of(s) for s in win.sig_step]
+    flags, after, writers, land_k, land_sub, landing = _schedule(win, rewinds, last)
+    values.begin_window(win.op_id, *_layout(win.sig_out, win.sig), landing,
+                        _describer(program, win))
+    valid = plan(win.sig_checks, win.sig_out, rewinds, win.sig, writers, land_k, land_sub)
+    pending: dict[int, tuple[Operand, np.ndarray]] = {}
+    if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
+        steps = [nothing if r is not None else st
+                 for st, r in zip(win.sig_step, rewinds, strict=True)]
+        recs = _by_position(list(zip(steps, win.sig_out, strict=True)), sig_list)
+        k, failure = _run(recs, flags.tolist(), after, values, pending)
+        valid.settle(k + 1 if failure is None else k)
+    else:
+        recs = _by_position(list(zip(win.sig_step, win.sig_checks, win.sig_out, strict=True)),
+                            sig_list)
+        k, failure = _run_checked(recs, flags.tolist(), after, values, pending)
+    values.flush()
+    if failure is not None:
+        return _explain(program, win, k, failure)
+    left = tuple(Carried(int(win.op_id[j]), int(win.t_end[j]), o, r)
+                 for j, (o, r) in sorted(pending.items()))
+    return RunOutcome(len(recs) - win.c, carry=left)
 
 
 Failure = ReplayError | ValueError | TypeError | ArithmeticError | IndexError | _InvalidRead
@@ -184,7 +232,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                         if res.base is not None or res.dtype is not o.npd:
                             res = res.astype(o.npd)
                         if not f & DEFERRED:
-                            o.view[...] = res
+                            o.view[...] = res  # type: ignore[index]
                             log_row(k)
                             log_value(res)
                             if not f:
@@ -194,7 +242,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                     if f & LANDING:
                         for j in after[k]:
                             w, r = pending.pop(j)
-                            w.view[...] = r
+                            w.view[...] = r  # type: ignore[index]
                             log_row(j)
                             log_value(r)
                 if values.due():
@@ -224,15 +272,15 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                     if f & DEFERRED:
                         pending[k] = (o, res)
                     else:
-                        o.view[...] = res
-                        o.valid[o.lo:o.hi] = o.ones
+                        o.view[...] = res  # type: ignore[index]
+                        o.valid[o.lo:o.hi] = o.ones  # type: ignore[assignment]
                         log_row(k)
                         log_value(res)
                 if f & LANDING:
                     for j in after[k]:
                         w, r = pending.pop(j)
-                        w.view[...] = r
-                        w.valid[w.lo:w.hi] = w.ones
+                        w.view[...] = r  # type: ignore[index]
+                        w.valid[w.lo:w.hi] = w.ones  # type: ignore[assignment]
                         log_row(j)
                         log_value(r)
                 if not k % FLUSH_CHECK_EVERY and values.due():

@@ -72,19 +72,19 @@ class ElementOperand(Operand):
             return
         addrs = raw.addr + moved * isz
         if len(moved):
-            lo, hi = region[0], region[1]
+            lo, hi = region[0], region[1]  # type: ignore[index]
             bad = (addrs < lo) | (addrs + isz > hi)
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
                 pos = k if sel is None else int(sel[k])
                 at = [int(i) for i in np.unravel_index(pos, rel.shape)]
                 self.error = (f"element at tile index {at} (offset {int(moved[k])} from "
-                              f"{raw.addr}) is outside tensor {region[2]!r} [{lo}, {hi})")
+                              f"{raw.addr}) is outside tensor {region[2]!r} [{lo}, {hi})")  # type: ignore[index]
                 return
             self.lo, self.hi = int(addrs.min()), int(addrs.max()) + isz
         else:
             self.lo = self.hi = raw.addr
-        self.mem, self.valid, self.region = mem, mem.valid, region
+        self.mem, self.valid, self.region = mem, mem.valid, region  # type: ignore[assignment]
         self.flat = _flat(mem, npd)
         self.index = addrs // isz
         self.sel = sel
@@ -93,10 +93,10 @@ class ElementOperand(Operand):
     def gather(self, other: Any = 0) -> np.ndarray:
         """The tile as read now: masked-off elements take ``other``."""
         if self.sel is None:
-            return self.flat[self.index].reshape(self.shape)
+            return self.flat[self.index].reshape(self.shape)  # type: ignore[index]
         with np.errstate(all="ignore"):
             out = np.full(self.shape, other, self.npd)
-        out.reshape(-1)[self.sel] = self.flat[self.index]
+        out.reshape(-1)[self.sel] = self.flat[self.index]  # type: ignore[index]
         return out
 
 
@@ -139,7 +139,7 @@ def _roles(attrs: dict, ins: tuple, first: int) -> dict[str, Operand]:
 
 def _extent(o: Operand) -> tuple[int, int]:
     """(first element index in its memory, element count) of a whole-tensor operand."""
-    return o.lo // o.npd.itemsize, (o.hi - o.lo) // o.npd.itemsize
+    return o.lo // o.npd.itemsize, (o.hi - o.lo) // o.npd.itemsize  # type: ignore[union-attr]
 
 
 def _index(table: tuple[int, int], offsets: np.ndarray, mask: np.ndarray | None, what: str
@@ -181,7 +181,7 @@ def _gather(t: Operand, offsets: np.ndarray, read_mask: Callable | None,
             static: np.ndarray | None, other: Any, shape: tuple[int, ...]) -> np.ndarray:
     mask = read_mask() if read_mask is not None else static
     index, sel = _index(_extent(t), offsets, mask, "gather")
-    flat = _flat(t.mem, t.npd)
+    flat = _flat(t.mem, t.npd)  # type: ignore[arg-type]
     if sel is None:
         return flat[index].reshape(shape)
     out = np.full(shape, other, t.npd)
@@ -196,7 +196,7 @@ class _Pending:
     __slots__ = ("flat", "queue")
 
     def __init__(self, flat: np.ndarray) -> None:
-        self.flat, self.queue = flat, deque()
+        self.flat, self.queue = flat, deque()  # type: ignore[var-annotated]
 
     def __setitem__(self, key: Any, value: np.ndarray) -> None:
         index, sel = self.queue.popleft()
@@ -214,7 +214,7 @@ def _scatter_operands(attrs, ins, out, ctx):
         n *= d
     el.npd, el.nbytes, el.mem, el.valid = out.npd, n * out.npd.itemsize, out.mem, out.mem.valid
     el.lo, el.hi = out.lo, out.hi
-    el.view = _Pending(_flat(out.mem, out.npd))  # type: ignore[assignment]
+    el.view = _Pending(_flat(out.mem, out.npd))  # type: ignore[assignment, unused-ignore]
     return ins, el
 
 

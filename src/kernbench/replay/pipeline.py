@@ -20,7 +20,7 @@ from typing import Any
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
 from kernbench.replay.progress import Progress
-from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
+from kernbench.replay.reader import BATCH_ROWS, count_rows, open_ops, windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
 from kernbench.schemas.indexed import EMPTY, AccessTable
@@ -46,11 +46,12 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         access: AccessTable = EMPTY) -> Outcome:
     """Replay every op of ``ops_path`` against ``store``, logging values to ``values``.
     ``access``: the arrays of the trace's access.parquet (indexed rows, const values)."""
-    n_ops = count_rows(ops_path)
+    ops = open_ops(ops_path)  # the one open of ops.parquet in a replay
+    n_ops = count_rows(ops)
     executed = 0
     carry: tuple = ()
     bound: dict = {}  # op signatures bound to steps, kept across windows
-    stream = windows(ops_path, window_rows)
+    stream = windows(ops, window_rows)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)
@@ -60,7 +61,7 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         if progress is not None:
             progress.update(executed)
         if out.error is not None:
-            return Outcome(n_ops, executed, _error_info(program, out.error_row,
+            return Outcome(n_ops, executed, _error_info(program, out.error_row,  # type: ignore[arg-type]
                                                         str(out.error)))
         carry = out.carry
         window = following

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.validate import open_parquet
+from kernbench.trace.parquet import batches, open_parquet, read
 
 #: the least rows of a window (but the last)
 BATCH_ROWS = 1 << 14
@@ -45,9 +45,13 @@ def open_ops(path: Path) -> pq.ParquetFile:
     return open_parquet(path, FORMAT)
 
 
-def count_rows(path: Path) -> int:
+def count_rows(source: Path | pq.ParquetFile) -> int:
     """Rows of ops.parquet, from its footer."""
-    return open_ops(path).metadata.num_rows
+    return _opened(source).metadata.num_rows
+
+
+def _opened(source: Path | pq.ParquetFile) -> pq.ParquetFile:
+    return source if isinstance(source, pq.ParquetFile) else open_ops(source)
 
 
 @dataclass
@@ -70,8 +74,7 @@ def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
     pieces: list[tuple[int, int, int]] = []  # (lo, hi, min t_start)
     row, last_issue = 0, None
     try:
-        batches = pf.iter_batches(batch_size=chunk, columns=["t_issue_ps", "t_start_ps"])
-        for b in batches:
+        for b in batches(pf, Path("ops.parquet"), chunk, ["t_issue_ps", "t_start_ps"]):
             if b.column(0).null_count or b.column(1).null_count:
                 raise TraceFormatError("ops.parquet: t_issue_ps/t_start_ps has nulls")
             issue = b.column(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -108,8 +111,8 @@ class _Cursor:
     """Rows of one run, read front to back with its own streaming reader: the file's
     compressed row group and one decoded batch at a time, never a whole decoded group."""
 
-    def __init__(self, path: Path, first: np.ndarray, lo: int) -> None:
-        self.path, self.first = path, first
+    def __init__(self, pf: pq.ParquetFile, first: np.ndarray, lo: int) -> None:
+        self.pf, self.first = pf, first
         self.g = int(np.searchsorted(first, lo, side="right")) - 1  # row group of ``lo``
         self.batches: Iterator[pa.RecordBatch] | None = None
         self.buf: pa.Table | None = None
@@ -117,16 +120,13 @@ class _Cursor:
 
     def _more(self) -> pa.RecordBatch:
         if self.batches is None:
-            pf = pq.ParquetFile(self.path, pre_buffer=False)
-            groups = list(range(self.g, pf.metadata.num_row_groups))
-            self.batches = pf.iter_batches(batch_size=PIECE_ROWS, row_groups=groups,
-                                           columns=list(COLUMNS))
+            groups = list(range(self.g, self.pf.metadata.num_row_groups))
+            self.batches = batches(self.pf, Path("ops.parquet"), PIECE_ROWS, list(COLUMNS),
+                                   groups)
         try:
             return next(self.batches)
         except StopIteration:
             raise TraceFormatError("ops.parquet: fewer rows than its footer says") from None
-        except (pa.ArrowException, OSError) as exc:
-            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
 
     def read(self, lo: int, hi: int) -> pa.Table:
         """Rows [lo, hi) (``lo`` at or after every row read before)."""
@@ -149,20 +149,19 @@ class _Whole:
     """A small file's rows, decoded once; pieces are slices."""
 
     def __init__(self, pf: pq.ParquetFile) -> None:
-        try:
-            self.table = pf.read(columns=list(COLUMNS))
-        except (pa.ArrowException, OSError) as exc:
-            raise TraceFormatError(f"ops.parquet: corrupt Parquet data ({exc})") from None
+        self.table = read(pf, Path("ops.parquet"), list(COLUMNS))
 
     def read(self, lo: int, hi: int) -> pa.Table:
         table = self.table.slice(lo, hi - lo)
         return table
 
 
-def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS
+            ) -> Iterator[pa.Table]:
     """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
-    Each but the last has at least ``batch_rows`` rows when the file has that many."""
-    pf = open_ops(path)
+    Each but the last has at least ``batch_rows`` rows when the file has that many.
+    ``source``: the path, or the file already opened (``open_ops``; opened once per replay)."""
+    pf = _opened(source)
     runs = _runs(pf, min(PIECE_ROWS, batch_rows))
     meta = pf.metadata
     first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
@@ -170,7 +169,7 @@ def windows(path: Path, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
         whole = _Whole(pf)
         cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
     else:
-        cursors = {id(r): _Cursor(path, first, r.bounds[0]) for r in runs}
+        cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
     held: list[pa.Table] = []  # pieces read, not yet released
     starts: list[np.ndarray] = []
     while True:

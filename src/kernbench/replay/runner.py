@@ -27,9 +27,10 @@ from kernbench.replay.store import NP_DTYPES, MemoryStore
 from kernbench.replay.threads import blas_threads
 from kernbench.replay.values import ValueLog
 from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
-from kernbench.schemas.arrow import OUTPUTS, VALUES, read_table
+from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
+from kernbench.trace.parquet import read_table
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
 _NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store

@@ -234,7 +234,7 @@ class MemoryStore:
             return o
         view = np.frombuffer(mem.buf, dtype=npd, count=count, offset=o.lo)
         o.view = view.reshape(o.shape[::-1]).T if o.transposed else view.reshape(o.shape)
-        o.mem, o.valid = mem, mem.valid
+        o.mem, o.valid = mem, mem.valid  # type: ignore[assignment]
         return o
 
     @property

@@ -26,7 +26,7 @@ READ, WRITE, REWIND = 0, 1, 2
 def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
     """(memory, lo, hi) a scope exit's step invalidates, clipped like ``Memory.invalidate``."""
     if isinstance(step, partial) and getattr(step.func, "__func__", None) is Memory.invalidate:
-        mem: Memory = step.func.__self__
+        mem: Memory = step.func.__self__  # type: ignore[attr-defined]
         lo, hi = step.args
         return mem, max(int(lo), 0), min(int(hi), mem.size)
     return None
@@ -70,14 +70,28 @@ class Plan:
             mem.valid[lo:lo + g1 - g0] = (b"\x01" if kd == WRITE else b"\x00") * (g1 - g0)
 
 
-def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list[Any],
-         sig: np.ndarray, writers: np.ndarray, land_k: np.ndarray, land_sub: np.ndarray
-         ) -> Plan:
-    """The validity plan of a run: ``sig`` per position, writer positions with the (op,
-    sub) after which each write lands."""
+@dataclass
+class _Intervals:
+    """The memory intervals a run names, numbered once: interval j is
+    ``[lo[j], hi[j])`` of memory ``mid[j]``; per signature, the intervals it reads,
+    writes and rewinds."""
+
+    mems: dict[int, Memory]
+    mid: list[int]
+    lo: list[int]
+    hi: list[int]
+    reads: list[list[int]]
+    writes: list[list[int]]
+    rewinds: list[list[int]]
+
+
+def _intervals(sig_checks: list[tuple[Any, ...]], sig_out: list[Any],
+               sig_rewind: list[Any]) -> _Intervals:
     index: dict[tuple[int, int, int], int] = {}
     mems: dict[int, Memory] = {}
-    mid, lo, hi = [], [], []
+    mid: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
 
     def oid(mem: Memory, a: int, b: int) -> int:
         key = (mem.mid, a, b)
@@ -95,11 +109,18 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     writes = [[oid(o.mem, o.lo, o.hi)] if o is not None and o.mem is not None
               and o.mem.check_reads else [] for o in sig_out]
     rewinds = [[oid(*r)] if r is not None and r[0].check_reads else [] for r in sig_rewind]
-    r_pos, r_op = expand(reads, sig)
-    v_pos, v_op = expand(rewinds, sig)
+    return _Intervals(mems, mid, lo, hi, reads, writes, rewinds)
+
+
+def _events(iv: _Intervals, sig: np.ndarray, writers: np.ndarray, land_k: np.ndarray,
+            land_sub: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every read, landing write and rewind of this window as (position k, sub, kind,
+    interval): a write happens where it lands, not where its op runs."""
+    r_pos, r_op = expand(iv.reads, sig)
+    v_pos, v_op = expand(iv.rewinds, sig)
     w_of = np.full(len(sig), -1, np.int64)
     w_of[writers] = np.arange(len(writers))
-    w_pos, w_op = expand(writes, sig)
+    w_pos, w_op = expand(iv.writes, sig)
     w_at = w_of[w_pos]
     lands = land_k[w_at] >= -1  # writes landing in a later window are not events here
     w_pos, w_op, w_at = w_pos[lands], w_op[lands], w_at[lands]
@@ -109,34 +130,61 @@ def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list
     kind = np.concatenate([np.full(len(r_pos), READ), np.full(len(w_pos), WRITE),
                            np.full(len(v_pos), REWIND)]).astype(np.int8)
     ops = np.concatenate([r_op, w_op, v_op])
-    stride = max((m.size for m in mems.values()), default=0) + 1
-    base = np.array(mid or [0], np.int64) * stride
-    glo = (base + np.array(lo or [0], np.int64))[ops]
-    ghi = (base + np.array(hi or [0], np.int64))[ops]
+    return k, sub, kind, ops
+
+
+def _pieces(iv: _Intervals, ops: np.ndarray, k: np.ndarray, sub: np.ndarray, n_pos: int
+            ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The intervals cut at every bound into disjoint pieces (one global address space,
+    ``stride`` per memory), and the (event, piece) pairs in order per piece: by position,
+    then sub. Returns (stride, bounds, event of each pair, piece of each pair)."""
+    stride = max((m.size for m in iv.mems.values()), default=0) + 1
+    base = np.array(iv.mid or [0], np.int64) * stride
+    glo = (base + np.array(iv.lo or [0], np.int64))[ops]
+    ghi = (base + np.array(iv.hi or [0], np.int64))[ops]
     bounds = np.unique(np.concatenate([glo, ghi]))
     a0, a1 = np.searchsorted(bounds, glo), np.searchsorted(bounds, ghi)
     cnt = a1 - a0
     ev = np.repeat(np.arange(len(ops)), cnt)
-    iv = np.repeat(a0, cnt) + np.arange(len(ev)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    piece = np.repeat(a0, cnt) + np.arange(len(ev)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     span = int(sub.max(initial=0)) + 1
-    if (len(bounds) + 1) * (len(sig) + 1) * span < 1 << 62:  # one int64 key: a 1-D sort
-        srt = np.argsort((iv * (len(sig) + 1) + k[ev]) * span + sub[ev], kind="stable")
+    if (len(bounds) + 1) * (n_pos + 1) * span < 1 << 62:  # one int64 key: a 1-D sort
+        srt = np.argsort((piece * (n_pos + 1) + k[ev]) * span + sub[ev], kind="stable")
     else:
-        srt = np.lexsort((sub[ev], k[ev], iv))
-    ev, iv = ev[srt], iv[srt]
-    kd = kind[ev]
+        srt = np.lexsort((sub[ev], k[ev], piece))
+    return stride, bounds, ev[srt], piece[srt]
+
+
+def _reads_valid(kd: np.ndarray, iv: np.ndarray, bounds: np.ndarray,
+                 mems: dict[int, Memory], stride: int) -> bool:
+    """Every read sees a write: the last event before it on its piece is a write, or, with
+    none, the memory's initial valid map covers the piece."""
     nonread = kd != READ
-    last = np.maximum.accumulate(np.where(nonread, np.arange(len(ev)), -1)) if len(ev) else ev
+    last = (np.maximum.accumulate(np.where(nonread, np.arange(len(kd)), -1)) if len(kd)
+            else np.zeros(0, np.int64))
     isread = ~nonread
     prev = last[isread]
     r_iv = iv[isread]
     seen = (prev >= 0) & (iv[np.maximum(prev, 0)] == r_iv)
-    ok = bool((kd[prev[seen]] == WRITE).all()) if len(prev) else True
-    if ok:
-        for j in np.unique(r_iv[~seen]).tolist():  # read before any event: the initial map
-            g0, g1 = int(bounds[j]), int(bounds[j + 1])
-            mem = mems[g0 // stride]
-            if mem.valid.find(0, g0 % stride, g0 % stride + g1 - g0) >= 0:
-                ok = False
-                break
-    return Plan(ok, mems, stride, bounds, iv[nonread], k[ev][nonread], kd[nonread])
+    if len(prev) and not bool((kd[prev[seen]] == WRITE).all()):
+        return False
+    for j in np.unique(r_iv[~seen]).tolist():  # read before any event: the initial map
+        g0, g1 = int(bounds[j]), int(bounds[j + 1])
+        mem = mems[g0 // stride]
+        if mem.valid.find(0, g0 % stride, g0 % stride + g1 - g0) >= 0:
+            return False
+    return True
+
+
+def plan(sig_checks: list[tuple[Any, ...]], sig_out: list[Any], sig_rewind: list[Any],
+         sig: np.ndarray, writers: np.ndarray, land_k: np.ndarray, land_sub: np.ndarray
+         ) -> Plan:
+    """The validity plan of a run: ``sig`` per position, writer positions with the (op,
+    sub) after which each write lands."""
+    intervals = _intervals(sig_checks, sig_out, sig_rewind)
+    k, sub, kind, ops = _events(intervals, sig, writers, land_k, land_sub)
+    stride, bounds, ev, iv = _pieces(intervals, ops, k, sub, len(sig))
+    kd = kind[ev]
+    ok = _reads_valid(kd, iv, bounds, intervals.mems, stride)
+    nonread = kd != READ
+    return Plan(ok, intervals.mems, stride, bounds, iv[nonread], k[ev][nonread], kd[nonread])

@@ -155,7 +155,7 @@ def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chun
     if vals.dtype.kind == "f":  # a finite sum has no inf/nan terms; count where it is not
         for j in np.flatnonzero(~np.isfinite(sums)).tolist():
             nonfinite[j] = int(size - np.count_nonzero(np.isfinite(vals[j])))
-    return h, mins, maxs, sums / size, nonfinite
+    return h, mins, maxs, sums / size, nonfinite  # type: ignore[return-value]
 
 
 def _segment_stats(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
@@ -171,7 +171,7 @@ def _segment_stats(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
         for j in np.flatnonzero(~np.isfinite(sums)).tolist():
             seg = vals[starts[j]:starts[j] + sizes[j]]
             nonfinite[j] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
-    return checksum, mins, maxs, sums / sizes, nonfinite
+    return checksum, mins, maxs, sums / sizes, nonfinite  # type: ignore[return-value]
 
 
 def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers: _Powers,
@@ -211,7 +211,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
             parts = arrays if isinstance(ks, slice) else [arrays[k] for k in ks.tolist()]
             code, size = int(codes[ks][0]), int(counts[ks][0])
             try:  # one memcpy per part; a part that is not C-contiguous takes numpy's way
-                flat = np.frombuffer(b"".join(parts), dtypes[code])
+                flat = np.frombuffer(b"".join(parts), dtypes[code])  # type: ignore[arg-type]
             except (TypeError, BufferError, ValueError):
                 flat = np.concatenate([np.ravel(p) for p in parts]).astype(dtypes[code])
             if size == 0:
@@ -219,7 +219,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
                                        np.zeros(len(parts), np.int64), powers)
             else:
                 stats = _uniform_stats(flat, len(parts), size, powers)
-            checksum[ks], mins[ks], maxs[ks], means[ks], nonfinite[ks] = stats
+            checksum[ks], mins[ks], maxs[ks], means[ks], nonfinite[ks] = stats  # type: ignore[misc]
     if mix:
         checksum = _mix(checksum)
     return row_ids, checksum, mins, maxs, means, nonfinite

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from kernbench.case import Case, CaseFactory
+from kernbench.case.factory import SPEC_RE, factory_spec, load_factory
+from kernbench.case.references import BUILTIN_KERNELS, REFERENCES
 from kernbench.errors import BadInputError
-from kernbench.factory import SPEC_RE, factory_spec, load_factory
-from kernbench.references import BUILTIN_KERNELS, REFERENCES
 from kernbench.replay.match import mismatch
 
 __all__ = ["Reference", "Tolerance", "TOLERANCES", "resolve_reference", "expected_outputs",

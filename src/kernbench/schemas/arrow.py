@@ -7,12 +7,8 @@ Each written file carries schema-level metadata key ``kernbench`` =
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
-
-from kernbench.errors import TraceFormatError
 
 #: the schema version of every file's own metadata (each file format is at version 1)
 SCHEMA_VERSION = 1
@@ -110,44 +106,3 @@ SCHEMAS: dict[str, pa.Schema] = {
     "kernbench-values": VALUES,
     "kernbench-outputs": OUTPUTS,
 }
-
-
-def check_metadata(metadata: dict | None, fmt: str, where: str | Path) -> None:
-    """Raise TraceFormatError unless ``metadata`` names format ``fmt`` at a supported version."""
-    raw = (metadata or {}).get(META_KEY)
-    if raw is None:
-        raise TraceFormatError(f"{where}: no 'kernbench' schema metadata; not a kernbench file")
-    try:
-        meta = json.loads(raw)
-        found_fmt, version = meta["format"], meta["schema_version"]
-        major = int(str(version).split(".")[0])
-    except (ValueError, KeyError, TypeError):
-        raise TraceFormatError(f"{where}: unreadable 'kernbench' metadata {raw[:80]!r}") from None
-    if found_fmt != fmt:
-        raise TraceFormatError(f"{where}: format {found_fmt!r}, expected {fmt!r}")
-    if major != SUPPORTED_MAJOR:
-        raise TraceFormatError(
-            f"{where}: schema_version {version!r} is not supported "
-            f"(this kernbench reads major version {SUPPORTED_MAJOR})"
-        )
-
-
-def read_table(path: str | Path, fmt: str) -> pa.Table:
-    """Read a trace Parquet file, checking its schema metadata and columns first."""
-    path = Path(path)
-    if not path.is_file():
-        raise TraceFormatError(f"{path}: missing")
-    try:
-        pf = pq.ParquetFile(path)
-        schema = pf.schema_arrow
-    except (pa.ArrowException, OSError) as exc:
-        raise TraceFormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    check_metadata(schema.metadata, fmt, path)
-    expected = SCHEMAS[fmt]
-    missing = [n for n in expected.names if n not in schema.names]
-    if missing:
-        raise TraceFormatError(f"{path}: missing columns {missing}")
-    try:
-        return pf.read()
-    except (pa.ArrowException, OSError) as exc:
-        raise TraceFormatError(f"{path}: corrupt Parquet data ({exc})") from None

@@ -24,12 +24,12 @@ class DType:
         return (by_name, (self.name,))
 
 
-float32 = DType("float32", np.float32)
-float16 = DType("float16", np.float16)
+float32 = DType("float32", np.float32)  # type: ignore[arg-type]
+float16 = DType("float16", np.float16)  # type: ignore[arg-type]
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
-int32 = DType("int32", np.int32)
-int8 = DType("int8", np.int8)
-bool_ = DType("bool", np.bool_)
+int32 = DType("int32", np.int32)  # type: ignore[arg-type]
+int8 = DType("int8", np.int8)  # type: ignore[arg-type]
+bool_ = DType("bool", np.bool_)  # type: ignore[arg-type]
 
 DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
 

@@ -25,7 +25,7 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 
 def erf(x: np.ndarray) -> np.ndarray:
     """libm's erf in float64, elementwise (numpy has none); exact before the float32 store."""
-    return _ERF(np.asarray(x, dtype=np.float64)).astype(np.float64)
+    return _ERF(np.asarray(x, dtype=np.float64)).astype(np.float64)  # type: ignore[union-attr]
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -82,7 +82,7 @@ class LocalEngine:
             pool = self._pool()
             try:
                 while True:
-                    top_up(pending, tasks, limit, functools.partial(pool.submit, run_point))
+                    top_up(pending, tasks, limit, functools.partial(pool.submit, run_point))  # type: ignore[call-arg]
                     if not pending:
                         return
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.case import CaseFactory, factory_params, registry
+from kernbench.case import CaseFactory, factory_params
 from kernbench.errors import BadInputError
-from kernbench.hw import PRESETS, HwConfig
+from kernbench.kernels.registry import registry
 from kernbench.sweep.spec import Scalar, SweepSpec
+from kernbench.trace.hw import PRESETS, HwConfig
 
 ID_CHARS = 16
 

@@ -24,8 +24,8 @@ from kernbench.analyze.diff import Threshold
 from kernbench.analyze.frames import scan_ops
 from kernbench.analyze.metrics import resolve_metric
 from kernbench.analyze.report import format_table, to_json
-from kernbench.analyze.rules import load_rules
 from kernbench.analyze.sql import SqlResult
+from kernbench.analyze.thresholds import load_rules
 from kernbench.errors import BadInputError
 from kernbench.sweep.report import load_sweep
 from kernbench.sweep.store import POINTS_FILE, RULES_FILE, trace_dir

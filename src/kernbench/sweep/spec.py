@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernbench.case.params import parse_value
 from kernbench.errors import BadInputError
-from kernbench.hw import PRESETS, HwConfig
-from kernbench.params import parse_value
-from kernbench.tomlfile import read_toml
+from kernbench.trace.hw import PRESETS, HwConfig
+from kernbench.trace.tomlfile import read_toml
 
 Scalar = int | float | str | bool
 Axis = tuple[str, tuple[Scalar, ...]]
@@ -155,7 +155,7 @@ def _stages(data: Mapping[str, Any], base: Path | None) -> tuple[bool, bool, str
 
 def read_rules(path: Any, base: Path | None = None) -> str:
     """The text of a rules file (relative to ``base``), validated as rules."""
-    from kernbench.analyze.rules import parse_rules
+    from kernbench.analyze.thresholds import parse_rules
 
     if not isinstance(path, str | Path):
         raise BadInputError(f"sweep spec: rules must be a file path, got {path!r}")

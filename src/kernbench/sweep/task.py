@@ -49,7 +49,7 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
         if task.get("rules_text") is not None:
             import tomllib
 
-            from kernbench.analyze.rules import parse_rules
+            from kernbench.analyze.thresholds import parse_rules
 
             rules = parse_rules(tomllib.loads(task["rules_text"]), "sweep rules.toml")
         report = check(trace, rules=rules)
@@ -58,10 +58,10 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
 
 
 def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
-    from kernbench.case import build_case
-    from kernbench.hw import HwConfig
+    from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
     from kernbench.sweep.points import resolve_factory
+    from kernbench.trace.hw import HwConfig
 
     factory = resolve_factory(task["case"])
     case = build_case(task["case"], task["params"], factory=factory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from kernbench.triton.hook import install, real_triton_available, uninstall
+from kernbench.case.triton_hook import install, real_triton_available, uninstall
 
 _LAZY = {"case": "kernbench.triton.launch", "capture": "kernbench.triton.capture",
          "Capture": "kernbench.triton.capture", "language": "kernbench.triton.language"}

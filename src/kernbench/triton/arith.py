@@ -86,7 +86,7 @@ def _offset(p: tensor, k: Any, src: str) -> tensor:
     kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
     with np.errstate(all="ignore"):
         offs = np.add(p.value, kv)
-    return pointer(p.base, offs, elem)
+    return pointer(p.base, offs, elem)  # type: ignore[arg-type]
 
 
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.case.triton_hook import install
 from kernbench.errors import BadInputError
+from kernbench.triton import jit
 from kernbench.triton.args import is_torch
-from kernbench.triton.hook import install
 
 _ACTIVE: list[Capture] = []
 
@@ -110,3 +111,6 @@ def launch(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                             "Triton launches only inside `with kbt.capture(dir):` (or "
                             "build a case with kbt.case)")
     _ACTIVE[-1].run(kernel, grid, args, kwargs)
+
+
+jit.bind("launch", launch)  # kernel[grid](...) of a stand-in JITFunction

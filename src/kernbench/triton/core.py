@@ -4,6 +4,7 @@ or launch time (``program_id``, ``arange``, ``zeros``...), views of data otherwi
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from kernbench.record.context import current
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
+from kernbench.triton import value as _value
 from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
 
 #: per-launch settings the loops read (set by the launch adapter before each program)
@@ -108,10 +110,10 @@ def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
     if x.kind == CONCRETE:
         return concrete(concrete_fn(x.value), x.dtype)
     if x.kind == POINTER and type(x.value) is np.ndarray:
-        return pointer(x.base, concrete_fn(x.value), x.dtype.element_ty)
+        return pointer(x.base, concrete_fn(x.value), x.dtype.element_ty)  # type: ignore[arg-type]
     h = sem.reshape(x.value, shape)
     if x.kind == POINTER:
-        return pointer(x.base, h, x.dtype.element_ty)
+        return pointer(x.base, h, x.dtype.element_ty)  # type: ignore[arg-type]
     return data.symbolic(h, x.dtype)
 
 
@@ -166,7 +168,7 @@ def trans(x: tensor, *dims: Any) -> tensor:
     if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
         dims = tuple(plain(dims[0]))
     order = tuple(constexpr_int(a, "trans dim", src) for a in dims) or tuple(
-        reversed(range(len(x.shape))))
+        reversed(range(len(x.shape))))  # type: ignore[call-overload]
     if x.kind == CONCRETE or (x.kind == POINTER and type(x.value) is np.ndarray):
         return _view(x, tuple(x.shape[i] for i in order), lambda v: np.transpose(v, order))
     if len(x.shape) != 2 or order != (1, 0):
@@ -290,3 +292,5 @@ def multiple_of(x: Any, values: Any) -> Any:
 
 max_contiguous = max_constancy = multiple_of
 
+
+_value.bind_operators(arith, sys.modules[__name__])  # tensor's operators call into these

@@ -28,12 +28,32 @@ class Config:
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
 
 
+def _unbound_launch(kernel: Any, grid: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> None:
+    raise BadInputError(f"{kernel!r}[grid](...) outside kbt.capture: kernbench records Triton "
+                        "launches only inside `with kbt.capture(dir):` (or build a case with "
+                        "kbt.case)")
+
+
+def _unbound_rebind(fn: Callable[..., Any]) -> Callable[..., Any]:
+    raise BadInputError(f"{fn!r}: a Triton helper runs only inside a kernel being recorded")
+
+
+#: what the layers above provide (they bind themselves on import, as record/semantics.py
+#: binds TensorHandle's operators): ``launch`` from kbt.capture, ``rebind`` from rebind.py
+_BOUND: dict[str, Callable[..., Any]] = {"launch": _unbound_launch, "rebind": _unbound_rebind}
+
+
+def bind(name: str, fn: Callable[..., Any]) -> None:
+    """Called once by capture.py (``launch``) and rebind.py (``rebind``)."""
+    _BOUND[name] = fn
+
+
 class KernelInterface:
     """``kernel[grid](*args, **meta)``: a launch, recorded when a ``kbt.capture`` is active."""
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        from kernbench.triton.capture import launch
-
+        launch = _BOUND["launch"]
         return lambda *args, **kwargs: launch(self, grid, args, kwargs)
 
 
@@ -49,9 +69,7 @@ class JITFunction(KernelInterface):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A helper called from inside a kernel body (by attribute path, not rebound)."""
-        from kernbench.triton.rebind import Rebinder
-
-        return Rebinder().function(self.fn)(*args, **kwargs)
+        return _BOUND["rebind"](self.fn)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import KernelError
+from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, core, mathops, memory
 from kernbench.triton.dtypes import (
@@ -37,7 +37,7 @@ class constexpr:  # noqa: N801 - Triton's spelling
     constants (the front end passes the plain value to the kernel)."""
 
     def __init__(self, value: Any) -> None:
-        self.value = value.value if isinstance(value, constexpr) else value
+        self.value = value.value if isinstance(value, constexpr) else value  # type: ignore[has-type]
 
     def __repr__(self) -> str:
         return f"constexpr[{self.value!r}]"
@@ -55,8 +55,7 @@ class constexpr:  # noqa: N801 - Triton's spelling
         return hash(self.value)
 
 
-class Unsupported(KernelError, AttributeError):
-    """A ``tl`` name kernbench does not implement (an AttributeError for ``hasattr``)."""
+Unsupported = UnsupportedError  # a ``tl`` name kernbench does not implement
 
 
 program_id, num_programs, arange = core.program_id, core.num_programs, core.arange
@@ -108,6 +107,6 @@ def __getattr__(name: str) -> Any:
     raise Unsupported(f"tl.{name} is not supported by kernbench's Triton front end", src_here())
 
 
-# submodules as attributes (``tl.math.exp``); imported last, they import Unsupported
+# submodules as attributes (``tl.math.exp``)
 from kernbench.triton import extra  # noqa: E402
 from kernbench.triton import tlmath as math  # noqa: E402

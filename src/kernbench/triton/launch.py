@@ -66,7 +66,7 @@ def make_kernel(launch: Launch) -> Kernel:
 
     def adapter(*ptrs: Any, **_recorded: Any) -> None:
         if not body:
-            body.append(rebinder.function(info.fn))
+            body.append(rebinder.function(info.fn))  # type: ignore[arg-type]
         core.LAUNCH["num_stages"] = launch.num_stages
         kwargs: dict[str, Any] = {}
         it = iter(ptrs)
@@ -122,9 +122,9 @@ def _build(launch: Launch, name: str, roles: dict[str, str], reference: Any) -> 
 
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     """The array parameters the kernel stores to (or updates atomically): a dry recording."""
-    from kernbench.hw import load_hw
     from kernbench.record.runner import layout, run_programs
     from kernbench.record.writer import OpWriter
+    from kernbench.trace.hw import load_hw
 
     key = (id(launch.info.fn), launch.grid, tuple(sorted(case.params.items())),
            tuple((n, launch.values[n].shape, launch.values[n].dtype.str) for n in launch.arrays))

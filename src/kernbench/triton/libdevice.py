@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernbench.errors import UnsupportedError as Unsupported
 from kernbench.record.source import src_here
 from kernbench.triton import mathops
-from kernbench.triton.language import Unsupported
 
 _M = mathops.MATH1
 #: libdevice name -> the front end's function

@@ -11,6 +11,7 @@ import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import semantics as sem
+from kernbench.record import semantics_v2 as sem2
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
@@ -67,8 +68,8 @@ def fma(x: Any, y: Any, z: Any) -> tensor:
     """``x * y + z`` (fused where the semantics layer offers ``fma``, else two ops)."""
     src = src_here()
     vals = [_value(v, src) for v in (x, y, z)]
-    ternary = getattr(sem, "ternary", None)
-    if ternary is not None and any(v.kind == SYMBOLIC for v in vals):
+    ternary = sem2.ternary
+    if any(v.kind == SYMBOLIC for v in vals):
         t, _ = arith.types("mul", vals[0], vals[1], src)
         t, _ = arith.types("add", concrete(np.zeros((), t.np), t), vals[2], src)
         hs = [data.handle(v, t, src) for v in vals]
@@ -125,10 +126,10 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
     x = arith.cast(x, t)
     shape = _out_shape(x.shape, ax, bool(keep_dims))
     if x.kind == CONCRETE:
-        r = _NP_REDUCE[op](x.value, axis=ax)
+        r = _NP_REDUCE[op](x.value, axis=ax)  # type: ignore[operator]
         out = d.int32 if op.startswith("arg") else t
         return concrete(np.asarray(r).reshape(shape), out)
-    fn = sem.arg_reduce if op.startswith("arg") else sem.reduce
+    fn = sem2.arg_reduce if op.startswith("arg") else sem.reduce
     h = fn(data.table_op(op, src), x.value, ax, bool(keep_dims))
     r = data.symbolic(h)
     return r if tuple(h.shape) == shape else data.reshape(r, shape)
@@ -176,7 +177,7 @@ def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) 
         v = np.flip(x.value, ax) if rev else x.value
         v = np.cumsum(v, axis=ax).astype(x.dtype.np)
         return concrete(np.flip(v, ax) if rev else v, x.dtype)
-    return data.symbolic(sem.scan(data.table_op("cumsum", src), x.value, ax, rev))
+    return data.symbolic(sem2.scan(data.table_op("cumsum", src), x.value, ax, rev))  # type: ignore[arg-type]
 
 
 def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: bool = False
@@ -186,7 +187,7 @@ def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: boo
     ax = 0 if plain(dim) is None else _axis(x, dim, src)
     if x.kind != SYMBOLIC:
         raise KernelError("tl.softmax of concrete values is not supported", src)
-    return data.symbolic(sem.softmax(x.value, ax))
+    return data.symbolic(sem.softmax(x.value, ax))  # type: ignore[arg-type]
 
 
 # -- dot -----------------------------------------------------------------------------------

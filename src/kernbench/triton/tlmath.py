@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernbench.errors import UnsupportedError as Unsupported
 from kernbench.record.source import src_here
 from kernbench.triton import mathops
-from kernbench.triton.language import Unsupported
 
 globals().update(mathops.MATH1)
 fma, fdiv, div_rn, maximum, minimum = (mathops.fma, mathops.fdiv, mathops.div_rn,

@@ -122,8 +122,8 @@ class tensor:  # noqa: N801 - Triton's spelling
     def __le__(self, o): return _arith.binary("le", self, o)
     def __gt__(self, o): return _arith.binary("gt", self, o)
     def __ge__(self, o): return _arith.binary("ge", self, o)
-    def __eq__(self, o): return _arith.binary("eq", self, o)  # type: ignore[override]
-    def __ne__(self, o): return _arith.binary("ne", self, o)  # type: ignore[override]
+    def __eq__(self, o): return _arith.binary("eq", self, o)  # type: ignore[override, unused-ignore]
+    def __ne__(self, o): return _arith.binary("ne", self, o)  # type: ignore[override, unused-ignore]
     def __neg__(self): return _arith.unary("neg", self)
     def __pos__(self): return self
     def __abs__(self): return _arith.unary("abs", self)
@@ -166,6 +166,21 @@ def is_tensor(x: Any) -> bool:
     return type(x) is tensor
 
 
-# the operators' implementation (imported last: they import this module's names)
-from kernbench.triton import arith as _arith  # noqa: E402
-from kernbench.triton import core as _core  # noqa: E402
+class _Unbound:
+    """Stands in for arith/core until core.py binds them (as record/handle.py does)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise KernelError("Triton tensor operators need kernbench.triton.core; import "
+                          "kernbench.triton.language")
+
+
+#: the operators' implementation: arith.py and core.py sit above this module and bind
+#: themselves here when core.py is imported (``bind_operators``)
+_arith: Any = _Unbound()
+_core: Any = _Unbound()
+
+
+def bind_operators(arith: Any, core: Any) -> None:
+    """Called once by core.py: route ``tensor``'s operators through arith and core."""
+    global _arith, _core
+    _arith, _core = arith, core

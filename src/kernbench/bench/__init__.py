@@ -1,0 +1,1 @@
+"""The performance harness behind ``kernbench bench`` (``bench.run``): one module per section."""

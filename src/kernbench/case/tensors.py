@@ -1,0 +1,126 @@
+"""HBM tensors of a case and how their initial contents are made (inits as plain JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import BadInputError
+from kernbench.schemas.dtypes import DType, by_name
+
+ROLES = ("input", "output", "inout")
+
+
+@dataclass(frozen=True)
+class Init:
+    """How a tensor's initial contents are made; serialisable as plain JSON."""
+
+    kind: str  # "randn" | "zeros" | "arange" | "data"
+    seed: int = 0
+    scale: float = 1.0
+    array: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> str:
+        body: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "randn":
+            body.update(seed=self.seed, scale=self.scale)
+        return json.dumps(body, sort_keys=True)
+
+    def make(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        return INIT_MAKERS[self.kind](self, shape, dtype)
+
+
+def _randn(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """``default_rng(seed).standard_normal(shape, float32) * scale`` cast to the dtype; the
+    multiply in place (skipped for scale 1.0, the identity on every float32, -0.0 and NaN
+    included), so no second float32 array is made. Both phases make inputs here."""
+    x = np.random.default_rng(init.seed).standard_normal(shape, dtype=np.float32)
+    if init.scale != 1.0:
+        np.multiply(x, init.scale, out=x)
+    return x if x.dtype == dtype.np else x.astype(dtype.np)
+
+
+def _zeros(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    return np.zeros(shape, dtype=dtype.np)
+
+
+def _arange(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype.np)
+
+
+def _data(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    arr = np.asarray(init.array)
+    if arr.shape != tuple(shape):
+        raise BadInputError(f"kb.data array has shape {arr.shape}, tensor wants {tuple(shape)}")
+    return arr.astype(dtype.np)
+
+
+INIT_MAKERS: dict[str, Callable[[Init, tuple[int, ...], DType], np.ndarray]] = {
+    "randn": _randn, "zeros": _zeros, "arange": _arange, "data": _data,
+}
+
+
+def init_from_json(text: str, data: bytes | None = None, *,
+                   shape: tuple[int, ...] = (), dtype: DType | None = None) -> Init:
+    """Rebuild an Init from the JSON stored in ``tensors.parquet`` (plain data, no code)."""
+    body = json.loads(text)
+    kind = body.get("kind")
+    if kind not in INIT_MAKERS:
+        raise BadInputError(f"unknown init kind {kind!r}")
+    if kind == "data":
+        if data is None or dtype is None:
+            raise BadInputError("init 'data' without stored bytes")
+        arr = np.frombuffer(data, dtype=dtype.np).reshape(shape)
+        return Init("data", array=arr)
+    return Init(kind, seed=int(body.get("seed", 0)), scale=float(body.get("scale", 1.0)))
+
+
+def randn(seed: int = 0, scale: float = 1.0) -> Init:
+    return Init("randn", seed=seed, scale=scale)
+
+
+def zeros() -> Init:
+    return Init("zeros")
+
+
+def arange() -> Init:
+    return Init("arange")
+
+
+def data(array: np.ndarray) -> Init:
+    return Init("data", array=np.asarray(array))
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: DType
+    init: Init
+    role: str = "input"
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+
+def tensor(shape: tuple[int, ...] | list[int], dtype: str | DType, *, init: Init | None = None,
+           role: str = "input") -> TensorSpec:
+    """Declare an HBM tensor of a case."""
+    if role not in ROLES:
+        raise BadInputError(f"tensor role {role!r} is not one of {ROLES}")
+    try:
+        dt = by_name(dtype)
+    except KeyError as exc:
+        raise BadInputError(str(exc.args[0])) from None
+    shape = tuple(int(s) for s in shape)
+    if any(s <= 0 for s in shape):
+        raise BadInputError(f"tensor shape {shape} has a non-positive dimension")
+    return TensorSpec(shape, dt, init or Init("zeros"), role)

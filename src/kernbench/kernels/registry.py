@@ -1,0 +1,100 @@
+"""The built-in case registry: the kernel library's cases by name, built from parameters.
+
+Importing this module loads the built-in kernels (``kernbench.kernels``), which register
+their factories with ``kernbench.case.register_case``."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from kernbench.case.case import Case, CaseFactory, factory_params, json_params, registered
+from kernbench.errors import BadInputError, KernbenchError, closest
+from kernbench.kernels import examples, flash, gqa, ring, streaming  # noqa: F401 (register)
+
+
+def registry() -> dict[str, CaseFactory]:
+    """Every registered case factory by name, the built-in ones included."""
+    return registered()
+
+
+def _check_names(name: str, factory: CaseFactory, params: Mapping[str, Any]) -> None:
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    known = [n for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise BadInputError(f"case {name!r} has no parameter(s) {unknown}"
+                            f"{closest(unknown[0], known)}; known: {sorted(known)}")
+
+
+def build_case(name: str, params: Mapping[str, Any] | None = None,
+               factory: CaseFactory | None = None, spec: str | None = None) -> Case:
+    """Build a registered case (or ``factory``'s, named ``spec``) from its parameters."""
+    builtin = factory is None
+    if factory is None:
+        reg = registry()
+        if name not in reg:
+            raise BadInputError(f"unknown case {name!r}{closest(name, reg)}; known: "
+                                f"{', '.join(sorted(reg))}")
+        factory = reg[name]
+    params = dict(params or {})
+    _check_names(name, factory, params)
+    known = factory_params(factory)
+    for key, value in params.items():
+        default = known.get(key)
+        want = type(default)
+        ok = (isinstance(value, want) and not (want is int and isinstance(value, bool))) or (
+            want is float and isinstance(value, int) and not isinstance(value, bool))
+        if default is not None and not ok:
+            raise BadInputError(f"case {name!r} parameter {key} expects {want.__name__} "
+                                f"(default {default!r}), got {value!r}")
+    try:
+        case = factory(**params)
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise BadInputError(f"case {name!r} rejected its parameters {params}: {exc}") from None
+    except KernbenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a user's factory; one line, not a traceback
+        raise BadInputError(f"case {name!r}: the factory raised {type(exc).__name__}: {exc}"
+                            ) from None
+    if not isinstance(case, Case):
+        raise BadInputError(f"case {name!r}: the factory returned {type(case).__name__}, "
+                            "not a kernbench Case")
+    full = json_params({**known, **params})
+    if builtin:
+        return dataclasses.replace(case, case_params=full, builtin=True)
+    return dataclasses.replace(case, case_params=full, builtin=False,
+                               factory=spec or f"{factory.__module__}:{factory.__qualname__}")
+
+
+def build_user_case(case: str, items: tuple[str, ...] | list[str]) -> Case:
+    """``kernbench record CASE|MODULE:FUNC -p K=V``: the built-in case or the user's factory
+    (imported from this process's sys.path, then the current directory), built with the
+    ``-p`` values typed by the factory's signature."""
+    from kernbench.case.factory import load_user_factory
+    from kernbench.case.params import parse_params
+
+    if ":" not in case:
+        return build_case(case, parse_params(items, registry().get(case)))
+    factory = load_user_factory(case)
+    return build_case(case, parse_params(items, factory), factory=factory, spec=case)
+
+
+def describe_cases() -> str:
+    """One block per built-in case: name, first doc line, parameters with defaults."""
+    lines = []
+    for name, factory in sorted(registry().items()):
+        doc = (factory.__doc__ or "").strip().splitlines()
+        lines.append(f"{name}  {doc[0] if doc else ''}".rstrip())
+        params = factory_params(factory)
+        if params:
+            lines.append("    " + "  ".join(f"{k}={v}" for k, v in params.items()))
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""Hardware configuration: one frozen dataclass, named presets, TOML loading."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import BadInputError
+from kernbench.trace.tomlfile import read_toml
+
+
+@dataclass(frozen=True)
+class HwConfig:
+    """The modelled AHBM accelerator. Stored whole in every trace's manifest."""
+
+    name: str = "ahbm-v1"
+    n_pe: int = 8
+    clock_ghz: float = 1.0
+    dispatch_cycles: int = 0
+    # DMA: per-PE HBM bandwidth in GB/s (bytes per ns), latency to visibility
+    hbm_gbps: float = 128
+    dma_latency_ns: int = 500
+    # a transfer of k > 1 contiguous runs: sum(ceil(run / burst)) bursts + (k - 1) overheads
+    dma_burst_bytes: int = 64
+    dma_run_overhead_ns: float = 2
+    # GEMM: cycles = ceil(M/R) * ceil(N/C) * K + overhead
+    gemm_rows: int = 128
+    gemm_cols: int = 128
+    gemm_overhead_cycles: int = 32
+    # MATH: cycles = ceil(elements / lanes) * op_cost + overhead
+    math_lanes: int = 128
+    math_op_cost: int = 1
+    math_transcendental_cost: int = 2
+    math_softmax_cost: int = 5
+    math_overhead_cycles: int = 8
+    # TCM
+    kernel_scratch_kib: int = 1024
+    stage_kib: int = 512
+    tcm_align: int = 16
+    # IPCQ ring links
+    link_gbps: float = 64
+    link_latency_ns: int = 1000
+    ipcq_depth: int = 2
+    ipcq_slot_kib: int = 4096  # largest message; the receiver holds depth slots per direction
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name != "name" and (not isinstance(value, int | float) or value < 0):
+                raise BadInputError(
+                    f"hw field {f.name} must be a non-negative number, got {value!r}")
+        for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
+                         "dma_burst_bytes",
+                         "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib"):
+            if getattr(self, positive) <= 0:
+                raise BadInputError(
+                    f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
+
+    @property
+    def cycle_ps(self) -> int:
+        return round(1000 / self.clock_ghz)
+
+    @property
+    def kernel_scratch_bytes(self) -> int:
+        return self.kernel_scratch_kib * 1024
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.stage_kib * 1024
+
+    @property
+    def ipcq_slot_bytes(self) -> int:
+        return self.ipcq_slot_kib * 1024
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "hw config") -> HwConfig:
+        data = dict(data)
+        base_name = data.pop("base", "ahbm-v1")
+        if base_name not in PRESETS:
+            raise BadInputError(f"{where}: unknown base preset {base_name!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise BadInputError(f"{where}: unknown hw fields {unknown}")
+        base = PRESETS[base_name].to_dict()
+        base.update(data)
+        return cls(**base)
+
+
+PRESETS: dict[str, HwConfig] = {"ahbm-v1": HwConfig()}
+
+
+def load_hw(spec: HwConfig | str | Path | None) -> HwConfig:
+    """A HwConfig from an instance, a preset name, or a TOML file path (None: ahbm-v1)."""
+    if spec is None:
+        return PRESETS["ahbm-v1"]
+    if isinstance(spec, HwConfig):
+        return spec
+    if str(spec) in PRESETS:
+        return PRESETS[str(spec)]
+    path = Path(spec)
+    if not path.is_file():
+        raise BadInputError(
+            f"unknown hw {str(spec)!r}: not a preset ({', '.join(PRESETS)}) nor a TOML file"
+        )
+    data = read_toml(path, "hw file")
+    data = data.get("hw", data)
+    data.setdefault("name", path.stem)
+    return HwConfig.from_dict(data, where=str(path))

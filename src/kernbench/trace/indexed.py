@@ -1,0 +1,162 @@
+"""The validator's rules for indexed rows (trace format version 2; ``kernbench.trace.validate``).
+
+``schema`` (refusing): every ``access``/``mask``/``values`` id exists in access.parquet with
+the kind, shape (and dtype) of its operand, strides fit the tile, ``const`` values match
+the output. ``hbm_bounds`` (check only; replay reports the element): every masked-in
+element of an indexed HBM operand lies inside the tensor holding the operand's address.
+Patterns are evaluated once per distinct (attrs, operand shape), so a batch costs its
+distinct patterns, not its rows. Nothing is evaluated: attrs are JSON, arrays are decoded
+from declared dtypes and shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from kernbench.errors import TraceFormatError
+from kernbench.schemas import indexed as ix
+from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.ops import ATOMICS, Op
+
+ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
+#: ops whose first HBM operand may be indexed (strides/access in attrs)
+_ELEMENT_OPS = [Op.DMA_READ.value, Op.DMA_WRITE.value, *(op.value for op in ATOMICS)]
+_MASKED_OPS = [Op.GATHER.value, Op.SCATTER.value, *(op.value for op in ATOMICS)]
+_INDEXED = pl.col("attrs").str.contains('"strides"|"access"', literal=False)
+
+
+def access_table(table: pa.Table, where: Path) -> ix.AccessTable:
+    """The rows of an opened access.parquet; TraceFormatError for nulls or a repeated id."""
+    rows: dict[int, tuple[str, str, tuple[int, ...], bytes]] = {}
+    for r in table.to_pylist():
+        if any(r[k] is None for k in ("id", "kind", "dtype", "shape", "data")):
+            raise TraceFormatError(f"{where}: a row has a null field")
+        if r["id"] in rows:
+            raise TraceFormatError(f"{where}: id {r['id']} appears twice")
+        rows[r["id"]] = (r["kind"], r["dtype"], tuple(r["shape"]), r["data"])
+    return ix.AccessTable(rows)
+
+
+def indexed_rows(df: pl.DataFrame) -> pl.Expr:
+    """Rows whose HBM operand is a set of elements (excluded from the contiguous rules)."""
+    return pl.col("name").is_in(_ELEMENT_OPS) & _INDEXED
+
+
+def _hbm_operand(df: pl.DataFrame) -> pl.DataFrame:
+    """(row, op_id, name, attrs, addr, shape, dtype) of each indexed row's HBM operand."""
+    ins = df.filter(pl.col("name") != Op.DMA_WRITE.value).select(
+        "row", "op_id", "name", "attrs", o=pl.col("inputs").list.first())
+    out = df.filter(pl.col("name") == Op.DMA_WRITE.value).select(
+        "row", "op_id", "name", "attrs", o=pl.col("output"))
+    both = pl.concat([ins, out]).filter(pl.col("o").is_not_null())
+    return both.select("row", "op_id", "name", "attrs", space=pl.col("o").struct.field("space"),
+                       addr=pl.col("o").struct.field("addr"),
+                       shape=pl.col("o").struct.field("shape"),
+                       dtype=pl.col("o").struct.field("dtype"))
+
+
+def _pattern(attrs_text: str, shape: tuple[int, ...], table: ix.AccessTable
+             ) -> tuple[int, int] | str:
+    """(lowest, highest) masked-in relative offset ((0, -1) if none), or the problem."""
+    try:
+        attrs = json.loads(attrs_text)
+        if not isinstance(attrs, dict):
+            return "attrs are not a JSON object"
+        if len(shape) > 8 or int(np.prod(shape, dtype=np.float64)) > 1 << 26:
+            return f"tile {list(shape)} is too large for an indexed operand"
+        rel, mask = ix.elements(attrs, shape, table)
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+        return str(exc)
+    moved = ix.moved(rel, mask)
+    return (int(moved.min()), int(moved.max())) if len(moved) else (0, -1)
+
+
+def indexed_findings(df: pl.DataFrame, regions: pl.DataFrame | None, table: ix.AccessTable,
+                     found) -> None:
+    """Check the indexed rows of one op-log batch (``df`` has ``row`` and plain strings)."""
+    el = _hbm_operand(df.filter(indexed_rows(df)))
+    if el.height:
+        _element_rules(el, regions, table, found)
+    _reference_rules(df, table, found)
+
+
+def _element_rules(el: pl.DataFrame, regions: pl.DataFrame | None, table: ix.AccessTable,
+                   found) -> None:
+    keys = el.select("attrs", "shape").unique(maintain_order=True)
+    lo, hi, problem = [], [], []
+    for attrs_text, shape in keys.iter_rows():
+        got = _pattern(attrs_text, tuple(shape or ()), table)
+        bad = isinstance(got, str)
+        problem.append(got if bad else None)
+        lo.append(None if bad else got[0])
+        hi.append(None if bad else got[1])
+    keys = keys.with_columns(rel_lo=pl.Series(lo, dtype=pl.Int64),
+                             rel_hi=pl.Series(hi, dtype=pl.Int64),
+                             problem=pl.Series(problem, dtype=pl.String))
+    el = el.join(keys, on=["attrs", "shape"], how="left", nulls_equal=True)
+    found.add("schema", el.filter(pl.col("problem").is_not_null()), pl.format(
+        "op {} ({}): indexed operand: {}", "op_id", "name", "problem"), "row")
+    if regions is None:
+        return
+    ok = el.filter(pl.col("problem").is_null() & (pl.col("space") == "hbm")
+                   & (pl.col("rel_hi") >= pl.col("rel_lo")))
+    if not ok.height:
+        return
+    isz = pl.col("dtype").replace_strict(ITEMSIZE, default=1, return_dtype=pl.Int64)
+    ok = ok.with_columns(first=pl.col("addr") + pl.col("rel_lo") * isz,
+                         last=pl.col("addr") + (pl.col("rel_hi") + 1) * isz).sort("addr")
+    hit = ok.join_asof(regions, left_on="addr", right_on="r_lo", strategy="backward")
+    out = hit.filter(pl.col("r_hi").is_null() | (pl.col("first") < pl.col("r_lo"))
+                     | (pl.col("last") > pl.col("r_hi")) | (pl.col("addr") >= pl.col("r_hi")))
+    found.add("hbm_bounds", out.sort("row"), pl.format(
+        "op {} ({}) moves hbm elements [{}, {}) outside the tensor holding address {}",
+        "op_id", "name", "first", "last", "addr"), "row")
+
+
+def _reference_rules(df: pl.DataFrame, table: ix.AccessTable, found) -> None:
+    """``const`` values and gather/scatter/atomic masks name arrays that fit their operand."""
+    const = df.filter(pl.col("name") == Op.CONST.value).select(
+        "row", "op_id", "attrs", shape=pl.col("output").struct.field("shape"),
+        dtype=pl.col("output").struct.field("dtype"))
+    tile = pl.when(pl.col("name") == Op.SCATTER.value).then(
+        pl.col("inputs").list.first().struct.field("shape")).otherwise(
+        pl.col("output").struct.field("shape"))
+    masked = df.filter(pl.col("name").is_in(_MASKED_OPS)
+                       & pl.col("attrs").str.contains('"mask":[0-9]', literal=False)).select(
+        "row", "op_id", "attrs", shape=tile, dtype=pl.lit(None, pl.String))
+    bad = []
+    for frame, kind, key in ((const, "values", "values"), (masked, "mask", "mask")):
+        for attrs_text, shape, dtype in frame.select("attrs", "shape", "dtype").unique(
+                maintain_order=True).iter_rows():
+            problem = _reference(attrs_text, key, kind, shape, dtype, table)
+            if problem:
+                bad.append((attrs_text, problem))
+        if bad:
+            probs = pl.DataFrame(bad, schema={"attrs": pl.String, "problem": pl.String},
+                                 orient="row").unique("attrs", keep="first")
+            hits = frame.join(probs, on="attrs")
+            found.add("schema", hits.sort("row"), pl.format("op {}: {}", "op_id", "problem"),
+                      "row")
+            bad = []
+
+
+def _reference(attrs_text: str, key: str, kind: str, shape: list | None, dtype: str | None,
+               table: ix.AccessTable) -> str | None:
+    try:
+        attrs = json.loads(attrs_text)
+        arr = table.get(attrs.get(key) if isinstance(attrs, dict) else None, kind)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return str(exc)
+    if kind == "mask" and shape is not None and list(arr.shape) != list(shape):
+        return f"mask {attrs[key]} has shape {list(arr.shape)}, the output {list(shape)}"
+    if kind == "values" and (list(arr.shape) != list(shape or [])
+                             or DTYPES.get(dtype or "") is None
+                             or arr.dtype != DTYPES[dtype].np):  # type: ignore[index]
+        return (f"const values {attrs[key]} are {list(arr.shape)} {arr.dtype}, the output "
+                f"{list(shape or [])} {dtype}")
+    return None

@@ -1,0 +1,36 @@
+"""The milestone panel: its table, its files, its bad input."""
+
+from __future__ import annotations
+
+import polars as pl
+from click.testing import CliRunner
+
+from kernbench.bench import panel
+from kernbench.cli import main
+
+
+def test_panel_rows_carry_the_headline_columns_and_write_parquet_and_csv(tmp_path, monkeypatch):
+    small = [panel.Config("decode 1k", "gqa-decode", {"S_kv": 1024, "H_q": 16, "H_kv": 2},
+                          replay=True),
+             panel.Config("ring 2 x 128", "ring-attention", {"n_ranks": 2, "S_kv_per_rank": 128},
+                          link_hiding=True)]
+    monkeypatch.setattr(panel, "QUICK", small)
+    result = CliRunner().invoke(main, ["panel", "--quick", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(tmp_path / "out" / "panel.parquet")
+    assert frame["config"].to_list() == ["decode 1k", "ring 2 x 128"]
+    for col in ("latency_us", "roofline_bound", "efficiency", "dma_read_count", "dma_bytes",
+                "scratch_peak_bytes", "record_s", "replay", "link_hidden"):
+        assert col in frame.columns
+    assert frame["replay"].to_list() == ["ok", "-"]
+    assert 0.0 <= frame["link_hidden"][1] <= 1.0
+    assert (tmp_path / "out" / "panel.csv").read_text().startswith("config,")
+    assert (tmp_path / "out" / "panel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "decode 1k" in result.output and "efficiency" in result.output
+
+
+def test_panel_output_that_cannot_be_written_is_bad_input(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(main, ["panel", "-o", str(blocker / "sub")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
