@@ -17,6 +17,18 @@ import kernbench as kb
 
 PACKAGE = "tests.triton.kernels"
 
+#: Python source that makes this process a machine without Triton wheels: a finder first on
+#: ``sys.meta_path`` refuses ``triton`` and ``triton.*`` (prepended to a child's ``-c`` code)
+NO_TRITON = """
+import importlib.abc, sys
+class NoTriton(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, NoTriton())
+"""
+
 
 @dataclass(frozen=True)
 class Entry:

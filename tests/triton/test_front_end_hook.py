@@ -10,18 +10,10 @@ import textwrap
 from pathlib import Path
 
 from kernbench import triton as kbt
+from tests.triton.conftest import NO_TRITON
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
-BLOCKER = '''
-import importlib.abc, sys
-class NoTriton(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "triton" or name.startswith("triton."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, NoTriton())
-'''
 
 MODULE = '''
 import numpy as np
@@ -42,7 +34,7 @@ def case(block: int = 16):
 
 def _child(code: str, tmp_path: Path) -> dict:
     (tmp_path / "standin_mod.py").write_text(MODULE)
-    proc = subprocess.run([sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+    proc = subprocess.run([sys.executable, "-c", NO_TRITON + textwrap.dedent(code)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": f"{SRC}:{tmp_path}", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -19,21 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.triton.conftest import ALL, Entry, params
+from tests.triton.conftest import ALL, NO_TRITON, Entry, params
 
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r'''
-import importlib, importlib.abc, json, sys, tempfile
+import importlib, json, sys, tempfile
 from pathlib import Path
 
-class NoTriton(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "triton" or name.startswith("triton."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, NoTriton())
 try:
     import triton
     blocked = False
@@ -80,7 +73,7 @@ def without_triton() -> dict:
     jobs = [{"id": e.id, "case": e.case_spec, "launch": e.launch_spec, "params": e.params}
             for e in ALL]
     path = os.pathsep.join([str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(jobs)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", NO_TRITON + CHILD, json.dumps(jobs)], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": path}, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from kernbench.case.triton_hook import install
-from kernbench.errors import BadInputError
 from kernbench.triton import jit
 from kernbench.triton.args import is_torch
 
@@ -107,9 +106,7 @@ def capture(out_dir: str | Path, hw: Any = "ahbm-v1") -> Capture:
 def launch(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """``kernel[grid](...)``: recorded by the innermost active capture."""
     if not _ACTIVE:
-        raise BadInputError(f"{kernel!r}[grid](...) outside kbt.capture: kernbench records "
-                            "Triton launches only inside `with kbt.capture(dir):` (or "
-                            "build a case with kbt.case)")
+        jit.outside_capture(kernel, grid, args, kwargs)
     _ACTIVE[-1].run(kernel, grid, args, kwargs)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from kernbench.errors import BadInputError
 
@@ -28,8 +28,8 @@ class Config:
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
 
 
-def _unbound_launch(kernel: Any, grid: Any, args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> None:
+def outside_capture(kernel: Any, grid: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> NoReturn:
     raise BadInputError(f"{kernel!r}[grid](...) outside kbt.capture: kernbench records Triton "
                         "launches only inside `with kbt.capture(dir):` (or build a case with "
                         "kbt.case)")
@@ -41,7 +41,7 @@ def _unbound_rebind(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 #: what the layers above provide (they bind themselves on import, as record/semantics.py
 #: binds TensorHandle's operators): ``launch`` from kbt.capture, ``rebind`` from rebind.py
-_BOUND: dict[str, Callable[..., Any]] = {"launch": _unbound_launch, "rebind": _unbound_rebind}
+_BOUND: dict[str, Callable[..., Any]] = {"launch": outside_capture, "rebind": _unbound_rebind}
 
 
 def bind(name: str, fn: Callable[..., Any]) -> None:
