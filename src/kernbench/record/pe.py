@@ -24,12 +24,13 @@ from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEng
 from kernbench.record.ipcq import RUN, Ring, run_resolve
 from kernbench.record.pipeline import Loop, timed_hbm_writer, timed_pipelined
 from kernbench.record.timing import TIMING
-from kernbench.record.writer import OpWriter
+from kernbench.record.writer import NO_PARENT, ROW, OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
 from kernbench.trace.hw import HwConfig
 
 _NON_BLOCKING = ops.NON_BLOCKING
+_PACK = ROW.pack
 #: loads a pipelined loop may issue ahead: non-blocking reads of HBM (atomics never move)
 _PIPELINABLE = frozenset(op for op in _NON_BLOCKING if ops.ENGINE[op] is Engine.DMA_RD
                          and op not in ops.ATOMICS)
@@ -61,8 +62,9 @@ class PEDriver:
         self.pending: list = []  # buffers with a completion in the future (lazy loads)
         self.carried_wait = 0  # explicit tl.wait stalls, charged to the next op's wait_ps
         self.ctx: KernelContext | None = None
-        self.rows = writer.rows  # the writer's pending batch (the writer swaps it on flush)
-        self.batch_rows = writer.batch_rows
+        #: the writer's pending rows, shared and cleared in place (record/writer.py)
+        self._times = writer.times.extend
+        self._cmds = writer.cmds
         self.links = {"next": LinkEngine(hw), "prev": LinkEngine(hw)}
         self.ring: Ring | None = None  # set by the runner: the IPCQ ring of active PEs
         self.unresolved: list = []  # recv_async buffers whose message has not matched yet
@@ -147,22 +149,24 @@ class PEDriver:
         ctx = self.ctx
         seq = self.seq
         self.seq = seq + 1
-        rows = self.rows
-        rows.append((self.index, ctx.program, seq, None, ready, start, t_end, busy, wait,  # type: ignore[union-attr]
-                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
-        if len(rows) >= self.batch_rows:
-            self.writer.flush()
+        self._times(_PACK(self.index, ctx.program, seq, NO_PARENT, ready, start, t_end, busy,  # type: ignore[union-attr]
+                          wait, self.scratch.cursor, len(ctx.scopes)))  # type: ignore[union-attr]
+        cmds = self._cmds
+        cmds.append(cmd)
+        if len(cmds) >= self.writer.chunk:
+            self.writer.compact()
 
     def row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int, cmd: Cmd) -> None:
         """Log one op row (the same row ``_timed`` appends inline)."""
         ctx = self.ctx
         seq = self.seq
         self.seq = seq + 1
-        rows = self.rows
-        rows.append((self.index, ctx.program, seq, None, t_issue, start, t_end, busy, wait,  # type: ignore[union-attr]
-                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
-        if len(rows) >= self.batch_rows:
-            self.writer.flush()
+        self._times(_PACK(self.index, ctx.program, seq, NO_PARENT, t_issue, start, t_end, busy,  # type: ignore[union-attr]
+                          wait, self.scratch.cursor, len(ctx.scopes)))  # type: ignore[union-attr]
+        cmds = self._cmds
+        cmds.append(cmd)
+        if len(cmds) >= self.writer.chunk:
+            self.writer.compact()
 
     def set_loop(self, loop: Loop | None) -> None:
         """Enter (or leave, to ``loop``) a pipelined loop: with 2+ stages its loads and HBM
@@ -194,11 +198,9 @@ class PEDriver:
         self.seq = seq + 1
         writer = self.writer
         op_id = writer.next_op_id
-        rows = writer.rows
-        rows.append((self.index, ctx.program, seq, parent, t_issue, start, t_end, busy, wait,  # type: ignore[union-attr]
-                     self.scratch.cursor, len(ctx.scopes), cmd))  # type: ignore[union-attr]
-        if len(rows) >= writer.batch_rows:
-            writer.flush()
+        writer.row((self.index, ctx.program, seq, NO_PARENT if parent is None else parent,  # type: ignore[union-attr]
+                    t_issue, start, t_end, busy, wait, self.scratch.cursor,
+                    len(ctx.scopes)), cmd)  # type: ignore[union-attr]
         return op_id
 
     # -- scopes and explicit waits -----------------------------------------------------

@@ -1,10 +1,16 @@
 """Streams op rows to ``ops.parquet`` in record batches (memory flat in the number of ops).
 
-The per-op path appends one tuple; columns are built only when a batch is flushed.
+The per-op path packs a row's integer fields into one ``bytearray`` (``ROW.pack``) and
+appends its command to ``cmds``. Every ``chunk`` rows the commands are compacted into the
+batch's columns (codes, counts, references to interned operands and strings), so the
+per-op objects (command, handles, buffers) die young; every ``batch_rows`` rows the batch
+becomes one Arrow record batch, one Parquet row group. Memory is bounded by one batch of
+compact columns, whatever the op count (ADR-0520).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, chain
@@ -25,20 +31,26 @@ from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, 
 
 BATCH_ROWS = 65536
 
-#: the fields of a row tuple in ``OpWriter.rows`` (op_id, kind and engine are derived);
-#: tests check them against the Arrow schema, the single source of truth.
+#: rows per compaction of the pending commands (a chunk's per-op objects then die)
+CHUNK_ROWS = 4096
+
+#: the fields of a row: the integers ``ROW`` packs, then the command (op_id, kind and engine
+#: are derived); tests check them against the Arrow schema, the single source of truth.
 ROW_FIELDS = (
     "pe", "program", "seq", "parent", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps",
     "wait_ps", "scratch_cursor", "scope_depth", "cmd",
 )
+#: a row's integer fields, packed native int64 (``parent`` is -1 for none)
+ROW = struct.Struct(f"={len(ROW_FIELDS) - 1}q")
+NO_PARENT = -1
 #: the op-log columns read from the row's command (a ``Cmd``): column -> Cmd field
 CMD_COLUMNS = {"name": "op", "inputs": "inputs", "output": "out", "num_elements": "num_elements",
                "nbytes": "nbytes", "flops": "flops", "attrs": "attrs", "src": "src"}
 DERIVED_FIELDS = ("op_id", "kind", "engine")
 
-_ROW_GETTERS = [itemgetter(i) for i in range(len(ROW_FIELDS) - 1)]
-_CMD = itemgetter(len(ROW_FIELDS) - 1)
-_CMD_GETTERS = [itemgetter(Cmd._fields.index(f)) for f in CMD_COLUMNS.values()]
+_OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
+    itemgetter(Cmd._fields.index(CMD_COLUMNS[c])) for c in
+    ("name", "inputs", "output", "num_elements", "nbytes", "flops", "attrs", "src"))
 _NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)
 _OPERAND = attrgetter("operand")
@@ -103,17 +115,23 @@ def _dict(values: list | tuple) -> pa.Array:
 
 
 class OpWriter:
-    """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time."""
+    """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time.
+
+    A PE appends a row with ``times.extend(ROW.pack(...))`` and ``cmds.append(cmd)``, then
+    calls ``compact()`` once ``len(cmds) >= chunk`` (``row`` does all three)."""
 
     def __init__(self, path: str | Path, batch_rows: int | None = None,
                  progress: Callable[[int], Any] | None = None) -> None:
         self.path = Path(path)
         self.progress = progress  # called with the op count after every flushed batch
         self.batch_rows = batch_rows or BATCH_ROWS
-        self.rows: list[tuple] = []
+        self.times = bytearray()  # the packed integer fields of the batch's rows
+        self.cmds: list[Cmd] = []  # the commands of rows not compacted yet
+        self.chunk = min(CHUNK_ROWS, self.batch_rows)  # compact when cmds reaches this
         self.n_ops = 0
         self.t_end_ps = 0
         self._flushed = 0
+        self._reset_columns()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-ops-writer")
         self._writing: Future | None = None
         #: the arrays indexed rows refer to (access.parquet beside ops.parquet, on first use)
@@ -129,57 +147,101 @@ class OpWriter:
             write_statistics=False, store_schema=True,
         )
 
+    def _reset_columns(self) -> None:
+        """The batch's compacted command columns: numpy chunks and interned references."""
+        self._compacted = 0  # rows of this batch already compacted
+        self._codes: list[np.ndarray] = []
+        self._counts: list[np.ndarray] = []  # [3, n] num_elements, nbytes, flops
+        self._in_lens: list[np.ndarray] = []
+        self._in_ops: list[tuple] = []  # the inputs' operands, flattened
+        self._out_ops: list[tuple] = []  # the outputs' operands (``_NULL_KEY`` for none)
+        self._attrs: list[str] = []
+        self._src: list[str] = []
+
     @property
     def next_op_id(self) -> int:
-        return self._flushed + len(self.rows)
+        return self._flushed + self._compacted + len(self.cmds)
+
+    def row(self, fields: tuple[int, ...], cmd: Cmd) -> None:
+        """Append one row: its ``ROW_FIELDS`` integers and its command."""
+        self.times += ROW.pack(*fields)
+        cmds = self.cmds
+        cmds.append(cmd)
+        if len(cmds) >= self.chunk:
+            self.compact()
+
+    def compact(self) -> None:
+        """Turn the pending commands into columns of the batch (they are then released);
+        write the batch once it holds ``batch_rows`` rows."""
+        cmds = self.cmds
+        n = len(cmds)
+        if n:
+            codes = np.fromiter(map(_CODE.__getitem__, map(_OP, cmds)), np.int32, n)
+            self._codes.append(codes)
+            counts = np.empty((3, n), np.int64)
+            for k, get in enumerate((_NUM, _NBYTES, _FLOPS)):
+                counts[k] = np.fromiter(map(get, cmds), np.int64, n)
+            self._counts.append(counts)
+            inputs = list(map(_INPUTS, cmds))
+            self._in_lens.append(np.fromiter(map(len, inputs), np.int64, n))
+            self._in_ops += map(_OPERAND, chain.from_iterable(inputs))
+            self._out_ops += [_NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)]
+            self._attrs += map(_ATTRS, cmds)
+            self._src += map(_SRC, cmds)
+            self._compacted += n
+            cmds.clear()  # in place: PE drivers hold this list
+        if self._compacted >= self.batch_rows:
+            self._write_batch()
+        self.chunk = min(CHUNK_ROWS, self.batch_rows - self._compacted)
 
     def flush(self) -> None:
-        if not self.rows:
-            return
-        rows = self.rows
-        n = len(rows)
-        # column by column with C-level maps (zip(*rows) is slower)
+        """Write every row held so far (one record batch)."""
+        self.compact()
+        if self._compacted:
+            self._write_batch()
+            self.chunk = min(CHUNK_ROWS, self.batch_rows)
+
+    def _write_batch(self) -> None:
+        n = self._compacted
+        width = len(ROW_FIELDS) - 1
+        ints = np.frombuffer(self.times, np.int64).reshape(n, width).T.copy()
+        del self.times[:]  # in place: PE drivers hold this bytearray (no view is left)
         (pe, program, seq, parent, t_issue, t_start, t_end, busy, wait, cursor,
-         depth) = [list(map(getter, rows)) for getter in _ROW_GETTERS]
-        cmds = list(map(_CMD, rows))
-        name, inputs, output, num_elements, nbytes, flops, attrs, src = [
-            list(map(getter, cmds)) for getter in _CMD_GETTERS]
-        flat = list(map(_OPERAND, chain.from_iterable(inputs)))
-        offsets = list(accumulate(map(len, inputs), initial=0))
-        inputs_arr = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                              _operand_struct(flat))
-        codes = np.fromiter(map(_CODE.__getitem__, name), np.int32, n)
+         depth) = ints
+        codes = np.concatenate(self._codes)
+        num_elements, nbytes, flops = np.concatenate(self._counts, axis=1)
+        lens = np.concatenate(self._in_lens)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(lens, out=offsets[1:])
+        inputs_arr = pa.ListArray.from_arrays(pa.array(offsets), _operand_struct(self._in_ops))
         no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
         if not self.indexed and _VERSION_2[codes].any():
             self.indexed = True
-        if no_output.any():  # null rows get placeholder children under a mask
-            keys = [_NULL_KEY if o is None else o.operand for o in output]
-            out_struct = _operand_struct(keys, pa.array(no_output))
-        else:
-            out_struct = _operand_struct(list(map(_OPERAND, output)))
+        out_struct = _operand_struct(self._out_ops,
+                                     pa.array(no_output) if no_output.any() else None)
+        no_parent = parent == NO_PARENT
         start = self._flushed
         arrays = [
-            pa.array(range(start, start + n), pa.int64()),
-            pa.array(pe, pa.int32()), pa.array(program, pa.int32()), pa.array(seq, pa.int64()),
+            pa.array(np.arange(start, start + n, dtype=np.int64)),
+            pa.array(pe.astype(np.int32)), pa.array(program.astype(np.int32)), pa.array(seq),
             _used(_KIND_OF[codes], _KIND_DICT), _used(codes, _NAME_DICT),
             _used(_ENGINE_OF[codes], _ENGINE_DICT),
-            pa.array(parent, pa.int64()),
-            pa.array(t_issue, pa.int64()), pa.array(t_start, pa.int64()),
-            pa.array(t_end, pa.int64()), pa.array(busy, pa.int64()), pa.array(wait, pa.int64()),
-            inputs_arr, out_struct,
-            pa.array(num_elements, pa.int64()), pa.array(nbytes, pa.int64()),
-            pa.array(flops, pa.int64()), pa.array(cursor, pa.int64()), pa.array(depth, pa.int16()),
-            pa.array(attrs, pa.string()), _dict(src),
+            pa.array(parent, mask=no_parent) if no_parent.any() else pa.array(parent),
+            pa.array(t_issue), pa.array(t_start), pa.array(t_end), pa.array(busy),
+            pa.array(wait), inputs_arr, out_struct,
+            pa.array(num_elements), pa.array(nbytes), pa.array(flops), pa.array(cursor),
+            pa.array(depth.astype(np.int16)),
+            pa.array(self._attrs, pa.string()), _dict(self._src),
         ]
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
         self._writing = self._pool.submit(self._pq.write_batch, batch)  # next batch records
-        self.t_end_ps = max(self.t_end_ps, max(t_end))
+        self.t_end_ps = max(self.t_end_ps, int(t_end.max()))
         self._flushed += n
         self.n_ops = self._flushed
+        self._reset_columns()
         if self.progress is not None:
             self.progress(self.n_ops)
-        rows.clear()  # in place: PE drivers hold this list
 
     def _wait_write(self) -> None:
         if self._writing is not None:
@@ -200,7 +262,9 @@ class OpWriter:
 
     def abort(self) -> None:
         self.access.abort()
-        self.rows.clear()
+        self.cmds.clear()
+        del self.times[:]
+        self._reset_columns()
         try:
             self._wait_write()
         except Exception:  # noqa: BLE001 - best effort on the failure path
