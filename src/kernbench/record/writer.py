@@ -13,13 +13,15 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import accumulate, chain
+from functools import partial
+from itertools import chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kernbench.record.access import AccessWriter
@@ -29,7 +31,7 @@ from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPERAND, OPS, SCHE
 from kernbench.schemas.dtypes import float32
 from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, Op
 
-BATCH_ROWS = 65536
+BATCH_ROWS = 1 << 14
 
 #: rows per compaction of the pending commands (a chunk's per-op objects then die)
 CHUNK_ROWS = 4096
@@ -51,6 +53,11 @@ DERIVED_FIELDS = ("op_id", "kind", "engine")
 _OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
     itemgetter(Cmd._fields.index(CMD_COLUMNS[c])) for c in
     ("name", "inputs", "output", "num_elements", "nbytes", "flops", "attrs", "src"))
+#: the recorder's Arrow allocations (columns, Parquet encoding) come from the system
+#: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
+#: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0511)
+POOL = pa.system_memory_pool()
+_array = partial(pa.array, memory_pool=POOL)
 _NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)
 _OPERAND = attrgetter("operand")
@@ -73,16 +80,18 @@ def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array
     lens = u_len[idx]
     offsets = np.concatenate(([0], np.cumsum(lens)))
     pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
-    shape = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(u_vals[pos]))
+    shape = pa.ListArray.from_arrays(_array(offsets.astype(np.int32)), _array(u_vals[pos]),
+                                     pool=POOL)
     children = [
-        pa.array(np.array(space, dtype=object)[idx], pa.string()),
-        pa.array(np.array(pe, np.int32)[idx]),
-        pa.array(np.array(addr, np.int64)[idx]),
+        _array(np.array(space, dtype=object)[idx], pa.string()),
+        _array(np.array(pe, np.int32)[idx]),
+        _array(np.array(addr, np.int64)[idx]),
         shape,
-        pa.array(np.array(dtype, dtype=object)[idx], pa.string()),
-        pa.array(np.array(transposed, np.bool_)[idx]),
+        _array(np.array(dtype, dtype=object)[idx], pa.string()),
+        _array(np.array(transposed, np.bool_)[idx]),
     ]
-    return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask)
+    return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask,
+                                     memory_pool=POOL)
 
 
 # the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
@@ -106,12 +115,13 @@ def _used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
     """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
     bytes then depend on the ops it uses, not on how many ops the table knows."""
     used = np.unique(codes)
-    return pa.DictionaryArray.from_arrays(pa.array(np.searchsorted(used, codes).astype(np.int32)),
-                                          vocabulary.take(pa.array(used)))
+    return pa.DictionaryArray.from_arrays(
+        _array(np.searchsorted(used, codes).astype(np.int32)),
+        pc.take(vocabulary, _array(used), memory_pool=POOL), memory_pool=POOL)
 
 
 def _dict(values: list | tuple) -> pa.Array:
-    return pa.array(values, pa.string()).dictionary_encode()
+    return pc.dictionary_encode(_array(values, pa.string()), memory_pool=POOL)
 
 
 class OpWriter:
@@ -144,7 +154,7 @@ class OpWriter:
             use_dictionary=["kind", "name", "engine", "src", "attrs",
                             "inputs.list.element.space", "inputs.list.element.dtype",
                             "output.space", "output.dtype"],
-            write_statistics=False, store_schema=True,
+            write_statistics=False, store_schema=True, memory_pool=POOL,
         )
 
     def _reset_columns(self) -> None:
@@ -213,25 +223,26 @@ class OpWriter:
         lens = np.concatenate(self._in_lens)
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(lens, out=offsets[1:])
-        inputs_arr = pa.ListArray.from_arrays(pa.array(offsets), _operand_struct(self._in_ops))
+        inputs_arr = pa.ListArray.from_arrays(_array(offsets), _operand_struct(self._in_ops),
+                                              pool=POOL)
         no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
         if not self.indexed and _VERSION_2[codes].any():
             self.indexed = True
         out_struct = _operand_struct(self._out_ops,
-                                     pa.array(no_output) if no_output.any() else None)
+                                     _array(no_output) if no_output.any() else None)
         no_parent = parent == NO_PARENT
         start = self._flushed
         arrays = [
-            pa.array(np.arange(start, start + n, dtype=np.int64)),
-            pa.array(pe.astype(np.int32)), pa.array(program.astype(np.int32)), pa.array(seq),
+            _array(np.arange(start, start + n, dtype=np.int64)),
+            _array(pe.astype(np.int32)), _array(program.astype(np.int32)), _array(seq),
             _used(_KIND_OF[codes], _KIND_DICT), _used(codes, _NAME_DICT),
             _used(_ENGINE_OF[codes], _ENGINE_DICT),
-            pa.array(parent, mask=no_parent) if no_parent.any() else pa.array(parent),
-            pa.array(t_issue), pa.array(t_start), pa.array(t_end), pa.array(busy),
-            pa.array(wait), inputs_arr, out_struct,
-            pa.array(num_elements), pa.array(nbytes), pa.array(flops), pa.array(cursor),
-            pa.array(depth.astype(np.int16)),
-            pa.array(self._attrs, pa.string()), _dict(self._src),
+            _array(parent, mask=no_parent) if no_parent.any() else _array(parent),
+            _array(t_issue), _array(t_start), _array(t_end), _array(busy),
+            _array(wait), inputs_arr, out_struct,
+            _array(num_elements), _array(nbytes), _array(flops), _array(cursor),
+            _array(depth.astype(np.int16)),
+            _array(self._attrs, pa.string()), _dict(self._src),
         ]
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
