@@ -63,15 +63,19 @@ _OPERAND_FIELDS = list(OPERAND)
 _OPERAND = attrgetter("operand")
 
 
-def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array:
-    """The OPERAND struct array of operand ``keys`` (``TensorHandle.operand``). Distinct
-    operands are converted once and gathered with numpy (a loop re-uses the same few
-    operands again and again)."""
-    ids = list(map(id, keys))  # operands are interned: identity finds the equal ones
-    first = dict(zip(ids, keys, strict=True))
-    index = {i: n for n, i in enumerate(first)}
-    idx = np.fromiter(map(index.__getitem__, ids), np.int64, len(ids))
-    uniq = list(first.values())
+def by_identity(objs: list) -> tuple[list, np.ndarray]:
+    """The distinct objects of ``objs`` by identity (ordered by address) and each entry's
+    index among them: one numpy sort, no per-row dict (``objs`` keeps the ids valid)."""
+    ids = np.fromiter(map(id, objs), np.int64, len(objs))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    return list(map(objs.__getitem__, first.tolist())), inverse.astype(np.int32)
+
+
+def _operand_struct(uniq: list[tuple], idx: np.ndarray, mask: pa.Array | None = None
+                    ) -> pa.Array:
+    """The OPERAND struct array of the operands ``uniq[idx]`` (``TensorHandle.operand``
+    tuples). Each distinct operand is converted once and gathered with numpy (a loop re-uses
+    the same few operands again and again)."""
     space, pe, addr, shapes, dtype, transposed = (list(map(itemgetter(i), uniq))
                                                   for i in range(6))
     u_len = np.fromiter(map(len, shapes), np.int64, len(shapes))
@@ -82,16 +86,39 @@ def _operand_struct(keys: list[tuple], mask: pa.Array | None = None) -> pa.Array
     pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
     shape = pa.ListArray.from_arrays(_array(offsets.astype(np.int32)), _array(u_vals[pos]),
                                      pool=POOL)
+    where = _array(idx)
     children = [
-        _array(np.array(space, dtype=object)[idx], pa.string()),
+        pc.take(_array(space, pa.string()), where, memory_pool=POOL),
         _array(np.array(pe, np.int32)[idx]),
         _array(np.array(addr, np.int64)[idx]),
         shape,
-        _array(np.array(dtype, dtype=object)[idx], pa.string()),
+        pc.take(_array(dtype, pa.string()), where, memory_pool=POOL),
         _array(np.array(transposed, np.bool_)[idx]),
     ]
     return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask,
                                      memory_pool=POOL)
+
+
+class _Operands:
+    """One column of operands, compacted chunk by chunk: each chunk's distinct operands
+    and the chunk's indices into them."""
+
+    __slots__ = ("uniq", "idx", "n_uniq")
+
+    def __init__(self) -> None:
+        self.uniq: list[tuple] = []
+        self.idx: list[np.ndarray] = []
+        self.n_uniq = 0
+
+    def add(self, keys: list[tuple]) -> None:
+        uniq, idx = by_identity(keys)
+        self.idx.append(idx + self.n_uniq)
+        self.uniq += uniq
+        self.n_uniq += len(uniq)
+
+    def struct(self, mask: pa.Array | None = None) -> pa.Array:
+        idx = np.concatenate(self.idx) if self.idx else np.zeros(0, np.int32)
+        return _operand_struct(self.uniq, idx, mask)
 
 
 # the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
@@ -163,8 +190,8 @@ class OpWriter:
         self._codes: list[np.ndarray] = []
         self._counts: list[np.ndarray] = []  # [3, n] num_elements, nbytes, flops
         self._in_lens: list[np.ndarray] = []
-        self._in_ops: list[tuple] = []  # the inputs' operands, flattened
-        self._out_ops: list[tuple] = []  # the outputs' operands (``_NULL_KEY`` for none)
+        self._in_ops = _Operands()  # the inputs' operands, flattened
+        self._out_ops = _Operands()  # the outputs' operands (``_NULL_KEY`` for none)
         self._attrs: list[str] = []
         self._src: list[str] = []
 
@@ -194,8 +221,8 @@ class OpWriter:
             self._counts.append(counts)
             inputs = list(map(_INPUTS, cmds))
             self._in_lens.append(np.fromiter(map(len, inputs), np.int64, n))
-            self._in_ops += map(_OPERAND, chain.from_iterable(inputs))
-            self._out_ops += [_NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)]
+            self._in_ops.add(list(map(_OPERAND, chain.from_iterable(inputs))))
+            self._out_ops.add([_NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)])
             self._attrs += map(_ATTRS, cmds)
             self._src += map(_SRC, cmds)
             self._compacted += n
@@ -223,13 +250,12 @@ class OpWriter:
         lens = np.concatenate(self._in_lens)
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(lens, out=offsets[1:])
-        inputs_arr = pa.ListArray.from_arrays(_array(offsets), _operand_struct(self._in_ops),
+        inputs_arr = pa.ListArray.from_arrays(_array(offsets), self._in_ops.struct(),
                                               pool=POOL)
         no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
         if not self.indexed and _VERSION_2[codes].any():
             self.indexed = True
-        out_struct = _operand_struct(self._out_ops,
-                                     _array(no_output) if no_output.any() else None)
+        out_struct = self._out_ops.struct(_array(no_output) if no_output.any() else None)
         no_parent = parent == NO_PARENT
         start = self._flushed
         arrays = [
