@@ -29,6 +29,11 @@ class Cmd(NamedTuple):
     attrs: str = "{}"
 
 
+#: ``new_cmd(Cmd, (op, inputs, out, num_elements, nbytes, work, src, flops, attrs))``: a
+#: ``Cmd`` without the NamedTuple's Python-level ``__new__`` (the per-op path; all 9 fields)
+new_cmd = tuple.__new__
+
+
 # -- requests that synchronise with SimPy (run by the PE driver, record/ipcq.py) -----------
 #: ring directions a kernel may name; "next" lands in the neighbour's "prev" queue
 DIRECTIONS = ("next", "prev")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from greenlet import getcurrent, greenlet
 
@@ -19,7 +19,7 @@ class KernelContext:
     """What one program of the grid needs while it runs: its PE driver, ids, scratch, scopes."""
 
     __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue",
-                 "unresolved")
+                 "unresolved", "by_op")
 
     def __init__(self, driver: PE, program: int, grid: tuple[int, ...]) -> None:
         self.driver = driver
@@ -38,6 +38,9 @@ class KernelContext:
         self.unresolved: list = driver.unresolved
         #: hands a command to the PE driver's greenlet and resumes with its answer
         self.issue: Callable[[object], object] = _outside_driver
+        #: the driver's op -> (timing model, engine, handler) table: a command runs as
+        #: ``handler(cmd, model, engine)``, what ``issue(cmd)`` does, one call shorter
+        self.by_op: dict[Any, tuple[Any, Any, Callable[..., Any]]] = _NOT_ATTACHED
 
     @property
     def scope(self) -> Scope | None:
@@ -60,3 +63,11 @@ def current() -> KernelContext:
 
 def _outside_driver(cmd: object) -> object:
     raise KernelError("this kernel context is not attached to a PE driver")
+
+
+class _NotAttached(dict):
+    def __missing__(self, key: object) -> Any:
+        return _outside_driver(key)
+
+
+_NOT_ATTACHED: dict[Any, Any] = _NotAttached()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import BoundsError, DtypeError, KernelError, ShapeError, SpaceError
-from kernbench.record.commands import Cmd, Resolve, Wait, tile_rows
+from kernbench.record.commands import Cmd, Resolve, Wait, new_cmd, tile_rows
 from kernbench.record.context import current
 from kernbench.record.handle import Buffer, Pointer, TensorHandle
 from kernbench.record.semantics import _attrs, _dtype, _issue, _live, _prod, _shape, into
@@ -44,7 +44,7 @@ def load(ptr: Pointer, shape: Any, dtype: Any, *, out: TensorHandle | None = Non
         dst = TensorHandle(ctx.scratch.alloc(nbytes, ctx.scope, src), shape, dt)
     else:
         dst = into(out, shape, dt, "load", src)
-    _issue(ctx, Cmd(OP.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src))
+    _issue(ctx, new_cmd(Cmd, (OP.DMA_READ, (hbm,), dst, n, nbytes, (nbytes,), src, 0, "{}")))
     return dst
 
 
@@ -54,7 +54,8 @@ def store(ptr: Pointer, value: TensorHandle) -> None:
     src = src_here()
     _live(value, src, "store value")
     hbm = _hbm_operand(ptr, value.shape, "store", src)
-    _issue(ctx, Cmd(OP.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,), src))
+    _issue(ctx, new_cmd(Cmd, (OP.DMA_WRITE, (value,), hbm, hbm.numel, hbm.nbytes, (hbm.nbytes,),
+                                src, 0, "{}")))
 
 
 def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
@@ -75,7 +76,7 @@ def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
     if dst.transposed:
         raise SpaceError("copy_to dst must not be a transposed view", src)
     n = dst.numel
-    _issue(ctx, Cmd(OP.COPY, (src_h,), dst, n, dst.nbytes, (n,), src))
+    _issue(ctx, new_cmd(Cmd, (OP.COPY, (src_h,), dst, n, dst.nbytes, (n,), src, 0, "{}")))
 
 
 def wait(*handles: TensorHandle) -> None:

@@ -19,7 +19,7 @@ from kernbench.errors import (
 )
 from kernbench.record import handle as _handle
 from kernbench.record import hints
-from kernbench.record.commands import Cmd, Resolve
+from kernbench.record.commands import Cmd, Resolve, new_cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
 from kernbench.record.source import src_here
@@ -107,7 +107,8 @@ def _issue(ctx: KernelContext, cmd: Cmd) -> None:
     """Hand ``cmd`` to the driver, first resolving recv_async inputs still unmatched."""
     if ctx.unresolved:
         _resolve(ctx, cmd)
-    ctx.issue(cmd)
+    model, engine, handler = ctx.by_op[cmd.op]  # ctx.issue(cmd), one call shorter
+    handler(cmd, model, engine)
 
 
 def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
@@ -121,10 +122,11 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
     scopes = ctx.scopes
     out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),
                        shape, dtype)
-    cmd = Cmd(op, inputs, out, n, nbytes, work, src, flops, attrs)
+    cmd = new_cmd(Cmd, (op, inputs, out, n, nbytes, work, src, flops, attrs))
     if ctx.unresolved:
         _resolve(ctx, cmd)
-    ctx.issue(cmd)
+    model, engine, handler = ctx.by_op[op]  # ctx.issue(cmd), one call shorter
+    handler(cmd, model, engine)
     return out
 
 
