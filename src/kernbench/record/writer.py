@@ -2,10 +2,11 @@
 
 The per-op path packs a row's integer fields into one ``bytearray`` (``ROW.pack``) and
 appends its command to ``cmds``. Every ``chunk`` rows the commands are compacted into the
-batch's columns (codes, counts, references to interned operands and strings), so the
-per-op objects (command, handles, buffers) die young; every ``batch_rows`` rows the batch
-becomes one Arrow record batch, one Parquet row group. Memory is bounded by one batch of
-compact columns, whatever the op count (ADR-0520).
+batch's columns (op codes, counts, strings, each chunk's distinct operands: see
+``record/columns.py``), so the per-op objects (command, handles, buffers) die young; every
+``batch_rows`` rows the batch becomes one Arrow record batch, one Parquet row group, encoded
+on a writer thread while the next batch records. Memory is bounded by one batch of compact
+columns, whatever the op count (ADR-0511).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
 from itertools import chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -21,15 +21,27 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kernbench.record.access import AccessWriter
+from kernbench.record.columns import (
+    CODE,
+    ENGINE_DICT,
+    ENGINE_OF,
+    KIND_DICT,
+    KIND_OF,
+    NAME_DICT,
+    NO_OUTPUT,
+    NULL_KEY,
+    POOL,
+    VERSION_2_OF,
+    Operands,
+    array,
+    dictionary,
+    used,
+)
 from kernbench.record.commands import Cmd
-from kernbench.record.handle import Buffer, TensorHandle
-from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPERAND, OPS, SCHEMA_VERSION
-from kernbench.schemas.dtypes import float32
-from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, Op
+from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPS, SCHEMA_VERSION
 
 BATCH_ROWS = 1 << 14
 
@@ -53,103 +65,7 @@ DERIVED_FIELDS = ("op_id", "kind", "engine")
 _OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
     itemgetter(Cmd._fields.index(CMD_COLUMNS[c])) for c in
     ("name", "inputs", "output", "num_elements", "nbytes", "flops", "attrs", "src"))
-#: the recorder's Arrow allocations (columns, Parquet encoding) come from the system
-#: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
-#: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0511)
-POOL = pa.system_memory_pool()
-_array = partial(pa.array, memory_pool=POOL)
-_NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
-_OPERAND_FIELDS = list(OPERAND)
 _OPERAND = attrgetter("operand")
-
-
-def by_identity(objs: list) -> tuple[list, np.ndarray]:
-    """The distinct objects of ``objs`` by identity (ordered by address) and each entry's
-    index among them: one numpy sort, no per-row dict (``objs`` keeps the ids valid)."""
-    ids = np.fromiter(map(id, objs), np.int64, len(objs))
-    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    return list(map(objs.__getitem__, first.tolist())), inverse.astype(np.int32)
-
-
-def _operand_struct(uniq: list[tuple], idx: np.ndarray, mask: pa.Array | None = None
-                    ) -> pa.Array:
-    """The OPERAND struct array of the operands ``uniq[idx]`` (``TensorHandle.operand``
-    tuples). Each distinct operand is converted once and gathered with numpy (a loop re-uses
-    the same few operands again and again)."""
-    space, pe, addr, shapes, dtype, transposed = (list(map(itemgetter(i), uniq))
-                                                  for i in range(6))
-    u_len = np.fromiter(map(len, shapes), np.int64, len(shapes))
-    u_off = np.concatenate(([0], np.cumsum(u_len)))
-    u_vals = np.fromiter(chain.from_iterable(shapes), np.int64, int(u_off[-1]))
-    lens = u_len[idx]
-    offsets = np.concatenate(([0], np.cumsum(lens)))
-    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
-    shape = pa.ListArray.from_arrays(_array(offsets.astype(np.int32)), _array(u_vals[pos]),
-                                     pool=POOL)
-    where = _array(idx)
-    children = [
-        pc.take(_array(space, pa.string()), where, memory_pool=POOL),
-        _array(np.array(pe, np.int32)[idx]),
-        _array(np.array(addr, np.int64)[idx]),
-        shape,
-        pc.take(_array(dtype, pa.string()), where, memory_pool=POOL),
-        _array(np.array(transposed, np.bool_)[idx]),
-    ]
-    return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask,
-                                     memory_pool=POOL)
-
-
-class _Operands:
-    """One column of operands, compacted chunk by chunk: each chunk's distinct operands
-    and the chunk's indices into them."""
-
-    __slots__ = ("uniq", "idx", "n_uniq")
-
-    def __init__(self) -> None:
-        self.uniq: list[tuple] = []
-        self.idx: list[np.ndarray] = []
-        self.n_uniq = 0
-
-    def add(self, keys: list[tuple]) -> None:
-        uniq, idx = by_identity(keys)
-        self.idx.append(idx + self.n_uniq)
-        self.uniq += uniq
-        self.n_uniq += len(uniq)
-
-    def struct(self, mask: pa.Array | None = None) -> pa.Array:
-        idx = np.concatenate(self.idx) if self.idx else np.zeros(0, np.int32)
-        return _operand_struct(self.uniq, idx, mask)
-
-
-# the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
-# is the enums' declaration order, never a set's or a dict built from sets (``KIND`` is
-# filled by iterating frozensets, whose order follows PYTHONHASHSEED): the dictionary values
-# are written into ops.parquet, so any hash order here would change its bytes (ADR-0500).
-# Each batch writes only the values it uses (``_used``), in this order.
-_OPS_ORDER = list(Op)
-_CODE = {op: i for i, op in enumerate(_OPS_ORDER)}
-_NAME_DICT = pa.array([op.value for op in _OPS_ORDER], pa.string())
-_KINDS, _ENGINES = list(Kind), list(Engine)
-_KIND_DICT = pa.array([k.value for k in _KINDS], pa.string())
-_ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
-_KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
-_ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
-_NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
-_VERSION_2 = np.array([op in VERSION_2 for op in _OPS_ORDER], np.bool_)
-
-
-def _used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
-    """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
-    bytes then depend on the ops it uses, not on how many ops the table knows."""
-    used = np.unique(codes)
-    return pa.DictionaryArray.from_arrays(
-        _array(np.searchsorted(used, codes).astype(np.int32)),
-        pc.take(vocabulary, _array(used), memory_pool=POOL), memory_pool=POOL)
-
-
-def _dict(values: list | tuple) -> pa.Array:
-    return pc.dictionary_encode(_array(values, pa.string()), memory_pool=POOL)
-
 
 class OpWriter:
     """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time.
@@ -190,8 +106,8 @@ class OpWriter:
         self._codes: list[np.ndarray] = []
         self._counts: list[np.ndarray] = []  # [3, n] num_elements, nbytes, flops
         self._in_lens: list[np.ndarray] = []
-        self._in_ops = _Operands()  # the inputs' operands, flattened
-        self._out_ops = _Operands()  # the outputs' operands (``_NULL_KEY`` for none)
+        self._in_ops = Operands()  # the inputs' operands, flattened
+        self._out_ops = Operands()  # the outputs' operands (``NULL_KEY`` for none)
         self._attrs: list[str] = []
         self._src: list[str] = []
 
@@ -213,7 +129,7 @@ class OpWriter:
         cmds = self.cmds
         n = len(cmds)
         if n:
-            codes = np.fromiter(map(_CODE.__getitem__, map(_OP, cmds)), np.int32, n)
+            codes = np.fromiter(map(CODE.__getitem__, map(_OP, cmds)), np.int32, n)
             self._codes.append(codes)
             counts = np.empty((3, n), np.int64)
             for k, get in enumerate((_NUM, _NBYTES, _FLOPS)):
@@ -222,7 +138,7 @@ class OpWriter:
             inputs = list(map(_INPUTS, cmds))
             self._in_lens.append(np.fromiter(map(len, inputs), np.int64, n))
             self._in_ops.add(list(map(_OPERAND, chain.from_iterable(inputs))))
-            self._out_ops.add([_NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)])
+            self._out_ops.add([NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)])
             self._attrs += map(_ATTRS, cmds)
             self._src += map(_SRC, cmds)
             self._compacted += n
@@ -250,25 +166,25 @@ class OpWriter:
         lens = np.concatenate(self._in_lens)
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(lens, out=offsets[1:])
-        inputs_arr = pa.ListArray.from_arrays(_array(offsets), self._in_ops.struct(),
+        inputs_arr = pa.ListArray.from_arrays(array(offsets), self._in_ops.operands(),
                                               pool=POOL)
-        no_output = _NO_OUTPUT[codes]  # only scope rows write nothing
-        if not self.indexed and _VERSION_2[codes].any():
+        no_output = NO_OUTPUT[codes]  # only scope rows write nothing
+        if not self.indexed and VERSION_2_OF[codes].any():
             self.indexed = True
-        out_struct = self._out_ops.struct(_array(no_output) if no_output.any() else None)
+        out_struct = self._out_ops.operands(array(no_output) if no_output.any() else None)
         no_parent = parent == NO_PARENT
         start = self._flushed
         arrays = [
-            _array(np.arange(start, start + n, dtype=np.int64)),
-            _array(pe.astype(np.int32)), _array(program.astype(np.int32)), _array(seq),
-            _used(_KIND_OF[codes], _KIND_DICT), _used(codes, _NAME_DICT),
-            _used(_ENGINE_OF[codes], _ENGINE_DICT),
-            _array(parent, mask=no_parent) if no_parent.any() else _array(parent),
-            _array(t_issue), _array(t_start), _array(t_end), _array(busy),
-            _array(wait), inputs_arr, out_struct,
-            _array(num_elements), _array(nbytes), _array(flops), _array(cursor),
-            _array(depth.astype(np.int16)),
-            _array(self._attrs, pa.string()), _dict(self._src),
+            array(np.arange(start, start + n, dtype=np.int64)),
+            array(pe.astype(np.int32)), array(program.astype(np.int32)), array(seq),
+            used(KIND_OF[codes], KIND_DICT), used(codes, NAME_DICT),
+            used(ENGINE_OF[codes], ENGINE_DICT),
+            array(parent, mask=no_parent) if no_parent.any() else array(parent),
+            array(t_issue), array(t_start), array(t_end), array(busy),
+            array(wait), inputs_arr, out_struct,
+            array(num_elements), array(nbytes), array(flops), array(cursor),
+            array(depth.astype(np.int16)),
+            array(self._attrs, pa.string()), dictionary(self._src),
         ]
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the

@@ -1,0 +1,114 @@
+"""The op log's Arrow columns, built from compacted chunks of rows (``record/writer.py``).
+
+Operands, repeated row after row, are kept as each chunk's distinct operand tuples, by
+identity, plus the rows' indices into them; a batch converts each distinct operand once and
+gathers. Every column equals what converting the rows one by one gives, so ops.parquet's
+bytes do not depend on the chunking.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from itertools import chain
+from operator import itemgetter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.schemas.arrow import OPERAND
+from kernbench.schemas.dtypes import float32
+from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, Op
+
+#: the recorder's Arrow allocations (columns, Parquet encoding) come from the system
+#: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
+#: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0511)
+POOL = pa.system_memory_pool()
+array = partial(pa.array, memory_pool=POOL)
+#: the operand of a row that writes nothing (masked out)
+NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
+_OPERAND_FIELDS = list(OPERAND)
+
+
+def _operand_struct(uniq: list[tuple], idx: np.ndarray, mask: pa.Array | None = None
+                    ) -> pa.Array:
+    """The OPERAND struct array of the operands ``uniq[idx]`` (``TensorHandle.operand``
+    tuples). Each distinct operand is converted once and gathered."""
+    space, pe, addr, shapes, dtype, transposed = (list(map(itemgetter(i), uniq))
+                                                  for i in range(6))
+    u_len = np.fromiter(map(len, shapes), np.int64, len(shapes))
+    u_off = np.concatenate(([0], np.cumsum(u_len)))
+    u_vals = np.fromiter(chain.from_iterable(shapes), np.int64, int(u_off[-1]))
+    lens = u_len[idx]
+    offsets = np.concatenate(([0], np.cumsum(lens)))
+    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
+    shape = pa.ListArray.from_arrays(array(offsets.astype(np.int32)), array(u_vals[pos]),
+                                     pool=POOL)
+    where = array(idx)
+    children = [
+        pc.take(array(space, pa.string()), where, memory_pool=POOL),
+        array(np.array(pe, np.int32)[idx]),
+        array(np.array(addr, np.int64)[idx]),
+        shape,
+        pc.take(array(dtype, pa.string()), where, memory_pool=POOL),
+        array(np.array(transposed, np.bool_)[idx]),
+    ]
+    return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask,
+                                     memory_pool=POOL)
+
+
+class Operands:
+    """One operand column, added chunk by chunk: each chunk's distinct operand tuples by
+    identity (one numpy sort, no per-row dict) and the rows' indices into them. Holding the
+    tuples keeps their ids valid."""
+
+    __slots__ = ("uniq", "idx")
+
+    def __init__(self) -> None:
+        self.uniq: list[tuple] = []
+        self.idx: list[np.ndarray] = []
+
+    def add(self, keys: list[tuple]) -> None:
+        ids = np.fromiter(map(id, keys), np.int64, len(keys))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        self.idx.append(inverse.astype(np.int32) + len(self.uniq))
+        self.uniq += map(keys.__getitem__, first.tolist())
+
+    def indices(self) -> np.ndarray:
+        return np.concatenate(self.idx) if self.idx else np.zeros(0, np.int32)
+
+    def operands(self, mask: pa.Array | None = None) -> pa.Array:
+        """The rows' operands as an OPERAND struct array."""
+        return _operand_struct(self.uniq, self.indices(), mask)
+
+
+# the vocabulary as dictionaries: a row's name/kind/engine are codes into these. Their order
+# is the enums' declaration order, never a set's or a dict built from sets (``KIND`` is
+# filled by iterating frozensets, whose order follows PYTHONHASHSEED): the dictionary values
+# are written into ops.parquet, so any hash order here would change its bytes (ADR-0500).
+# Each batch writes only the values it uses (``used``), in this order.
+_OPS_ORDER = list(Op)
+CODE = {op: i for i, op in enumerate(_OPS_ORDER)}
+NAME_DICT = pa.array([op.value for op in _OPS_ORDER], pa.string())
+_KINDS, _ENGINES = list(Kind), list(Engine)
+KIND_DICT = pa.array([k.value for k in _KINDS], pa.string())
+ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
+KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
+ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
+NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
+VERSION_2_OF = np.array([op in VERSION_2 for op in _OPS_ORDER], np.bool_)
+
+
+def used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
+    """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
+    bytes then depend on the ops it uses, not on how many ops the table knows."""
+    present = np.unique(codes)
+    return pa.DictionaryArray.from_arrays(
+        array(np.searchsorted(present, codes).astype(np.int32)),
+        pc.take(vocabulary, array(present), memory_pool=POOL), memory_pool=POOL)
+
+
+def dictionary(values: list[str]) -> pa.DictionaryArray:
+    """Strings dictionary-encoded in order of first appearance."""
+    return pc.dictionary_encode(array(values, pa.string()), memory_pool=POOL)
