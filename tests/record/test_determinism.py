@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from kernbench.kernels.golden import GOLDEN
-from kernbench.record.writer import _ENGINE_DICT, _KIND_DICT, _NAME_DICT
+from kernbench.record.columns import ENGINE_DICT, KIND_DICT, NAME_DICT
 from kernbench.schemas.ops import Engine, Kind, Op
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
@@ -42,9 +42,9 @@ def test_trust_4_every_golden_is_byte_identical_under_several_hash_seeds(tmp_pat
 
 
 def test_trust_4_dictionaries_follow_enum_declaration_order():
-    assert _NAME_DICT.to_pylist() == [op.value for op in Op]
-    assert _KIND_DICT.to_pylist() == [k.value for k in Kind]
-    assert _ENGINE_DICT.to_pylist() == [e.value for e in Engine]
+    assert NAME_DICT.to_pylist() == [op.value for op in Op]
+    assert KIND_DICT.to_pylist() == [k.value for k in Kind]
+    assert ENGINE_DICT.to_pylist() == [e.value for e in Engine]
 
 
 def test_trust_4_written_dictionary_is_the_used_vocabulary_in_declaration_order():
