@@ -23,7 +23,7 @@ from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, 
 
 #: the recorder's Arrow allocations (columns, Parquet encoding) come from the system
 #: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
-#: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0511)
+#: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0514)
 POOL = pa.system_memory_pool()
 array = partial(pa.array, memory_pool=POOL)
 #: the operand of a row that writes nothing (masked out)

@@ -6,7 +6,7 @@ batch's columns (op codes, counts, strings, each chunk's distinct operands: see
 ``record/columns.py``), so the per-op objects (command, handles, buffers) die young; every
 ``batch_rows`` rows the batch becomes one Arrow record batch, one Parquet row group, encoded
 on a writer thread while the next batch records. Memory is bounded by one batch of compact
-columns, whatever the op count (ADR-0511).
+columns, whatever the op count (ADR-0514).
 """
 
 from __future__ import annotations
