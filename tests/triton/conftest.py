@@ -64,6 +64,7 @@ KERNELS = [
     Entry("flash-attention-causal-ragged", "flash_attention", params={"n_ctx": 40}),
     Entry("embedding-gather", "embedding"),
     Entry("atomic-add-across-programs", "atomic_sum"),
+    Entry("rms-norm-module-helpers", "rms_norm"),
 ]
 
 #: kernels that pin Triton's semantics (closed-form references)
