@@ -65,6 +65,7 @@ KERNELS = [
     Entry("embedding-gather", "embedding"),
     Entry("atomic-add-across-programs", "atomic_sum"),
     Entry("rms-norm-module-helpers", "rms_norm"),
+    Entry("gqa-flash-decoding-trans", "gqa_decode"),
 ]
 
 #: kernels that pin Triton's semantics (closed-form references)
