@@ -4,9 +4,9 @@ interpreter on the same unmodified kernel and the same inputs.
 ``triton_matmul_*``: the grouped-ordering matmul, 512 x 512 x 512 fp16 in 64 x 64 x 32
 blocks; ``triton_softmax_*``: the fused row softmax of 1024 x 1024 float32 (one program per
 row); ``triton_decode_32k_*``: GQA flash decoding over 32,768 fp16 keys (8 KV heads; one
-run each side, not three: a run takes seconds). Our side, ``*_s``: ``kb.record`` of the built case + a
-replay verified against the numpy reference (``replay_in_process``, reference on: it
-rebuilds the case, inputs included), best of ``repeat``. Their side,
+run each side, not three: a run takes seconds). Our side, ``*_s``: ``kb.record`` of the
+built case + a replay verified against the numpy reference (``replay_in_process``,
+reference on: it rebuilds the case, inputs included), best of ``repeat``. Their side,
 ``*_interpreter_s``: one ``kernel[grid](...)`` launch under ``TRITON_INTERPRET=1`` on torch
 CPU tensors, best of ``repeat``, in a process of its own. ``*_vs_interpreter`` is ours over
 theirs (like ``replay_vs_numpy``; 0.1 is ten times faster). ``*_process_s`` and
