@@ -80,6 +80,15 @@ def chunk_kind(q0: int, k0: int, t_q: int, c: int, shift: int) -> str:
     return "full" if k0 + c - 1 <= q0 + shift else "diagonal"
 
 
+def rotated_chunks(layout: str, q0: int, n: int, s: int, t_q: int, c: int) -> int:
+    """How many of the S // C chunks go round the ring for the query tiles at local token
+    ``q0``: up to the last one some rank sees a key of (a prefix: visibility only shrinks
+    with the chunk index). Every rank computes the same count, so sends and receives match."""
+    shifts = {visible_shift(layout, r, src, n, s) for r in range(n) for src in range(n)}
+    return max(sum(chunk_kind(q0, j * c, t_q, c, sh) != "skip" for j in range(s // c))
+               for sh in shifts)
+
+
 @kb.kernel
 def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,  # noqa: N803
                         D: int, scale: float, layout: str):
@@ -96,10 +105,10 @@ def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,
             qt = tl.reshape(tl.load(q + (r * S + q0) * G * D, (T_q, G, D), tl.bfloat16),
                             (rows, D))
             m, l, acc = running_state(rows, D)  # noqa: E741
-            for c in range(S // C):
+            for j in range(rotated_chunks(layout, q0, n, S, T_q, C)):
                 cur = step % 2
-                tl.load(kbase + c * C * D, (C, D), tl.bfloat16, out=kbuf[cur])
-                tl.load(vbase + c * C * D, (C, D), tl.bfloat16, out=vbuf[cur])
+                tl.load(kbase + j * C * D, (C, D), tl.bfloat16, out=kbuf[cur])
+                tl.load(vbase + j * C * D, (C, D), tl.bfloat16, out=vbuf[cur])
                 for i in range(n):  # at ring step i the chunk held is rank (r - i)'s
                     cur, nxt = step % 2, (step + 1) % 2
                     if i < n - 1:
@@ -107,14 +116,14 @@ def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,
                         tl.send("next", vbuf[cur])
                         tl.recv_async("prev", (C, D), tl.bfloat16, out=kbuf[nxt])
                         tl.recv_async("prev", (C, D), tl.bfloat16, out=vbuf[nxt])
-                    kind = chunk_kind(q0, c * C, T_q, C, shifts[i])
+                    kind = chunk_kind(q0, j * C, T_q, C, shifts[i])
                     if kind != "skip":
                         with tl.scratch_scope():
-                            mask = (causal_mask(q0 + shifts[i], c * C, T_q, C, G)
+                            mask = (causal_mask(q0 + shifts[i], j * C, T_q, C, G)
                                     if kind == "diagonal" else None)
                             online_softmax_step(qt, kbuf[cur], vbuf[cur], m, l, acc, scale,
                                                 mask)
-                    step += 1 if i < n - 1 else 2
+                    step += 1 if i < n - 1 else 2  # the next load reuses the received buffer
             tl.store(o + (r * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
 
 

@@ -31,7 +31,8 @@ def merge_partial(m, l, acc, got) -> None:  # noqa: E741
 
 
 def _post(direction: str, state) -> list:
-    """Post the receives of one partial (all three before any send: a depth-2 queue)."""
+    """Post the receives of one partial (m, l, O): three messages, one more than a depth-2
+    queue holds, so the sender's third send waits until they are posted."""
     return [tl.recv_async(direction, h.shape, tl.float32) for h in state]
 
 
@@ -48,9 +49,9 @@ def tree_links(r: int, n: int) -> tuple[list[str], str | None]:
 
 def combine_tree(r: int, n: int, m, l, acc) -> None:  # noqa: E741
     sources, sink = tree_links(r, n)
-    for direction in sources:
-        with tl.scratch_scope():
-            merge_partial(m, l, acc, _post(direction, (m, l, acc)))
+    with tl.scratch_scope():  # every receive posted before the first merge waits on one
+        for got in [_post(direction, (m, l, acc)) for direction in sources]:
+            merge_partial(m, l, acc, got)
     if sink is not None:
         for h in (m, l, acc):
             tl.send(sink, h)
