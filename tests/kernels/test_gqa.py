@@ -27,7 +27,7 @@ def test_decode_records_at_4k_32k_128k_with_identical_peak_scratch(tmp_path):
         assert sorted(trace.ops["pe"].unique().to_list()) == list(range(8))  # 8 heads, 8 PEs
     assert len(peaks) == 1
     for s_kv, count in counts.items():  # per KV head: Q once, then K and V per tile
-        assert count == 8 * (1 + 2 * s_kv // 512)
+        assert count == 8 * (1 + 2 * s_kv // 256)
 
 
 def test_decode_32k_reaches_efficiency_0_9_and_replays_against_numpy(tmp_path):
