@@ -1,6 +1,5 @@
 """GQA fused flash attention (docs/adr/0037, 0061-0063): one KV head per program, the G query
 heads of its group folded into the GEMM M dimension with byte-conserving reshapes only.
-
 Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
   decode:  Q, O [H_q, D] (= [H_kv, G, D]);          K, V [H_kv, S_kv, D]
   prefill: Q, O [H_kv, S, G, D] (rows ordered t, g); K, V [H_kv, S, D]
@@ -8,14 +7,12 @@ Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
 
 from __future__ import annotations
 
-from itertools import chain, groupby
-
 import numpy as np
 
 import kernbench as kb
 from kernbench import references, tl
 from kernbench.kernels.flash import NEG_BIG
-from kernbench.kernels.tiles import Prefetch, Step, causal_steps
+from kernbench.kernels.tiles import Prefetch, Step, by_query_tile, causal_steps, started
 
 LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}
 
@@ -65,10 +62,10 @@ def gqa_decode_lazy(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int, scale: 
     starts with the kernel and never waits on the MATH engine."""
     h = tl.program_id(0)
     qh = tl.load(q + h * G * D, (G, D), tl.bfloat16)
-    sweep = double_buffered_kv(k + h * S_kv * D, v + h * S_kv * D, S_kv // T_kv, T_kv, D)
-    first = next(sweep)  # issues the loads of tiles 0 and 1
+    sweep = started(double_buffered_kv(k + h * S_kv * D, v + h * S_kv * D, S_kv // T_kv,
+                                       T_kv, D))  # the loads of tiles 0 and 1 are issued
     m, l, acc = running_state(G, D)  # noqa: E741
-    for kt, vt in chain([first], sweep):
+    for kt, vt in sweep:
         with tl.scratch_scope():
             online_softmax_step(qh, kt, vt, m, l, acc, scale)
     tl.store(o + h * G * D, acc / l)
@@ -167,7 +164,7 @@ def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # n
 
     ahead = iter(steps[1:])
     nxt = issue(steps[0])
-    for q0, tile in groupby(steps, key=lambda st: st.q0):
+    for q0, tile in by_query_tile(steps):
         with tl.scratch_scope():  # per query tile
             for st in tile:
                 cur = nxt

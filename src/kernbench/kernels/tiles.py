@@ -10,11 +10,14 @@ be shorter than the tile size (S need not be a multiple of it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain, groupby
+from typing import Any, TypeVar
 
 from kernbench import tl
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,18 @@ def causal_steps(s: int, t_q: int, t_kv: int) -> Iterator[Step]:
         starts = range(0, q0 + tq, t_kv)  # KV tiles with a key at or before q0 + tq - 1
         for k0 in starts:
             yield Step(q0, tq, k0, min(t_kv, s - k0), k0 == 0, k0 == starts[-1])
+
+
+def by_query_tile(steps: Iterable[Step]) -> Iterator[tuple[int, Iterator[Step]]]:
+    """``(q0, its steps)`` per query tile of a causal sweep, lazily (``itertools.groupby``)."""
+    return groupby(steps, key=lambda st: st.q0)
+
+
+def started(gen: Iterator[T]) -> Iterator[T]:
+    """``gen`` advanced to its first item now (a load generator issues its first loads
+    here), then iterated as if it had not been."""
+    first = next(gen)
+    return chain([first], gen)
 
 
 class Prefetch:
