@@ -169,7 +169,7 @@ def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # n
             for st in tile:
                 cur = nxt
                 following = next(ahead, None)
-                nxt = issue(following) if following is not None else None
+                nxt = issue(following) if following is not None else ()
                 if st.first:
                     rows = st.tq * G
                     qt = tl.reshape(cur[0], (rows, D))
