@@ -135,7 +135,7 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
                 f"{float(m['roofline_frac']):.3f} of the {bound.name} ceiling "
                 f"(efficiency {float(m['efficiency']):.3f})",
                 (r.intensity, r.achieved_gflops), textcoords="offset points",
-                xytext=(8, -26), fontsize=8)
+                xytext=(0, -12), ha="center", va="top", fontsize=8)
     ax.set_xlim(lo, hi)
     ax.set_ylim(min(heights) / 4, max(heights) * 3)
     ax.legend(fontsize=7, loc="upper left")
