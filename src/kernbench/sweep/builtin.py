@@ -38,7 +38,7 @@ metric = "latency_ps"
     "milestone-decode-tile": """
 # GQA decode (Llama3-70B shapes, lazy loads): which K/V tile T_kv wins at each context S_kv
 # (small tiles pay the per-op overheads on every tile and turn the sweep compute-bound; big
-# tiles expose a longer last-tile chain: docs/attention-designs-single-pe.md)
+# tiles expose a longer last-tile chain: docs/attention-designs.md)
 case = "gqa-decode"
 [grid]
 S_kv = [4096, 8192, 16384, 32768, 65536, 131072]
