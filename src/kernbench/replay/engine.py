@@ -24,6 +24,7 @@ import numpy as np
 
 from kernbench.errors import ReplayError
 from kernbench.replay.binding import nothing
+from kernbench.replay.convert import as_dtype
 from kernbench.replay.decode import Program
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
@@ -230,7 +231,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                         # the value as written: a fresh array of the output dtype (a view
                         # of memory is snapshotted here, at the read time)
                         if res.base is not None or res.dtype is not o.npd:
-                            res = res.astype(o.npd)
+                            res = as_dtype(res, o.npd)
                         if not f & DEFERRED:
                             o.view[...] = res  # type: ignore[index]
                             log_row(k)
@@ -268,7 +269,7 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                 res = step()
                 if o is not None:
                     if res.base is not None or res.dtype is not o.npd:
-                        res = res.astype(o.npd)
+                        res = as_dtype(res, o.npd)
                     if f & DEFERRED:
                         pending[k] = (o, res)
                     else:

@@ -14,5 +14,6 @@ from kernbench.schemas.dtypes import DType
 
 
 def make_initial(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    """``init.make(shape, dtype)``: a tensor's initial contents."""
-    return init.make(shape, dtype)
+    """``init.make_storage(shape, dtype)``: a tensor's initial contents as stored (bfloat16
+    as uint16 bits, the bytes of ``init.make``), without importing ``ml_dtypes``."""
+    return init.make_storage(shape, dtype)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.case import init_from_json
-from kernbench.errors import BadInputError, ReplayError, TraceFormatError
+from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
 from kernbench.replay.inputs import make_initial
 from kernbench.replay.progress import Progress
+from kernbench.replay.result import (
+    Outputs,
+    ReplayResult,
+    abs_errors,
+    load_verdict,
+    new_run_id,
+)
 from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.store import NP_DTYPES, MemoryStore
 from kernbench.replay.threads import blas_threads
 from kernbench.replay.values import ValueLog
-from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
+from kernbench.replay.verdict import (
+    check_outputs,
+    expected_outputs,
+    reference_inputs,
+    resolve_reference,
+)
 from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
@@ -35,27 +46,6 @@ from kernbench.trace.parquet import read_table
 OUTPUT_ROLES = frozenset({"output", "inout"})
 _NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store
 INPUT_ROLES = frozenset({"input", "inout"})
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """What a replay found. ``verdict`` is the parsed ``replay/verdict.json``."""
-
-    ok: bool
-    outputs: dict[str, np.ndarray]
-    max_abs_err: dict[str, float]
-    verdict: dict[str, Any]
-    path: Path | None = field(default=None, compare=False)
-
-    def __repr__(self) -> str:
-        from kernbench.notebook import replay_repr
-
-        return replay_repr(self)
-
-    def _repr_html_(self) -> str:
-        from kernbench.notebook import replay_html
-
-        return replay_html(self)
 
 
 @dataclass(frozen=True)
@@ -176,7 +166,8 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
                                               + "\n")
     except OSError as exc:
         raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
-    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+    return ReplayResult(verdict["ok"], Outputs(outputs, {t.name: t.dtype for t in tensors}),
+                        abs_errors(verdict), verdict, path)
 
 
 def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
@@ -193,7 +184,9 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     }
     if reference is not None and reference.fn is not None:
         try:
-            expected = expected_outputs(reference, inputs)
+            dtypes = {t.name: t.dtype for t in tensors}
+            expected = expected_outputs(reference, reference_inputs(reference, inputs, dtypes),
+                                        copy=False)
             inputs.clear()
             report, verdict["error"] = check_outputs(
                 outputs, {t.name: t.dtype for t in tensors}, expected)
@@ -207,11 +200,6 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     return verdict
 
 
-def _abs_errors(verdict: dict[str, Any]) -> dict[str, float]:
-    return {name: o["max_abs_err"] for name, o in verdict["outputs"].items()
-            if o.get("checked") and o.get("max_abs_err") is not None}
-
-
 def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> pa.Table:
     dtypes = {t.name: t.dtype for t in tensors}
     names = list(outputs)
@@ -222,33 +210,15 @@ def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> p
     ], schema=OUTPUTS)
 
 
-def new_run_id() -> str:
-    return uuid.uuid4().hex
-
-
 def load_result(path: str | Path, run_id: str | None = None) -> ReplayResult:
     """The ReplayResult of a replay already written to ``path/replay/``; with ``run_id``,
     only that run's (ReplayError if ``replay/`` holds no verdict of that run)."""
-    rdir = Path(path) / "replay"
-    vpath = rdir / "verdict.json"
-    try:
-        verdict = json.loads(vpath.read_text())
-    except FileNotFoundError:
-        if run_id is not None:
-            raise ReplayError(f"the replay process wrote no verdict ({vpath} is missing)"
-                              ) from None
-        raise TraceFormatError(f"{path} has not been replayed ({vpath} is missing)") from None
-    except (OSError, ValueError) as exc:
-        raise TraceFormatError(f"{vpath}: unreadable ({exc})") from None
-    if not isinstance(verdict, dict):
-        raise TraceFormatError(f"{vpath}: not a verdict object")
-    if run_id is not None and verdict.get("run_id") != run_id:
-        raise ReplayError(f"the replay process wrote no verdict of this run ({vpath} is "
-                          "from an earlier replay; not reporting it)")
-    table = read_table(rdir / "outputs.parquet", "kernbench-outputs")
-    outputs = {}
+    verdict = load_verdict(path, run_id)
+    table = read_table(Path(path) / "replay" / "outputs.parquet", "kernbench-outputs")
+    raw, dtypes = {}, {}
     for row in table.to_pylist():
         arr = np.frombuffer(row["data"], dtype=NP_DTYPES[row["dtype"]])
-        outputs[row["name"]] = arr.reshape(tuple(row["shape"])).copy()
-    return ReplayResult(bool(verdict.get("ok")), outputs, _abs_errors(verdict), verdict,
-                        Path(path))
+        raw[row["name"]] = arr.reshape(tuple(row["shape"])).copy()
+        dtypes[row["name"]] = row["dtype"]
+    return ReplayResult(bool(verdict.get("ok")), Outputs(raw, dtypes), abs_errors(verdict),
+                        verdict, Path(path))

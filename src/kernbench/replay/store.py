@@ -19,8 +19,9 @@ import numpy as np
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.schemas.dtypes import DTYPES
 
-#: numpy dtype of each trace dtype name, looked up once per distinct operand
-NP_DTYPES: dict[str, np.dtype] = {name: d.np for name, d in DTYPES.items()}
+#: the numpy storage dtype of each trace dtype name (bfloat16: uint16 bits), looked up once
+#: per distinct operand
+NP_DTYPES: dict[str, np.dtype] = {name: d.storage for name, d in DTYPES.items()}
 
 
 @dataclass(frozen=True)
