@@ -40,8 +40,30 @@ class Init:
 
     def make_storage(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
         """The initial contents in ``dtype.storage`` (bfloat16 as uint16 bits; the same
-        bytes as ``make``), without importing ``ml_dtypes``. Replay makes inputs here."""
+        bytes as ``make``), without importing ``ml_dtypes``."""
         return INIT_MAKERS[self.kind](self, shape, dtype)
+
+    def make_into(self, out: np.ndarray, dtype: DType, zeroed: bool = False) -> None:
+        """Write the initial contents into ``out`` (``dtype.storage``, C-contiguous, the
+        tensor's shape), as ``make_storage`` would make them; ``zeroed``: ``out`` holds
+        zeros already. Replay fills its memory here: ``randn`` generates into place (float32)
+        or rounds its draws straight into ``out`` (bfloat16), with no other copy."""
+        if self.kind == "zeros":
+            if not zeroed:
+                out[...] = 0
+        elif self.kind == "randn" and dtype.storage in (np.float32, bf16.STORAGE):
+            rng = np.random.default_rng(self.seed)
+            if dtype.storage == np.float32:
+                rng.standard_normal(out.shape, dtype=np.float32, out=out)
+                if self.scale != 1.0:
+                    np.multiply(out, self.scale, out=out)
+            else:
+                x = rng.standard_normal(out.shape, dtype=np.float32)
+                if self.scale != 1.0:
+                    np.multiply(x, self.scale, out=x)
+                bf16.f32_to_bf16(x, out=out)
+        else:
+            out[...] = self.make_storage(out.shape, dtype)
 
 
 def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:

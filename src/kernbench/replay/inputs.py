@@ -13,7 +13,7 @@ from kernbench.case import Init
 from kernbench.schemas.dtypes import DType
 
 
-def make_initial(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    """``init.make_storage(shape, dtype)``: a tensor's initial contents as stored (bfloat16
-    as uint16 bits, the bytes of ``init.make``), without importing ``ml_dtypes``."""
-    return init.make_storage(shape, dtype)
+def make_initial(init: Init, out: np.ndarray, dtype: DType) -> None:
+    """Write a tensor's initial contents into ``out`` (its place in the store, zeros before)
+    as stored: bfloat16 as uint16 bits, the bytes of ``init.make``, no ``ml_dtypes``."""
+    init.make_into(out, dtype, zeroed=True)

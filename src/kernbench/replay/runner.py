@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernbench.case import init_from_json
+from kernbench.case import Init, init_from_json
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
 from kernbench.replay.inputs import make_initial
@@ -44,7 +44,6 @@ from kernbench.trace import Trace, atomic_dir
 from kernbench.trace.parquet import read_table
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
-_NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store
 INPUT_ROLES = frozenset({"input", "inout"})
 
 
@@ -56,7 +55,8 @@ class HbmTensor:
     addr: int
     dtype: str
     shape: tuple[int, ...]
-    initial: np.ndarray
+    #: how its initial contents are made (generated straight into the store's memory)
+    init: Init
 
     @property
     def nbytes(self) -> int:
@@ -64,7 +64,8 @@ class HbmTensor:
 
 
 def load_tensors(table: pa.Table) -> list[HbmTensor]:
-    """The HBM tensors with their initial contents (TraceFormatError if unusable)."""
+    """The HBM tensors and their inits (TraceFormatError if unusable); nothing is generated
+    before ``build_store`` puts it in place."""
     out = []
     for row in table.to_pylist():
         where = f"tensors.parquet: tensor {row.get('name')!r}"
@@ -75,15 +76,19 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
                                    f"{list(shape)} {row['addr']}")
         try:
             init = init_from_json(row["init"], row["data"], shape=shape, dtype=dt)
-            arr = np.ascontiguousarray(make_initial(init, shape, dt))
         except (BadInputError, ValueError, TypeError, KeyError) as exc:
             raise TraceFormatError(f"{where}: unusable init {row['init']!r} ({exc})") from None
         out.append(HbmTensor(row["name"], row["role"], int(row["pe"]), int(row["addr"]),
-                             row["dtype"], shape, arr))
+                             row["dtype"], shape, init))
     return out
 
 
-def build_store(manifest: dict[str, Any], tensors: list[HbmTensor]) -> MemoryStore:
+def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
+                keep: frozenset[str] | set[str] = frozenset()
+                ) -> tuple[MemoryStore, dict[str, np.ndarray]]:
+    """The memories with every HBM tensor's initial contents generated in place (inputs are
+    generated once per replay), and copies of the tensors named in ``keep`` as they were
+    before the run (the reference's inputs; bfloat16 as uint16 bits)."""
     hw = manifest.get("hw")
     if not isinstance(hw, dict):
         raise TraceFormatError("manifest has no hw config")
@@ -92,12 +97,25 @@ def build_store(manifest: dict[str, Any], tensors: list[HbmTensor]) -> MemorySto
         if lo < hi:
             raise TraceFormatError(f"tensors.parquet: tensors {a!r} and {b!r} overlap in HBM")
     store = MemoryStore(hw, regions)
+    kept: dict[str, np.ndarray] = {}
     for t in tensors:
+        where = f"tensors.parquet: tensor {t.name!r}"
         try:
-            store.fill("hbm", t.pe, t.addr, t.initial.view(np.uint8).reshape(-1).data)
+            mem = store.memory("hbm", t.pe)
         except (KeyError, ValueError) as exc:
-            raise TraceFormatError(f"tensors.parquet: tensor {t.name!r}: {exc.args[0]}") from None
-    return store
+            raise TraceFormatError(f"{where}: {exc.args[0]}") from None
+        if t.addr + t.nbytes > mem.size:  # pragma: no cover - regions size the memory
+            raise TraceFormatError(f"{where}: outside HBM")
+        npd = NP_DTYPES[t.dtype]
+        view = np.frombuffer(mem.buf, npd, t.nbytes // npd.itemsize, t.addr).reshape(t.shape)
+        try:  # HBM is never read-checked: its bytes are valid from the start
+            make_initial(t.init, view, DTYPES[t.dtype])
+        except (BadInputError, ValueError, TypeError, KeyError) as exc:
+            raise TraceFormatError(f"{where}: unusable init {t.init.to_json()!r} ({exc})"
+                                   ) from None
+        if t.name in keep:
+            kept[t.name] = view.copy()
+    return store, kept
 
 
 def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.ndarray]:
@@ -137,10 +155,10 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
     tensors = load_tensors(trace.tensors_table)
     rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
     reference = resolve_reference(manifest, case, rows, case_paths) if with_reference else None
-    store = build_store(manifest, tensors)
-    # from here on, only the reference's inputs are kept apart from the store
-    inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
-    tensors = [replace(t, initial=_NONE) for t in tensors]
+    needed = {t.name for t in tensors if t.role in INPUT_ROLES} if (
+        reference is not None and reference.fn is not None) else set()
+    # the reference's inputs are the only copies kept apart from the store
+    store, inputs = build_store(manifest, tensors, needed)
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:

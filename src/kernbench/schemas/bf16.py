@@ -13,7 +13,7 @@ conversion is the one ``ml_dtypes.bfloat16``'s numpy casts perform, bit for bit
   to bool: nonzero; to float64: exact.
 
 Importing ``ml_dtypes`` costs a replay process about half a second; replay and the bench
-baseline keep bf16 as ``STORAGE`` (uint16) and never import it (docs/adr/0703-bf16-storage.md).
+baseline keep bf16 as ``STORAGE`` (uint16) and never import it (docs/adr/0511-bf16-storage-and-a-light-launcher.md).
 """
 
 from __future__ import annotations
@@ -48,18 +48,18 @@ def _round_into(u: np.ndarray, tmp: np.ndarray, out: np.ndarray) -> None:
         out[nan] = np.where(np.right_shift(u[nan], 31) != 0, 0xFFC0, 0x7FC0)
 
 
-def f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    """float32 values rounded to nearest even as bf16 bits (a new uint16 array), in chunks
-    of ``CHUNK`` elements."""
+def f32_to_bf16(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """float32 values rounded to nearest even as bf16 bits, in chunks of ``CHUNK`` elements:
+    a new uint16 array, or into ``out`` (uint16, C-contiguous, ``x``'s size)."""
     shape = np.shape(x)
     u = np.ascontiguousarray(x, F32).reshape(-1).view(_U32)
     n = u.size
-    out = np.empty(n, _U16)
+    flat = np.empty(n, _U16) if out is None else out.reshape(-1)
     tmp = np.empty(min(n, CHUNK), _U32)
     for lo in range(0, n, CHUNK):
         hi = min(lo + CHUNK, n)
-        _round_into(u[lo:hi], tmp[:hi - lo], out[lo:hi])
-    return out.reshape(shape)
+        _round_into(u[lo:hi], tmp[:hi - lo], flat[lo:hi])
+    return flat.reshape(shape) if out is None else out
 
 
 def round_bf16(x: np.ndarray) -> np.ndarray:
