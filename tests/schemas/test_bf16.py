@@ -96,8 +96,8 @@ def test_from_bf16_is_ml_dtypes_cast_for_every_pattern(dtype):
 
 
 def test_full_is_np_full_of_bfloat16():
-    for value in (0.1, -3.0, 1.0 + 2 ** -8 + 2 ** -30, float("inf"), float("nan"), 1e300, 7, True, 16777217,
-                  -(2 ** 40) - 1):
+    for value in (0.1, -3.0, 1.0 + 2 ** -8 + 2 ** -30, float("inf"), float("nan"), 1e300,
+                  7, True, 16777217, -(2 ** 40) - 1):
         _same_bits(bf16.full((2, 3), value), np.full((2, 3), value, BF16))
 
 

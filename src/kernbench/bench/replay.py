@@ -168,7 +168,7 @@ def _attention(case_name: str, params: dict[str, Any], loop: Callable[..., np.nd
             numpy_s.append(_timed(numpy_side))
     whole = _processes(case, path, 1 if repeat == 1 else 3)
     return {"ops": n_ops, "s": min(replay_s), "numpy_s": min(numpy_s),
-            "process_s": whole["s"], "process_numpy_s": whole["numpy_s"]}
+            **{f"process_{k}": v for k, v in whole.items()}}
 
 
 def _processes(case: kb.Case, path: Path, repeat: int) -> dict[str, float]:
@@ -181,17 +181,21 @@ def _processes(case: kb.Case, path: Path, repeat: int) -> dict[str, float]:
 
     ours = [sys.executable, "-m", "kernbench.cli", "replay", str(path)]
     theirs = [sys.executable, "-m", "kernbench.bench.numpy_baseline", bench_numpy.spec_of(case)]
-    replay_s, numpy_s = [], []
+    replay_s, numpy_s, replay_cpu, numpy_cpu = [], [], [], []
     for _ in range(repeat):
-        wall, out = run(ours, path.parent)
+        wall, cpu, out = run(ours, path.parent)
         if not out.startswith("verified"):  # pragma: no cover - a wrong replay is no figure
             raise AssertionError(f"bench: kernbench replay {path}: {out.strip()}")
         replay_s.append(wall)
-        wall, out = run(theirs, path.parent)
+        replay_cpu.append(cpu)
+        wall, cpu, out = run(theirs, path.parent)
         if not json.loads(out)["ok"]:  # pragma: no cover
             raise AssertionError(f"bench: the numpy baseline is wrong: {out.strip()}")
         numpy_s.append(wall)
-    return {"s": statistics.median(replay_s), "numpy_s": statistics.median(numpy_s)}
+        numpy_cpu.append(cpu)
+    med = statistics.median
+    return {"s": med(replay_s), "numpy_s": med(numpy_s), "cpu_s": med(replay_cpu),
+            "numpy_cpu_s": med(numpy_cpu)}
 
 
 def rss_child(path: str) -> None:
@@ -269,11 +273,20 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         "replay_decode_32k_vs_numpy": round(dec["s"] / dec["numpy_s"], 3),
         "replay_process_decode_32k_s": round(dec["process_s"], 3),
         "replay_process_decode_32k_numpy_s": round(dec["process_numpy_s"], 3),
-        "replay_process_decode_32k_vs_numpy": round(dec["process_s"] / dec["process_numpy_s"], 3),
+        "replay_process_decode_32k_vs_numpy": round(dec["process_s"] / dec["process_numpy_s"],
+                                                    3),
+        "replay_process_decode_32k_cpu_s": round(dec["process_cpu_s"], 3),
+        "replay_process_decode_32k_numpy_cpu_s": round(dec["process_numpy_cpu_s"], 3),
+        "replay_process_decode_32k_cpu_vs_numpy": round(dec["process_cpu_s"]
+                                                       / dec["process_numpy_cpu_s"], 3),
         "replay_process_prefill_1k_s": round(pre["process_s"], 3),
         "replay_process_prefill_1k_numpy_s": round(pre["process_numpy_s"], 3),
         "replay_process_prefill_1k_vs_numpy": round(pre["process_s"] / pre["process_numpy_s"],
                                                     3),
+        "replay_process_prefill_1k_cpu_s": round(pre["process_cpu_s"], 3),
+        "replay_process_prefill_1k_numpy_cpu_s": round(pre["process_numpy_cpu_s"], 3),
+        "replay_process_prefill_1k_cpu_vs_numpy": round(pre["process_cpu_s"]
+                                                       / pre["process_numpy_cpu_s"], 3),
         "replay_peak_rss_ops_small": rss["small_ops"],
         "replay_peak_rss_ops_large": rss["large_ops"],
         "replay_peak_rss_mb_small": round(rss["small"], 1),

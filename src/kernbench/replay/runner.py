@@ -21,6 +21,7 @@ from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
 from kernbench.replay.inputs import make_initial
 from kernbench.replay.progress import Progress
+from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.result import (
     Outputs,
     ReplayResult,
@@ -28,7 +29,6 @@ from kernbench.replay.result import (
     load_verdict,
     new_run_id,
 )
-from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.store import NP_DTYPES, MemoryStore
 from kernbench.replay.threads import blas_threads
 from kernbench.replay.values import ValueLog
