@@ -111,7 +111,8 @@ def whole(spec: Mapping[str, Any]) -> dict[str, Any]:
     from kernbench.case.references import REFERENCES
 
     bits = generate({n: (tuple(s), seed) for n, (s, seed) in spec["tensors"].items()})
-    out = LOOPS[spec["case"]](**bits, **spec["params"])
+    loop: Any = LOOPS[spec["case"]]
+    out = loop(**bits, **spec["params"])
     inputs = {n: to_f32(b) for n, b in bits.items()}
     del bits
     expected = np.asarray(REFERENCES[spec["case"]](**spec["case_params"])(**inputs)["o"])

@@ -9,7 +9,7 @@ starts the child stays light (``replay_in_process`` and ``load_result`` load on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,9 @@ def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
         from kernbench.replay.runner import replay_in_process
 
         return replay_in_process(path, case, threads=threads, progress=progress)
+    where: Sequence[str] = ()
     if spec is not None:
         from kernbench.case.factory import locate
 
         where = locate(spec)
-    else:
-        where = ()
     return run_child(path, spec, where, threads=threads, progress=progress, outputs=outputs)

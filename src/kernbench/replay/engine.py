@@ -231,7 +231,7 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                         # the value as written: a fresh array of the output dtype (a view
                         # of memory is snapshotted here, at the read time)
                         if res.dtype is not o.npd:
-                            res = as_dtype(res, o.npd)
+                            res = as_dtype(res, o.npd)  # type: ignore[arg-type]
                         elif res.base is not None:
                             res = res.copy()
                         if not f & DEFERRED:
@@ -271,7 +271,7 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                 res = step()
                 if o is not None:
                     if res.dtype is not o.npd:
-                        res = as_dtype(res, o.npd)
+                        res = as_dtype(res, o.npd)  # type: ignore[arg-type]
                     elif res.base is not None:
                         res = res.copy()
                     if f & DEFERRED:
