@@ -43,22 +43,11 @@ class Init:
         bytes as ``make``), without importing ``ml_dtypes``."""
         return INIT_MAKERS[self.kind](self, shape, dtype)
 
-    def make_into(self, out: np.ndarray, dtype: DType, zeroed: bool = False,
-                  values: bool = False) -> np.ndarray | None:
+    def make_into(self, out: np.ndarray, dtype: DType, zeroed: bool = False) -> None:
         """Write the initial contents into ``out`` (``dtype.storage``, C-contiguous, the
         tensor's shape), as ``make_storage`` would make them; ``zeroed``: ``out`` holds
         zeros already. Replay fills its memory here: ``randn`` generates into place (float32)
-        or rounds its draws straight into ``out`` (bfloat16), with no other copy.
-
-        ``values``: also return a bfloat16 ``randn``'s values as float32 (its draws, rounded
-        in place: no second array); None for everything else."""
-        if self.kind == "randn" and values and dtype.storage == bf16.STORAGE:
-            x = np.random.default_rng(self.seed).standard_normal(out.shape, dtype=np.float32)
-            if self.scale != 1.0:
-                np.multiply(x, self.scale, out=x)
-            bf16.f32_to_bf16(x, out=out)
-            np.left_shift(out, 16, out=x.view(np.uint32), dtype=np.uint32)
-            return x
+        or rounds its draws straight into ``out`` (bfloat16), with no other copy."""
         if self.kind == "zeros":
             if not zeroed:
                 out[...] = 0
@@ -75,7 +64,6 @@ class Init:
                 bf16.f32_to_bf16(x, out=out)
         else:
             out[...] = self.make_storage(out.shape, dtype)
-        return None
 
 
 def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:

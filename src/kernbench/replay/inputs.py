@@ -13,9 +13,7 @@ from kernbench.case import Init
 from kernbench.schemas.dtypes import DType
 
 
-def make_initial(init: Init, out: np.ndarray, dtype: DType, values: bool = False
-                 ) -> np.ndarray | None:
+def make_initial(init: Init, out: np.ndarray, dtype: DType) -> None:
     """Write a tensor's initial contents into ``out`` (its place in the store, zeros before)
-    as stored: bfloat16 as uint16 bits, the bytes of ``init.make``, no ``ml_dtypes``.
-    ``values``: return a bfloat16 ``randn``'s values as float32 when that costs no copy."""
-    return init.make_into(out, dtype, zeroed=True, values=values)
+    as stored: bfloat16 as uint16 bits, the bytes of ``init.make``, no ``ml_dtypes``."""
+    init.make_into(out, dtype, zeroed=True)

@@ -84,12 +84,11 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
 
 
 def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
-                keep: frozenset[str] | set[str] = frozenset(), float32: bool = False
+                keep: frozenset[str] | set[str] = frozenset()
                 ) -> tuple[MemoryStore, dict[str, np.ndarray]]:
     """The memories with every HBM tensor's initial contents generated in place (inputs are
     generated once per replay), and copies of the tensors named in ``keep`` as they were
-    before the run (the reference's inputs; bfloat16 as uint16 bits, or, with ``float32``,
-    as float32 values where generating gives them without a copy)."""
+    before the run (the reference's inputs; bfloat16 as uint16 bits)."""
     hw = manifest.get("hw")
     if not isinstance(hw, dict):
         raise TraceFormatError("manifest has no hw config")
@@ -109,14 +108,13 @@ def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
             raise TraceFormatError(f"{where}: outside HBM")
         npd = NP_DTYPES[t.dtype]
         view = np.frombuffer(mem.buf, npd, t.nbytes // npd.itemsize, t.addr).reshape(t.shape)
-        wanted = t.name in keep
         try:  # HBM is never read-checked: its bytes are valid from the start
-            values = make_initial(t.init, view, DTYPES[t.dtype], values=wanted and float32)
+            make_initial(t.init, view, DTYPES[t.dtype])
         except (BadInputError, ValueError, TypeError, KeyError) as exc:
             raise TraceFormatError(f"{where}: unusable init {t.init.to_json()!r} ({exc})"
                                    ) from None
-        if wanted:
-            kept[t.name] = values if values is not None else view.copy()
+        if t.name in keep:
+            kept[t.name] = view.copy()
     return store, kept
 
 
@@ -160,8 +158,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
     needed = {t.name for t in tensors if t.role in INPUT_ROLES} if (
         reference is not None and reference.fn is not None) else set()
     # the reference's inputs are the only copies kept apart from the store
-    store, inputs = build_store(manifest, tensors, needed,
-                                float32=reference is not None and reference.float32_inputs)
+    store, inputs = build_store(manifest, tensors, needed)
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:

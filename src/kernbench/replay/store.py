@@ -99,7 +99,7 @@ class Memory:
         # zeros from the allocator (calloc: pages the run never touches are never made) as a
         # writable byte buffer; ``bytearray(size)`` would write every byte once more
         self.data = np.zeros(size, np.uint8)
-        self.buf = memoryview(self.data)
+        self.buf = memoryview(self.data)  # type: ignore[arg-type]
         self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
         self.regions = sorted(regions)
         self._starts = [r[0] for r in self.regions]

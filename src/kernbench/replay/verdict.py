@@ -143,10 +143,9 @@ def resolve_reference(manifest: Mapping[str, Any], case: str | Callable[..., Any
 
 def reference_inputs(ref: Reference, inputs: dict[str, np.ndarray], dtypes: Mapping[str, str]
                      ) -> dict[str, np.ndarray]:
-    """The reference's arguments made from the stored ``inputs`` (bfloat16 as uint16 bits, or
-    already as float32 values), which are handed over (replaced one by one, so one copy at a
-    time is alive): bfloat16 as float32 for a reference that computes in float32, else as
-    ``ml_dtypes.bfloat16`` views."""
+    """The reference's arguments made from the stored ``inputs`` (bfloat16 as uint16 bits),
+    which are handed over (replaced one by one, so one copy at a time is alive): bfloat16 as
+    float32 for a reference that computes in float32, else as ``ml_dtypes.bfloat16`` views."""
     for name in list(inputs):
         if dtypes.get(name) == "bfloat16" and inputs[name].dtype == BF16:
             if ref.float32_inputs:
