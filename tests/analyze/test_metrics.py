@@ -116,3 +116,17 @@ def test_composite_children_count_and_parents_do_not(traces, edit_trace) -> None
     assert m["flops"] == 200  # the two child dots, not the parent
     assert m["stall_ps"] == 2 * 5  # the parent and the exp; children are the scheduler's
     assert m["busy_ps_gemm"] == 100 and m["busy_max_ps_gemm"] == 100
+
+
+def test_pe_busy_balance_is_the_busiest_pe_compute_over_the_mean(traces, edit_trace) -> None:
+    # gemm N=256: two programs, each two dots of 288 ns on its own PE and no MATH op
+    path = traces("gemm", N=256)
+    assert metrics(path)["pe_busy_balance"] == 1.0
+
+    def slower_pe1(df: pl.DataFrame) -> pl.DataFrame:  # PE 1's dots take twice as long
+        dot = (pl.col("pe") == 1) & (pl.col("engine").cast(pl.String) == "gemm")
+        return df.with_columns(busy_ps=pl.when(dot).then(pl.col("busy_ps") * 2)
+                               .otherwise(pl.col("busy_ps")))
+
+    m = metrics(edit_trace(path, slower_pe1))
+    assert m["pe_busy_balance"] == pytest.approx((4 * 288) / ((2 * 288 + 4 * 288) / 2))

@@ -229,3 +229,20 @@ def test_indexed_traces_are_byte_identical_under_several_hash_seeds(tmp_path):
         digests.append({f: (out / f).read_bytes() for f in ("ops.parquet", "access.parquet",
                                                              "manifest.json")})
     assert digests[0] == digests[1] == digests[2]
+
+
+def test_runs_of_address_ordered_and_shuffled_elements_agree_with_a_set_walk():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        elements = np.unique(rng.integers(0, 64, rng.integers(1, 40)))
+        want, run = [], 1  # the runs of the distinct sorted set, walked one by one
+        for a, b in zip(elements[:-1], elements[1:], strict=True):
+            if b == a + 1:
+                run += 1
+            else:
+                want.append(run)
+                run = 1
+        want.append(run)
+        assert six.runs(elements).tolist() == want
+        shuffled = rng.permutation(np.concatenate([elements, elements[: len(elements) // 2]]))
+        assert six.runs(shuffled).tolist() == want

@@ -18,7 +18,7 @@ from kernbench.record.timing import TIMING
 from kernbench.replay import replay
 from kernbench.replay.executors import EXECUTORS
 from kernbench.schemas import ops, rules
-from kernbench.schemas.ops import ENGINE, KIND, OP, OPS, Family, Op
+from kernbench.schemas.ops import ENGINE, KIND, OP, OPS, Dt, Family, Op
 
 #: families whose value is the op's numpy function applied elementwise / by reduce
 ELEMENTWISE = (Family.UNARY, Family.BINARY, Family.REDUCE)
@@ -186,3 +186,14 @@ def test_the_hardware_model_doc_prices_every_cost_class():
     section = text[text.index("## Cost classes"):]
     assert {c.value for c in ops.Cost} <= set(re.findall(r"^\| `([a-z_]+)`", section, re.M)) | {
         c for row in re.findall(r"^\| `([a-z_]+)` / `([a-z_]+)`", section, re.M) for c in row}
+
+
+@pytest.mark.parametrize("op", [op for op in TABLE_OPS if OPS[op].family is Family.UNARY
+                                and OPS[op].numpy is not None])
+def test_unary_ops_take_a_zero_dimensional_operand(op):
+    """A reduced scalar (``tl.sum(x, axis=0)``) is a 0-d array: every unary op's numpy
+    definition gives the value it gives on a one-element array."""
+    fn = OPS[op].numpy
+    x = np.asarray(np.float32(0.75) if OPS[op].dtype is Dt.FLOAT else np.int32(5))
+    got, want = np.asarray(fn(x)), np.asarray(fn(x.reshape(1)))
+    assert got.shape == () and got.reshape(1).tolist() == want.tolist(), op

@@ -64,6 +64,11 @@ KERNELS = [
     Entry("flash-attention-causal-ragged", "flash_attention", params={"n_ctx": 40}),
     Entry("embedding-gather", "embedding"),
     Entry("atomic-add-across-programs", "atomic_sum"),
+    Entry("rms-norm-module-helpers", "rms_norm"),
+    Entry("gqa-flash-decoding-trans", "gqa_decode"),
+    Entry("ops-elementwise", "ops", "unary_case", "unary_launch"),
+    Entry("ops-reductions-by-axis", "ops", "reduce_case", "reduce_launch"),
+    Entry("ops-layout-dot-cast-atomic", "ops", "layout_case", "layout_launch"),
 ]
 
 #: kernels that pin Triton's semantics (closed-form references)

@@ -74,3 +74,14 @@ def test_closures_and_constexpr_cells_are_rebound() -> None:
     fn = Rebinder().function(body)
     assert fn.__closure__[0].cell_contents == 4 and fn.__globals__["tl"] is kbl
     assert fn(1).value.tolist() == [1, 2, 3, 4]
+
+
+def test_a_helper_module_is_seen_rebound_and_other_modules_stay_themselves() -> None:
+    from tests.triton.kernels import norm_lib, rms_norm
+
+    g = Rebinder().function(unwrap(rms_norm.rms_norm_kernel).fn).__globals__
+    view = g["norm_lib"]
+    assert view is not norm_lib and view.__name__ == norm_lib.__name__
+    assert view.EPS == norm_lib.EPS.value and view.inv_rms.__code__ is norm_lib.inv_rms.fn.__code__
+    assert view.inv_rms.__globals__["mean_square"].__code__ is norm_lib.mean_square.fn.__code__
+    assert g["np"] is np  # a module without kernels is not wrapped

@@ -85,3 +85,12 @@ def test_broadcasting_with_none_indexing() -> None:
     r, c = concrete(np.arange(4, dtype=np.int32)), concrete(np.arange(8, dtype=np.int32))
     offs = r[:, None] * 8 + c[None, :]
     assert offs.shape == (4, 8) and offs.value.ravel().tolist() == list(range(32))
+
+
+def test_trans_without_dims_reverses_the_axes() -> None:
+    from kernbench.triton import core
+
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    assert core.trans(concrete(x)).value.tolist() == x.transpose(2, 1, 0).tolist()
+    assert core.trans(concrete(x[0])).shape == (4, 3)
+    assert core.trans(concrete(x), 1, 0, 2).value.tolist() == x.transpose(1, 0, 2).tolist()

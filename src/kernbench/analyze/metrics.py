@@ -81,6 +81,15 @@ def _engine_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
     return out
 
 
+def _balance_metrics(ops: pl.DataFrame) -> Metrics:
+    """Per-PE work balance: the busiest PE's compute busy (GEMM + MATH) over the mean of the
+    PEs that ran an op (1.0: every PE computes the same; 0.0: nothing computed)."""
+    per = (ops.group_by("pe").agg(pl.col("busy_ps").filter(
+        pl.col("engine").is_in([e.value for e in COMPUTE_ENGINES])).sum()))["busy_ps"]
+    mean = float(per.mean() or 0.0)  # type: ignore[arg-type]
+    return {"pe_busy_balance": _ratio(int(per.max() or 0), mean)}  # type: ignore[arg-type]
+
+
 def _overlap_metrics(ops: pl.DataFrame) -> Metrics:
     """Time a DMA channel and a compute engine of one PE are both busy, summed over PEs."""
     held = ops.filter(pl.col("busy_ps") > 0).select(
@@ -157,6 +166,7 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     out: Metrics = {"latency_ps": latency}
     out.update(_count_metrics(ops, latency))
     out.update(_engine_metrics(ops, latency))
+    out.update(_balance_metrics(ops))
     out.update(_overlap_metrics(ops))
     out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
     out.update(_roofline_metrics(ops, hw))

@@ -53,6 +53,7 @@ SUMMARY: tuple[tuple[str, str], ...] = (
     ("bottleneck engine", "bottleneck_engine"), ("max engine busy (ps)", "max_engine_busy_ps"),
     ("roofline bound", "roofline_bound"), ("roofline (ps)", "roofline_ps"),
     ("stall (ps)", "stall_ps"), ("ops", "n_ops"), ("PEs used", "n_pe_used"),
+    ("PE compute busy max/mean", "pe_busy_balance"),
     ("dma reads", "dma_read_count"), ("dma read bytes", "dma_read_bytes"),
     ("dma writes", "dma_write_count"), ("dma write bytes", "dma_write_bytes"),
     ("HBM GB/s achieved", "hbm_gbps_achieved"), ("flops", "flops"),

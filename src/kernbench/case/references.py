@@ -121,8 +121,24 @@ def gqa_prefill(D: int, **_: Any) -> Reference:  # noqa: N803
 
 
 def ring_attention(n_ranks: int, phase: str, T_q: int, G: int, D: int,  # noqa: N803
-                   **_: Any) -> Reference:
+                   causal: bool = False, layout: str = "contiguous", **_: Any) -> Reference:
     scale = _scale(D)
+    if phase == "prefill" and causal:
+        striped = layout == "striped"
+
+        def to_seq(x: np.ndarray) -> np.ndarray:  # [n, S, ...] -> [1, n*S, ...] token order
+            # contiguous: rank-major; striped: token p is local token p // n of rank p % n
+            return np.ascontiguousarray(np.swapaxes(x, 0, 1) if striped else x).reshape(
+                1, -1, *x.shape[2:])
+
+        def causal_reference(q, k, v):
+            out = prefill_reference(to_seq(q), to_seq(k), to_seq(v), scale)[0]
+            s = q.shape[1]
+            back = np.swapaxes(out.reshape(s, n_ranks, G, D), 0, 1) if striped else \
+                out.reshape(n_ranks, s, G, D)
+            return {"o": np.ascontiguousarray(back)}
+
+        return causal_reference
     if phase == "prefill":
         def reference(q, k, v):
             qf = q.reshape(n_ranks * T_q * G, D)
@@ -161,5 +177,6 @@ BUILTIN_KERNELS: dict[str, frozenset[str]] = {
                              "kernbench.kernels.gqa:gqa_decode_composite"}),
     "gqa-prefill": frozenset({"kernbench.kernels.gqa:gqa_prefill"}),
     "ring-attention": frozenset({"kernbench.kernels.ring:ring_prefill",
-                                 "kernbench.kernels.ring:ring_decode"}),
+                                 "kernbench.kernels.ring:ring_prefill_causal",
+                                 "kernbench.kernels.ring_decode:ring_decode"}),
 }

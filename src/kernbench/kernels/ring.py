@@ -1,24 +1,33 @@
 """ring-attention: one GQA group (G query heads sharing a KV head) across ``n_ranks`` PEs.
 
-prefill (non-causal): rank r holds a query tile (T_q tokens x G heads) and its KV block of
-  S_kv_per_rank tokens. KV rotates chunk by chunk: each chunk goes once round the ring, rank
-  r forwarding the chunk it holds while it computes on it and ``recv_async``-ing the next one
-  into the other half of a persistent double buffer, so the link overlaps the compute.
-decode: KV stays in place; every rank sweeps its block (double-buffered lazy loads) into a
-  partial (m, l, O), then the partials travel round the ring (all-gather) and each rank merges
-  them; rank 0 writes O.
+prefill: KV rotates chunk by chunk: each chunk goes once round the ring, rank r forwarding
+  the chunk it holds while it computes on it and ``recv_async``-ing the next one into the
+  other half of a persistent double buffer, so the link overlaps the compute.
+  causal=False: rank r holds a query tile (T_q tokens x G heads) that attends to all n x S
+  keys. causal=True: self-attention over the n x S tokens of the sequence; rank r holds the
+  queries and the KV of its S tokens, swept in query tiles of T_q (the KV goes round the ring
+  once per query tile). ``layout`` places the tokens (docs/adr/0512): "contiguous" gives rank
+  r the tokens r*S .. r*S+S-1, "striped" the tokens r, r+n, r+2n, ... (Striped Attention),
+  so that every rank has the same share of the causal triangle. Fully masked chunks are
+  skipped (still forwarded), the mask is built on diagonal chunks only.
+decode: KV stays in place, every rank sweeps its block into a partial (m, l, O), combined by
+  a tree or a chain over the ring (kernels/ring_decode.py); rank 0 writes O.
 
-Layouts: Q/O prefill [n, T_q, G, D]; Q/O decode [G, D]; K, V [n, S_kv_per_rank, D].
-References: kernbench/case/references.py (replay verifies without importing this module).
+Layouts: Q/O prefill [n, T_q, G, D] (causal: [n, S, G, D]); Q/O decode [G, D];
+K, V [n, S_kv_per_rank, D]. References: kernbench/case/references.py (replay verifies
+without importing this module).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 import kernbench as kb
 from kernbench import references, tl
-from kernbench.kernels.gqa import double_buffered_kv, online_softmax_step, running_state
+from kernbench.kernels.gqa import causal_mask, online_softmax_step, running_state
+from kernbench.kernels.ring_decode import COMBINES, ring_decode
 
 
 @kb.kernel
@@ -49,62 +58,118 @@ def ring_prefill(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int, D: int
     tl.store(o + r * rows * D, tl.reshape(acc / l, (T_q, G, D)))
 
 
+#: layout name -> (stride, offset of rank r): local token j of rank r is at stride*j + offset
+LAYOUTS: dict[str, Callable[[int, int, int], tuple[int, int]]] = {
+    "contiguous": lambda r, n, s: (1, r * s),
+    "striped": lambda r, n, s: (n, r),
+}
+
+
+def visible_shift(layout: str, r: int, src: int, n: int, s: int) -> int:
+    """Key j' of rank ``src`` is visible to query j of rank ``r`` iff j' <= j + shift."""
+    stride, off_q = LAYOUTS[layout](r, n, s)
+    _, off_k = LAYOUTS[layout](src, n, s)
+    return (off_q - off_k) // stride
+
+
+def chunk_kind(q0: int, k0: int, t_q: int, c: int, shift: int) -> str:
+    """How the query tile at local token ``q0`` sees the chunk at ``k0``: "skip" (no key
+    visible), "full" (every key visible to every query) or "diagonal" (masked)."""
+    if k0 > q0 + t_q - 1 + shift:
+        return "skip"
+    return "full" if k0 + c - 1 <= q0 + shift else "diagonal"
+
+
+def rotated_chunks(layout: str, q0: int, n: int, s: int, t_q: int, c: int) -> int:
+    """How many of the S // C chunks go round the ring for the query tiles at local token
+    ``q0``: up to the last one some rank sees a key of (a prefix: visibility only shrinks
+    with the chunk index). Every rank computes the same count, so sends and receives match."""
+    shifts = {visible_shift(layout, r, src, n, s) for r in range(n) for src in range(n)}
+    return max(sum(chunk_kind(q0, j * c, t_q, c, sh) != "skip" for j in range(s // c))
+               for sh in shifts)
+
+
 @kb.kernel
-def ring_decode(q, k, v, o, *, n: int, S: int, C: int, G: int, D: int, scale: float):  # noqa: N803
+def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,  # noqa: N803
+                        D: int, scale: float, layout: str):
     r = tl.program_id(0)
-    qh = tl.load(q, (G, D), tl.bfloat16)
-    m, l, acc = running_state(G, D)  # noqa: E741
-    for kt, vt in double_buffered_kv(k + r * S * D, v + r * S * D, S // C, C, D):
-        with tl.scratch_scope():
-            online_softmax_step(qh, kt, vt, m, l, acc, scale)
-    # all-gather the partials round the ring, merging each one that arrives
-    part = (tl.zeros((G, 1), tl.float32), tl.zeros((G, 1), tl.float32),
-            tl.zeros((G, D), tl.float32))
-    tl.copy_to(part[0], m)
-    tl.copy_to(part[1], l)
-    tl.copy_to(part[2], acc)
-    got = [tl.zeros(h.shape, tl.float32) for h in part]
-    for _ in range(n - 1):
-        for g in got:  # post the receives first: three sends would fill a depth-2 queue
-            tl.recv_async("prev", g.shape, tl.float32, out=g)
-        for h in part:
-            tl.send("next", h)
-        with tl.scratch_scope():
-            m_new = tl.maximum(m, got[0])
-            a, b = tl.exp(m - m_new), tl.exp(got[0] - m_new)
-            tl.copy_to(l, l * a + got[1] * b)
-            tl.copy_to(acc, acc * a + got[2] * b)
-            tl.copy_to(m, m_new)
-        for h, g in zip(part, got, strict=True):
-            tl.copy_to(h, g)
-    if r == 0:
-        tl.store(o, acc / l)
+    rows = T_q * G
+    kbuf = [tl.zeros((C, D), tl.bfloat16), tl.zeros((C, D), tl.bfloat16)]
+    vbuf = [tl.zeros((C, D), tl.bfloat16), tl.zeros((C, D), tl.bfloat16)]
+    kbase, vbase = k + r * S * D, v + r * S * D
+    shifts = [visible_shift(layout, r, (r - i) % n, n, S) for i in range(n)]
+    step = 0
+    for t in range(S // T_q):
+        with tl.scratch_scope():  # per query tile
+            q0 = t * T_q
+            qt = tl.reshape(tl.load(q + (r * S + q0) * G * D, (T_q, G, D), tl.bfloat16),
+                            (rows, D))
+            m, l, acc = running_state(rows, D)  # noqa: E741
+            for j in range(rotated_chunks(layout, q0, n, S, T_q, C)):
+                cur = step % 2
+                tl.load(kbase + j * C * D, (C, D), tl.bfloat16, out=kbuf[cur])
+                tl.load(vbase + j * C * D, (C, D), tl.bfloat16, out=vbuf[cur])
+                for i in range(n):  # at ring step i the chunk held is rank (r - i)'s
+                    cur, nxt = step % 2, (step + 1) % 2
+                    if i < n - 1:
+                        tl.send("next", kbuf[cur])
+                        tl.send("next", vbuf[cur])
+                        tl.recv_async("prev", (C, D), tl.bfloat16, out=kbuf[nxt])
+                        tl.recv_async("prev", (C, D), tl.bfloat16, out=vbuf[nxt])
+                    kind = chunk_kind(q0, j * C, T_q, C, shifts[i])
+                    if kind != "skip":
+                        with tl.scratch_scope():
+                            mask = (causal_mask(q0 + shifts[i], j * C, T_q, C, G)
+                                    if kind == "diagonal" else None)
+                            online_softmax_step(qt, kbuf[cur], vbuf[cur], m, l, acc, scale,
+                                                mask)
+                    step += 1 if i < n - 1 else 2  # the next load reuses the received buffer
+            tl.store(o + (r * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
+
+
+#: causal -> the prefill kernel
+PREFILL_KERNELS = {False: ring_prefill, True: ring_prefill_causal}
 
 
 @kb.register_case("ring-attention")
 def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N803
                         phase: str = "prefill", C: int = 64, T_q: int = 32, G: int = 8,  # noqa: N803
-                        D: int = 128) -> kb.Case:  # noqa: N803
-    """Ring attention over ``n_ranks`` PEs for one GQA group (Llama3-70B: G = 8, D = 128)."""
+                        D: int = 128, combine: str = "tree", causal: bool = False,
+                        layout: str = "contiguous", T_kv: int = 256) -> kb.Case:  # noqa: N803
+    """Ring attention over ``n_ranks`` PEs for one GQA group (Llama3-70B: G = 8, D = 128).
+    ``C`` is the prefill's rotating KV chunk, ``T_kv`` the decode's tile (at most
+    S_kv_per_rank)."""
     if phase not in ("prefill", "decode"):
         raise kb.BadInputError(f"ring-attention: phase {phase!r} is not 'prefill' or 'decode'")
-    if S_kv_per_rank % C or n_ranks < 1:
+    if combine not in COMBINES or layout not in LAYOUTS:
+        raise kb.BadInputError(f"ring-attention: combine {combine!r} is not one of "
+                               f"{sorted(COMBINES)} or layout {layout!r} not one of "
+                               f"{sorted(LAYOUTS)}")
+    tile = min(T_kv, S_kv_per_rank)
+    if (S_kv_per_rank % (C if phase == "prefill" else tile) or n_ranks < 1
+            or (causal and S_kv_per_rank % T_q)):
         raise kb.BadInputError(f"ring-attention: S_kv_per_rank={S_kv_per_rank} must be a "
-                               f"multiple of C={C} and n_ranks >= 1")
+                               f"multiple of C={C} (prefill; causal: and of T_q={T_q}) or "
+                               f"of T_kv={tile} (decode), and n_ranks >= 1")
+    if causal and phase != "prefill":
+        raise kb.BadInputError("ring-attention: causal=True is a prefill option")
     scale = 1.0 / float(np.sqrt(D))
     kv = {"k": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=72)),
           "v": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=73))}
     common = {"n": n_ranks, "S": S_kv_per_rank, "C": C, "G": G, "D": D, "scale": scale}
-    reference = references.ring_attention(n_ranks=n_ranks, phase=phase, T_q=T_q, G=G, D=D)  # type: ignore[attr-defined]
+    reference = references.ring_attention(  # type: ignore[attr-defined]
+        n_ranks=n_ranks, phase=phase, T_q=T_q, G=G, D=D, causal=causal, layout=layout)
     if phase == "prefill":
+        tokens = S_kv_per_rank if causal else T_q
+        extra = {"layout": layout} if causal else {}
         return kb.Case(
-            name="ring-attention", kernel=ring_prefill, grid=(n_ranks,),
-            tensors={"q": kb.tensor((n_ranks, T_q, G, D), "bfloat16", init=kb.randn(seed=71)),
-                     **kv, "o": kb.tensor((n_ranks, T_q, G, D), "bfloat16", role="output")},
-            params={**common, "T_q": T_q}, reference=reference)
+            name="ring-attention", kernel=PREFILL_KERNELS[causal], grid=(n_ranks,),
+            tensors={"q": kb.tensor((n_ranks, tokens, G, D), "bfloat16", init=kb.randn(seed=71)),
+                     **kv, "o": kb.tensor((n_ranks, tokens, G, D), "bfloat16", role="output")},
+            params={**common, "T_q": T_q, **extra}, reference=reference)
     return kb.Case(
         name="ring-attention", kernel=ring_decode, grid=(n_ranks,),
         tensors={"q": kb.tensor((G, D), "bfloat16", init=kb.randn(seed=71)), **kv,
                  "o": kb.tensor((G, D), "bfloat16", role="output")},
-        params=common,
+        params={**common, "C": tile, "combine": combine},
         reference=reference)

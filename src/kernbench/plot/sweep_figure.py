@@ -18,6 +18,7 @@ METRICS: tuple[tuple[str, str, float], ...] = (
     ("latency_ps", "latency (µs)", 1e-6), ("efficiency", "efficiency", 1.0),
     ("scratch_peak_bytes", "scratch peak (KiB)", 1 / 1024),
     ("hbm_gbps_achieved", "HBM GB/s achieved", 1.0),
+    ("pe_busy_balance", "PE compute busy max/mean", 1.0),
 )
 #: the two metrics the Pareto front minimises, by default
 PARETO = ("latency_ps", "scratch_peak_bytes")

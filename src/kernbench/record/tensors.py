@@ -11,6 +11,10 @@ from kernbench.case import Case
 from kernbench.record.handle import HbmTensor
 from kernbench.schemas.arrow import TENSORS
 
+#: above this many bytes of ``kb.data`` contents the file is written for speed (the small
+#: files, every golden among them, keep the settings they always had: byte-identical)
+LARGE_DATA = 1 << 20
+
 
 def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None:
     """One row per tensor; raw bytes only for ``kb.data`` inits (others are regenerated)."""
@@ -26,4 +30,10 @@ def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None
         rows["init"].append(spec.init.to_json())
         rows["data"].append(
             spec.init.make(spec.shape, spec.dtype).tobytes() if spec.init.kind == "data" else None)
-    pq.write_table(pa.Table.from_pydict(rows, schema=TENSORS), path, compression="zstd")
+    table = pa.Table.from_pydict(rows, schema=TENSORS)
+    if sum(len(b) for b in rows["data"] if b) <= LARGE_DATA:
+        pq.write_table(table, path, compression="zstd")
+    else:  # array contents: no dictionary and no min/max statistics of megabyte-long
+        # values (each costs seconds at 100 MB), and the fastest zstd level
+        pq.write_table(table, path, compression="zstd", compression_level=1,
+                       use_dictionary=False, write_statistics=False)

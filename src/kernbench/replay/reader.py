@@ -13,6 +13,7 @@ run plus the ops in flight, so memory does not grow with the op count.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,18 +184,24 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS
     else:
         runs = _runs(pf, min(PIECE_ROWS, batch_rows))
         cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
+    live = [(r.pending, i) for i, r in enumerate(runs) if r.pending < NEVER]
+    heapq.heapify(live)  # (pending, run index) of the runs with unread pieces
     held: list[pa.Table] = []  # pieces read, not yet released
     starts: list[np.ndarray] = []
+    below = _Below()
     while True:
-        live = [r for r in runs if r.next < len(r.bounds) - 1]
         if live:
-            run = min(live, key=lambda r: r.pending)
+            _, i = heapq.heappop(live)
+            run = runs[i]
             piece = cursors[id(run)].read(run.bounds[run.next], run.bounds[run.next + 1])
             run.next += 1
+            if run.pending < NEVER:
+                heapq.heappush(live, (run.pending, i))
             held.append(piece)
             starts.append(piece.column("t_start_ps").to_numpy())
-            bound = min((r.pending for r in runs), default=NEVER)
-            if sum(int(np.count_nonzero(st < bound)) for st in starts) < batch_rows:
+            below.add(starts[-1])
+            bound = live[0][0] if live else NEVER
+            if live and below.count(bound) < batch_rows:
                 continue
         else:
             bound = NEVER
@@ -208,7 +215,38 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS
         rest = np.flatnonzero(start >= bound)
         held = [table.take(pa.array(rest))] if len(rest) else []
         starts = [start[rest]] if len(rest) else []
+        below = _Below()
+        for st in starts:
+            below.add(st)
         if len(order):
             yield table.take(pa.array(order)).combine_chunks()
         if not live:
             break
+
+
+class _Below:
+    """How many held rows start before a bound that never decreases: each piece's sorted
+    start times with a cursor, in a heap by the first start not yet counted."""
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[int, int]] = []
+        self.pieces: list[np.ndarray] = []
+        self.at: list[int] = []
+        self.n = 0
+
+    def add(self, start: np.ndarray) -> None:
+        if len(start):
+            self.pieces.append(np.sort(start))
+            self.at.append(0)
+            heapq.heappush(self.heap, (int(self.pieces[-1][0]), len(self.pieces) - 1))
+
+    def count(self, bound: int) -> int:
+        while self.heap and self.heap[0][0] < bound:
+            _, k = heapq.heappop(self.heap)
+            piece = self.pieces[k]
+            j = int(np.searchsorted(piece, bound, side="left"))
+            self.n += j - self.at[k]
+            self.at[k] = j
+            if j < len(piece):
+                heapq.heappush(self.heap, (int(piece[j]), k))
+        return self.n

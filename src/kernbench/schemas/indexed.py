@@ -178,9 +178,11 @@ def runs(elements_: np.ndarray) -> np.ndarray:
     element offsets, in address order."""
     if not len(elements_):
         return np.zeros(0, np.int64)
-    u = np.unique(elements_)
-    cut = np.flatnonzero(np.diff(u) != 1) + 1
-    return np.diff(np.concatenate(([0], cut, [len(u)]))).astype(np.int64)
+    step = np.diff(elements_)
+    if not bool((step > 0).all()):  # tile order is usually address order already
+        step = np.diff(np.unique(elements_))
+    cut = np.flatnonzero(step != 1) + 1
+    return np.diff(np.concatenate(([0], cut, [len(step) + 1]))).astype(np.int64)
 
 
 def dma_work(elements_: np.ndarray, itemsize: int, burst: int) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ __all__ = ["erf", "fma", "floordiv", "mod", "rsqrt", "sigmoid", "xchg"]
 
 
 def rsqrt(x: np.ndarray) -> np.ndarray:
-    r = np.sqrt(x)
+    r = np.asarray(np.sqrt(x))  # a 0-d operand (a reduced scalar) gives a numpy scalar
     return np.reciprocal(r, out=r) if r.dtype.kind == "f" else 1.0 / r
 
 
@@ -25,7 +25,7 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 
 def erf(x: np.ndarray) -> np.ndarray:
     """libm's erf in float64, elementwise (numpy has none); exact before the float32 store."""
-    return _ERF(np.asarray(x, dtype=np.float64)).astype(np.float64)  # type: ignore[union-attr]
+    return np.asarray(_ERF(np.asarray(x, dtype=np.float64)), np.float64)  # 0-d: an array too
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -45,12 +45,47 @@ phase = ["prefill"]
 [best]
 metric = "efficiency"
 """,
+    "milestone-ring-combine": """
+# ring decode: the partial (m, l, O) combine, all-gather chain (n - 1 hops) vs tree (n // 2
+# hops), over the number of ranks and the link latency (16 PEs, so every ring fits)
+case = "ring-attention"
+[grid]
+phase = ["decode"]
+S_kv_per_rank = [1024]
+combine = ["chain", "tree"]
+n_ranks = [2, 3, 4, 5, 8, 12, 16]
+[hw]
+n_pe = [16]
+link_latency_ns = [250, 1000, 2000]
+[stages]
+replay = true
+[best]
+metric = "latency_ps"
+per = ["n_ranks"]
+""",
+    "milestone-ring-causal": """
+# causal ring prefill: token layout contiguous vs striped over the sequence, with the
+# default link (1 us per hop) and a latency-free one; pe_busy_balance is the work balance
+case = "ring-attention"
+[grid]
+causal = [true]
+T_q = [16]
+layout = ["contiguous", "striped"]
+S_kv_per_rank = [128, 256, 512]
+n_ranks = [4, 8]
+[hw]
+link_latency_ns = [0, 1000]
+[best]
+metric = "latency_ps"
+per = ["S_kv_per_rank", "n_ranks"]
+""",
 }
 
 
 #: built-in suites: one name, several sweeps (each into OUT/<part>)
 SUITES: dict[str, tuple[str, ...]] = {
-    "milestone": ("milestone-decode", "milestone-prefill", "milestone-ring"),
+    "milestone": ("milestone-decode", "milestone-prefill", "milestone-ring",
+                  "milestone-ring-combine", "milestone-ring-causal"),
 }
 
 

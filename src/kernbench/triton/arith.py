@@ -36,10 +36,18 @@ def values(x: Any, t: dtype) -> np.ndarray:
     return rules.cast(np.asarray(x), t)
 
 
+#: (op, a dtype, a is a scalar, b dtype, b is a scalar) -> (computation, result) dtypes
+_TYPES: dict[tuple[str, dtype, bool, dtype, bool], tuple[dtype, dtype]] = {}
+
+
 def types(op: str, a: Any, b: Any, src: str) -> tuple[dtype, dtype]:
     (adt, asc), (bdt, bsc) = _dt(a), _dt(b)
+    key = (op, adt, asc, bdt, bsc)
     try:
-        t, out = rules.result_types(op, adt, asc, bdt, bsc)
+        got = _TYPES.get(key)
+        if got is None:
+            got = _TYPES[key] = rules.result_types(op, adt, asc, bdt, bsc)
+        t, out = got
         for x, sc in ((a, asc), (b, bsc)):
             if sc:
                 rules.check_scalar(x, t)

@@ -111,7 +111,7 @@ def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
         return concrete(concrete_fn(x.value), x.dtype)
     if x.kind == POINTER and type(x.value) is np.ndarray:
         return pointer(x.base, concrete_fn(x.value), x.dtype.element_ty)  # type: ignore[arg-type]
-    h = sem.reshape(x.value, shape)
+    h = sem.reshape(data.row_major(x.value), shape)
     if x.kind == POINTER:
         return pointer(x.base, h, x.dtype.element_ty)  # type: ignore[arg-type]
     return data.symbolic(h, x.dtype)
@@ -168,7 +168,7 @@ def trans(x: tensor, *dims: Any) -> tensor:
     if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
         dims = tuple(plain(dims[0]))
     order = tuple(constexpr_int(a, "trans dim", src) for a in dims) or tuple(
-        reversed(range(len(x.shape))))  # type: ignore[call-overload]
+        builtins.range(len(x.shape) - 1, -1, -1))  # ``range`` here is tl.range
     if x.kind == CONCRETE or (x.kind == POINTER and type(x.value) is np.ndarray):
         return _view(x, tuple(x.shape[i] for i in order), lambda v: np.transpose(v, order))
     if len(x.shape) != 2 or order != (1, 0):

@@ -146,8 +146,14 @@ def cast(x: tensor, t: dtype, src: str) -> tensor:
     return symbolic(sem.cast(x.value, d.to_kb(t)), t)
 
 
+def row_major(h: TensorHandle) -> TensorHandle:
+    """``h``, or a transposed view of it copied into row-major order on the MATH engine (a
+    same-shape ``broadcast``), as Triton converts a layout before a reshape."""
+    return sem.broadcast(h, h.shape) if h.transposed else h
+
+
 def reshape(x: tensor, shape: tuple[int, ...]) -> tensor:
-    return symbolic(sem.reshape(x.value, shape), x.dtype)
+    return symbolic(sem.reshape(row_major(x.value), shape), x.dtype)
 
 
 def where(cond: Any, x: Any, y: Any, t: dtype, src: str) -> tensor:

@@ -63,24 +63,27 @@ def make_kernel(launch: Launch) -> Kernel:
     info = launch.info
     rebinder = Rebinder()
     body: list[Callable[..., Any]] = []
+    names = [p.name for p in info.params]  # once per launch, not once per program
+    arrays = [n for n in names if n in launch.arrays]
+    fixed: dict[str, Any] = {}  # scalar and constexpr arguments: the same in every program
 
     def adapter(*ptrs: Any, **_recorded: Any) -> None:
         if not body:
             body.append(rebinder.function(info.fn))  # type: ignore[arg-type]
+            for n in names:
+                v = launch.values[n]
+                if n in launch.scalars:
+                    dt = d.of_scalar(v)
+                    fixed[n] = (np.asarray(v, dt.np), dt)
+                elif n not in launch.arrays:
+                    fixed[n] = rebinder.value(v)
         core.LAUNCH["num_stages"] = launch.num_stages
         kwargs: dict[str, Any] = {}
-        it = iter(ptrs)
-        for n in (p.name for p in info.params):
-            v = launch.values[n]
-            if n in launch.arrays:
-                p = next(it)
-                kwargs[n] = pointer(p.tensor, np.asarray(p.offset, np.int64),
-                                    d.from_kb(p.tensor.dtype))
-            elif n in launch.scalars:
-                dt = d.of_scalar(v)
-                kwargs[n] = concrete(np.asarray(v, dt.np), dt)
-            else:
-                kwargs[n] = rebinder.value(v)
+        for n, p in zip(arrays, ptrs, strict=True):
+            kwargs[n] = pointer(p.tensor, np.asarray(p.offset, np.int64),
+                                d.from_kb(p.tensor.dtype))
+        for n, v in fixed.items():  # a fresh scalar tensor per program: programs share none
+            kwargs[n] = concrete(*v) if n in launch.scalars else v
         try:
             with lifetime_scope():
                 body[0](**kwargs)

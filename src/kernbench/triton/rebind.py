@@ -82,6 +82,7 @@ class Rebinder:
     def __init__(self) -> None:
         self._functions: dict[int, types.FunctionType] = {}
         self._globals: dict[int, dict[str, Any]] = {}
+        self._modules: dict[int, types.ModuleType] = {}
 
     def function(self, fn: types.FunctionType) -> types.FunctionType:
         got = self._functions.get(id(fn))
@@ -125,9 +126,10 @@ class Rebinder:
         if isinstance(v, types.ModuleType):
             if getattr(v, "KERNBENCH_STAND_IN", False):
                 return _module_for(v.__name__) or v
-            return _module_for(v.__name__) if _is_triton(v.__name__) else v
-        if cls.__name__ in _KERNEL_CLASSES and _is_triton(cls.__module__) or isinstance(
-                v, standin.JITFunction | standin.Autotuner | standin.Heuristics):
+            if _is_triton(v.__name__):
+                return _module_for(v.__name__)
+            return self._module(v) if _holds_kernels(v) else v
+        if _is_kernel(v):
             inner = v
             while not inspect.isfunction(inner) and hasattr(inner, "fn"):
                 inner = inner.fn
@@ -139,6 +141,14 @@ class Rebinder:
             if _is_triton(mod):
                 return self._named(mod, v.__name__)  # type: ignore[arg-type]
         return v
+
+    def _module(self, mod: types.ModuleType) -> types.ModuleType:
+        """A user module holding ``@triton.jit`` helpers (``mylib.helper(x)``): a view whose
+        attributes are rebound on access, one view per module."""
+        got = self._modules.get(id(mod))
+        if got is None:
+            got = self._modules[id(mod)] = ModuleView(mod, self)
+        return got
 
     def _object(self, v: Any) -> Any:
         """A Triton instance: dtypes by name, others refused when used."""
@@ -164,6 +174,32 @@ class Rebinder:
             return getattr(target, name)
         except AttributeError:
             return _unsupported(f"{mod}.{name}")
+
+
+def _is_kernel(v: Any) -> bool:
+    cls = type(v)
+    return (cls.__name__ in _KERNEL_CLASSES and _is_triton(cls.__module__)
+            or isinstance(v, standin.JITFunction | standin.Autotuner | standin.Heuristics))
+
+
+def _holds_kernels(mod: types.ModuleType) -> bool:
+    """A module whose globals hold a Triton kernel or a ``tl.constexpr`` (a user's helper
+    library), as opposed to numpy, math and the like, which stay themselves."""
+    return any(_is_kernel(v) or type(v).__name__ == "constexpr"
+               for v in list(vars(mod).values()))
+
+
+class ModuleView(types.ModuleType):
+    """A user module as a kernel body sees it: each attribute rebound on first access."""
+
+    def __init__(self, mod: types.ModuleType, rebinder: Rebinder) -> None:
+        super().__init__(mod.__name__, mod.__doc__)
+        self.__dict__["_kb_module"], self.__dict__["_kb_rebinder"] = mod, rebinder
+
+    def __getattr__(self, name: str) -> Any:
+        value = self.__dict__["_kb_rebinder"].value(getattr(self.__dict__["_kb_module"], name))
+        self.__dict__[name] = value
+        return value
 
 
 def _cell(c: types.CellType) -> Any:
