@@ -43,3 +43,16 @@ def test_check_report_json(traces) -> None:
     assert doc["ok"] is True and doc["n_violations"] == 0
     assert [i["name"] for i in doc["invariants"]][-1] == "data_race"
     assert all(i["violations"] == [] for i in doc["invariants"])
+
+
+def test_report_lists_one_ceiling_per_engine_and_marks_the_bound(traces) -> None:
+    path = traces("gemm", N=256)
+    m = metrics(path)
+    text = report(path).to_text()
+    section = text.split("roofline (a ceiling per engine")[1].split("\n\nops")[0]
+    rows = {line.split()[0]: line.split() for line in section.splitlines()[4:]}
+    assert set(rows) == {"hbm", "gemm", "math", "link"}
+    bound = {"dma_rd": "hbm", "dma_wr": "hbm"}.get(m["roofline_bound"], m["roofline_bound"])
+    assert [name for name, r in rows.items() if r[-1] == "*"] == [bound]
+    frac = next(line for line in text.splitlines() if line.startswith("roofline fraction"))
+    assert float(frac.split()[-1]) == round(m["roofline_ps"] / m["latency_ps"], 4)

@@ -109,3 +109,12 @@ def test_a_deadlock_is_reported_not_recorded_half(rec, tmp_path):
     with pytest.raises(kb.KernelError, match=r"deadlock: no PE can make progress \(PE 0 in send"):
         rec(both_send_three, {"x": kb.tensor((1,), "float32")}, grid=(2,))
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".ktrace")]
+
+
+
+def test_a_ring_wider_than_the_pes_deadlocks_and_says_why(tmp_path):
+    case = kb.build_case("ring-attention", {"n_ranks": 16, "S_kv_per_rank": 256,
+                                            "phase": "decode"})
+    with pytest.raises(kb.KernelError, match=r"deadlock: .* the grid's 16 programs share 8 "
+                                             r"PEs, and programs on one PE run one after"):
+        kb.record(case, out=tmp_path / "r.ktrace")

@@ -1,4 +1,4 @@
-"""Fixed costs of a replay (ADR-0513): the process that starts the replay child loads no
+"""Fixed costs of a replay (ADR-0514): the process that starts the replay child loads no
 numpy or pyarrow, the replay of a bfloat16 trace never imports ml_dtypes, and the numpy
 baseline of ``kernbench bench`` costs numpy only."""
 

@@ -45,7 +45,8 @@ def test_sweep_cli_bad_input_is_exit_2_and_writes_nothing(tmp_path):
 
 def test_suite_plans_one_sweep_per_part(tmp_path):
     pairs = plan("milestone", tmp_path / "M")
-    assert [p.name for _, p in pairs] == ["decode", "prefill", "ring", "ring-combine",
-                                          "ring-causal"]
-    assert [s.case for s, _ in pairs] == ["gqa-decode", "gqa-prefill"] + ["ring-attention"] * 3
+    assert [p.name for _, p in pairs] == ["decode", "decode-tile", "prefill", "ring",
+                                          "ring-combine", "ring-causal"]
+    assert [s.case for s, _ in pairs] == (["gqa-decode"] * 2 + ["gqa-prefill"]
+                                          + ["ring-attention"] * 3)
     assert len(pairs) == len(SUITES["milestone"])

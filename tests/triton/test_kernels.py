@@ -27,3 +27,21 @@ def test_triton_kernel_records_replays_and_matches_numpy(entry: Entry, replayed)
         assert got.shape == expected.shape and got.dtype == expected.dtype, name
         assert _close(got, expected), (name, float(np.max(np.abs(
             got.astype(np.float64) - expected.astype(np.float64)))))
+
+
+def test_scatters_by_loaded_indices_in_two_programs_are_a_race_only_the_data_can_clear(
+        tmp_path) -> None:
+    """A permutation by loaded indices: the replay verifies it, and the race detector, which
+    sees only that both programs write somewhere in ``out``, says so and why."""
+    import re
+
+    import kernbench as kb
+    from kernbench.analyze.race import hazards
+    from tests.triton.kernels import permute
+
+    trace = kb.record(permute.case(), out=tmp_path / "p.ktrace")
+    assert kb.replay(trace.path, case=permute.case, in_process=True).ok
+    found = hazards(trace.ops)
+    assert found["hazard"].to_list() == ["race_ww"]
+    assert re.search(r"op \d+ and op \d+ address the tensor by loaded indices",
+                     found["message"][0])

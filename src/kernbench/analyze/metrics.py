@@ -8,6 +8,7 @@ without touching this file.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def _overlap_metrics(ops: pl.DataFrame) -> Metrics:
             "dma_compute_overlap_frac": _ratio(both or 0, dma or 0)}  # type: ignore[arg-type]
 
 
-def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig) -> Metrics:
+def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig, latency: int) -> Metrics:
     out: Metrics = {}
     for e in ENGINES:
         need = (ops.filter(pl.col("engine") == e.value)
@@ -119,7 +120,45 @@ def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig) -> Metrics:
     bound = max(ENGINES, key=lambda e: out[f"roofline_ps_{e}"])
     out["roofline_ps"] = out[f"roofline_ps_{bound}"]
     out["roofline_bound"] = str(bound) if out["roofline_ps"] else ""
+    out["roofline_frac"] = _ratio(out["roofline_ps"], latency)
     return out
+
+
+#: the ceilings of the roofline: one per kind of engine, over the engines of ``ENGINES`` it
+#: groups (the two HBM channels are one ceiling: HBM)
+CEILINGS: dict[str, tuple[Engine, ...]] = {
+    "hbm": (Engine.DMA_RD, Engine.DMA_WR), "gemm": (Engine.GEMM,), "math": (Engine.MATH,),
+    "link": (Engine.LINK_TX,),
+}
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One roof of a kernel's roofline: the rate (its flops per second) the kernel would reach
+    if this engine were its only limit, each instance at full speed (``ideal_ps``: the
+    largest ``roofline_ps`` over its engines; ``inf`` GFLOP/s when it had no work)."""
+
+    name: str
+    ideal_ps: float
+    gflops: float
+    frac: float  # ideal_ps / latency: 1.0 when this engine alone sets the latency
+    binds: bool  # the lowest ceiling: the roofline bound
+
+
+def ceilings(m: Metrics) -> tuple[Ceiling, ...]:
+    """The four ceilings (HBM, GEMM, MATH, link) of the metrics ``m``, in that order. The
+    binding one is ``roofline_bound``'s; the kernel's point (``flops / latency``) sits at
+    ``roofline_frac`` of it, which is ``efficiency`` whenever the bound engine's busy time is
+    its ideal time (always for GEMM and MATH; for HBM when its loads are contiguous)."""
+    flops, latency = float(m["flops"]), int(m["latency_ps"])
+    bound = str(m["roofline_bound"])
+    out = []
+    for name, engines in CEILINGS.items():
+        ideal = max(float(m[f"roofline_ps_{e}"]) for e in engines)
+        rate = flops / ideal * 1000.0 if ideal else float("inf")  # flops/ps -> GFLOP/s
+        out.append(Ceiling(name, ideal, rate, _ratio(ideal, latency),
+                           bound in {str(e) for e in engines}))
+    return tuple(out)
 
 
 def _scratch_metrics(ops: pl.DataFrame, n_pe: int | None) -> Metrics:
@@ -169,7 +208,7 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     out.update(_balance_metrics(ops))
     out.update(_overlap_metrics(ops))
     out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
-    out.update(_roofline_metrics(ops, hw))
+    out.update(_roofline_metrics(ops, hw, latency))
     return MetricsDict(out)  # a dict, with a short repr and an HTML table in notebooks
 
 

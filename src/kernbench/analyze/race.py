@@ -277,6 +277,20 @@ def _cross_pe_races(seg: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
                         t_other="t_other").cast(_FINDING)  # type: ignore[arg-type]
 
 
+#: ops whose HBM addresses come from loaded data: Phase 1 counts their whole tensor
+DATA_ADDRESSED = frozenset({Op.GATHER.value, Op.SCATTER.value})
+
+
+def _data_addressed(row: dict) -> str:
+    ops = sorted({f"op {row[i]}" for i, n in (("op_id", "name"), ("other_op_id", "other_name"))
+                  if row.get(n) in DATA_ADDRESSED})
+    if not ops or not row["hazard"].startswith("race"):
+        return ""
+    return (f"; {' and '.join(ops)} address the tensor by loaded indices, so Phase 1 counts "
+            "all of it: if the indices of the two ops never meet there is no race, which "
+            "only the data can show (order them, or accept this finding)")
+
+
 def hazards(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """Every data hazard in an op log: one row per (hazard, op_id, other_op_id) with the
     merged byte range, both ops' ``src`` and a ``message``; sorted by op_id."""
@@ -287,18 +301,20 @@ def hazards(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     seg = segments(acc)
     found = pl.concat([_program_order_hazards(_program_order(seg)), _cross_pe_hazards(seg),
                        _cross_pe_races(seg, ops)])
-    where = ops.select("op_id", src=pl.col("src").cast(pl.String), pe="pe")
+    where = ops.select("op_id", src=pl.col("src").cast(pl.String), pe="pe",
+                       name=pl.col("name").cast(pl.String))
     merged = (found.group_by("hazard", "op_id", "other_op_id", "space", "mem_pe",
                              maintain_order=True)
               .agg(pl.col("lo").min(), pl.col("hi").max(), pl.col("t_op").first(),
                    pl.col("t_other").first())
               .sort("op_id", "hazard", "other_op_id", nulls_last=True)
               .join(where, on="op_id", how="left", maintain_order="left")
-              .join(where.rename({"op_id": "other_op_id", "src": "other_src", "pe": "other_pe"}),
+              .join(where.rename({"op_id": "other_op_id", "src": "other_src", "pe": "other_pe",
+                                  "name": "other_name"}),
                     on="other_op_id", how="left", maintain_order="left"))
     messages = [HAZARDS[row["hazard"]].format(op=row["op_id"], other=row["other_op_id"], **{
         k: row[k] for k in ("space", "mem_pe", "lo", "hi", "t_op", "t_other", "src", "pe",
-                            "other_src", "other_pe")})
+                            "other_src", "other_pe")}) + _data_addressed(row)
         for row in merged.iter_rows(named=True)]
-    return merged.drop("pe", "other_pe").with_columns(
+    return merged.drop("pe", "other_pe", "name", "other_name").with_columns(
         message=pl.Series(messages, dtype=pl.String))

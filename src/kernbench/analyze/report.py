@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.frames import open_trace, scan_ops
-from kernbench.analyze.metrics import ENGINES, Metrics, metrics
+from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
 from kernbench.notebook import fmt
 from kernbench.trace import Trace
 
@@ -52,6 +52,7 @@ SUMMARY: tuple[tuple[str, str], ...] = (
     ("latency (ps)", "latency_ps"), ("efficiency", "efficiency"),
     ("bottleneck engine", "bottleneck_engine"), ("max engine busy (ps)", "max_engine_busy_ps"),
     ("roofline bound", "roofline_bound"), ("roofline (ps)", "roofline_ps"),
+    ("roofline fraction", "roofline_frac"),
     ("stall (ps)", "stall_ps"), ("ops", "n_ops"), ("PEs used", "n_pe_used"),
     ("PE compute busy max/mean", "pe_busy_balance"),
     ("dma reads", "dma_read_count"), ("dma read bytes", "dma_read_bytes"),
@@ -86,6 +87,12 @@ class MetricsReport:
         return [[str(e), m[f"busy_ps_{e}"], m[f"busy_max_ps_{e}"], m[f"util_{e}"],
                  m[f"util_mean_{e}"], m[f"roofline_ps_{e}"]] for e in ENGINES]
 
+    def ceiling_rows(self) -> list[list[Any]]:
+        """One row per roofline ceiling (HBM, GEMM, MATH, link): what ``kernbench plot``
+        draws; ``binds`` marks the bound the kernel's point sits under."""
+        return [[c.name, c.ideal_ps, None if c.gflops == float("inf") else c.gflops, c.frac,
+                 "*" if c.binds else ""] for c in ceilings(self.metrics)]
+
     def to_text(self) -> str:
         m = self.metrics
         scratch = sorted(k for k in m if k.startswith("scratch_peak_bytes_pe"))
@@ -95,6 +102,9 @@ class MetricsReport:
             "engines",
             format_table(["engine", "busy_ps", "busy_max_ps", "util", "util_mean",
                           "roofline_ps"], self.engine_rows()),
+            "roofline (a ceiling per engine: the kernel's GFLOP/s were it the only limit)",
+            format_table(["ceiling", "ideal_ps", "gflops", "frac_of_latency", "binds"],
+                         self.ceiling_rows()),
             "ops",
             format_table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
                          [list(r.values()) for r in self.by_op]),

@@ -1,6 +1,5 @@
 """GQA fused flash attention (docs/adr/0037, 0061-0063): one KV head per program, the G query
 heads of its group folded into the GEMM M dimension with byte-conserving reshapes only.
-
 Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
   decode:  Q, O [H_q, D] (= [H_kv, G, D]);          K, V [H_kv, S_kv, D]
   prefill: Q, O [H_kv, S, G, D] (rows ordered t, g); K, V [H_kv, S, D]
@@ -13,6 +12,7 @@ import numpy as np
 import kernbench as kb
 from kernbench import references, tl
 from kernbench.kernels.flash import NEG_BIG
+from kernbench.kernels.tiles import Prefetch, Step, by_query_tile, causal_steps, started
 
 LLAMA3_70B = {"H_q": 64, "H_kv": 8, "D": 128}
 
@@ -57,11 +57,15 @@ def double_buffered_kv(kbase, vbase, tiles: int, rows: int, d: int):
 
 @kb.kernel
 def gqa_decode_lazy(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int, scale: float):  # noqa: N803
-    """Decode: K/V streamed by double-buffered lazy loads into persistent buffers."""
+    """Decode: K/V streamed by double-buffered lazy loads into persistent buffers. The first
+    two tiles' loads are issued before the running state is filled, so the read channel
+    starts with the kernel and never waits on the MATH engine."""
     h = tl.program_id(0)
     qh = tl.load(q + h * G * D, (G, D), tl.bfloat16)
+    sweep = started(double_buffered_kv(k + h * S_kv * D, v + h * S_kv * D, S_kv // T_kv,
+                                       T_kv, D))  # the loads of tiles 0 and 1 are issued
     m, l, acc = running_state(G, D)  # noqa: E741
-    for kt, vt in double_buffered_kv(k + h * S_kv * D, v + h * S_kv * D, S_kv // T_kv, T_kv, D):
+    for kt, vt in sweep:
         with tl.scratch_scope():
             online_softmax_step(qh, kt, vt, m, l, acc, scale)
     tl.store(o + h * G * D, acc / l)
@@ -105,7 +109,7 @@ DECODE_KERNELS = {"lazy": gqa_decode_lazy, "composite": gqa_decode_composite}
 
 
 @kb.register_case("gqa-decode")
-def gqa_decode_case(S_kv: int = 32768, T_kv: int = 512, H_q: int = 64, H_kv: int = 8,  # noqa: N803
+def gqa_decode_case(S_kv: int = 32768, T_kv: int = 256, H_q: int = 64, H_kv: int = 8,  # noqa: N803
                     D: int = 128, stream: str = "lazy") -> kb.Case:
     """GQA decode (T_q = 1), one KV head per program/PE, Llama3-70B shapes by default."""
     if stream not in DECODE_KERNELS:
@@ -139,43 +143,51 @@ def causal_mask(q0: int, k0: int, t_q: int, t_kv: int, g: int):
 @kb.kernel
 def gqa_prefill(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int, D: int,  # noqa: N803
                 scale: float):
-    """Causal prefill: program h sweeps query tiles; each query tile sweeps the K/V tiles up
-    to the diagonal, the load of tile j+1 (into the other of two persistent buffers) issued
-    before tile j is computed."""
+    """Causal prefill: program h sweeps its query tiles, each against the KV tiles up to the
+    diagonal only (``causal_steps``: fully masked tiles are never loaded), the mask built on
+    the diagonal tiles only. The sweep is one flat sequence of (query tile, KV tile) steps:
+    before step n is computed the loads of step n+1 (its K, V, and Q when it opens a query
+    tile) are in flight into the other buffer of each pair, across query-tile boundaries."""
     h = tl.program_id(0)
-    rows = T_q * G
-    kbase, vbase = k + h * S * D, v + h * S * D
-    kbuf = [tl.zeros((T_kv, D), tl.bfloat16), tl.zeros((T_kv, D), tl.bfloat16)]
-    vbuf = [tl.zeros((T_kv, D), tl.bfloat16), tl.zeros((T_kv, D), tl.bfloat16)]
-    for i in range(S // T_q):
+    qbase, kbase, vbase = q + h * S * G * D, k + h * S * D, v + h * S * D
+    steps = list(causal_steps(S, T_q, T_kv))
+    buf = Prefetch()
+    for st in steps:  # every tile shape (the last tiles may be short), before any scope
+        buf.reserve("q", (st.tq, G, D))
+        buf.reserve("k", (st.tkv, D))
+        buf.reserve("v", (st.tkv, D))
+
+    def issue(st: Step) -> tuple:
+        qt = buf.load("q", qbase + st.q0 * G * D, (st.tq, G, D)) if st.first else None
+        return (qt, buf.load("k", kbase + st.k0 * D, (st.tkv, D)),
+                buf.load("v", vbase + st.k0 * D, (st.tkv, D)))
+
+    ahead = iter(steps[1:])
+    nxt = issue(steps[0])
+    for q0, tile in by_query_tile(steps):
         with tl.scratch_scope():  # per query tile
-            q0 = i * T_q
-            qt = tl.reshape(tl.load(q + (h * S + q0) * G * D, (T_q, G, D), tl.bfloat16),
-                            (rows, D))
-            m, l, acc = running_state(rows, D)  # noqa: E741
-            last = (q0 + T_q - 1) // T_kv
-            tl.load(kbase, (T_kv, D), tl.bfloat16, out=kbuf[0])
-            tl.load(vbase, (T_kv, D), tl.bfloat16, out=vbuf[0])
-            for j in range(last + 1):
-                if j < last:
-                    nxt = (j + 1) % 2
-                    tl.load(kbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16, out=kbuf[nxt])
-                    tl.load(vbase + (j + 1) * T_kv * D, (T_kv, D), tl.bfloat16, out=vbuf[nxt])
+            for st in tile:
+                cur = nxt
+                following = next(ahead, None)
+                nxt = issue(following) if following is not None else ()
+                if st.first:
+                    rows = st.tq * G
+                    qt = tl.reshape(cur[0], (rows, D))
+                    m, l, acc = running_state(rows, D)  # noqa: E741
                 with tl.scratch_scope():  # per K/V tile
-                    k0 = j * T_kv
-                    diagonal = k0 + T_kv - 1 > q0
-                    mask = causal_mask(q0, k0, T_q, T_kv, G) if diagonal else None
-                    online_softmax_step(qt, kbuf[j % 2], vbuf[j % 2], m, l, acc, scale, mask)
-            tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
+                    mask = causal_mask(q0, st.k0, st.tq, st.tkv, G) if st.needs_mask else None
+                    online_softmax_step(qt, cur[1], cur[2], m, l, acc, scale, mask)
+            tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (st.tq, G, D)))
 
 
 @kb.register_case("gqa-prefill")
 def gqa_prefill_case(S: int = 8192, T_q: int = 16, T_kv: int = 128, H_q: int = 64,  # noqa: N803
                      H_kv: int = 8, D: int = 128) -> kb.Case:
-    """Causal GQA prefill, tiled over queries and keys, one KV head per program."""
-    if H_q % H_kv or S % T_q or S % T_kv:
-        raise kb.BadInputError(f"gqa-prefill: need H_q % H_kv == 0 and S divisible by T_q and "
-                               f"T_kv, got H_q={H_q} H_kv={H_kv} S={S} T_q={T_q} T_kv={T_kv}")
+    """Causal GQA prefill, tiled over queries and keys (S need not be a multiple of either
+    tile), one KV head per program."""
+    if H_q % H_kv or min(S, T_q, T_kv) < 1:
+        raise kb.BadInputError(f"gqa-prefill: need H_q % H_kv == 0 and S, T_q, T_kv >= 1, got "
+                               f"H_q={H_q} H_kv={H_kv} S={S} T_q={T_q} T_kv={T_kv}")
     g = H_q // H_kv
     scale = 1.0 / float(np.sqrt(D))
     return kb.Case(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from kernbench.analyze.frames import hw_of, scan_ops
-from kernbench.analyze.metrics import ENGINES, Metrics, lane_expr
+from kernbench.analyze.metrics import ENGINES, Ceiling, Metrics, ceilings, lane_expr
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
 
@@ -85,18 +85,39 @@ def wait_by_line(trace: Trace, top: int = TOP_LINES) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class Roofline:
-    """The modelled hardware's roofline over the PEs the kernel used, and its point."""
+    """The kernel's roofline: one ceiling per engine (``metrics.ceilings``: HBM, GEMM, MATH,
+    link, in the kernel's GFLOP/s), the point (intensity, achieved GFLOP/s) and the ceiling
+    it sits under. ``peak_gflops`` and ``hbm_gbps`` are the machine's (over the PEs used),
+    for reference lines."""
 
     peak_gflops: float  # GEMM peak: 2 * rows * cols flops per cycle per PE
     hbm_gbps: float  # HBM bandwidth over the PEs used
     intensity: float  # the kernel's flops per HBM byte moved (0 when it moved none)
     achieved_gflops: float  # flops / latency
     n_pe: int
+    ceilings: tuple[Ceiling, ...] = ()
+    moved_bytes: int = 0
 
     @property
     def ridge(self) -> float:
-        """The intensity (flop/byte) where the bandwidth roof meets the compute roof."""
+        """The intensity (flop/byte) where the machine's bandwidth roof meets its GEMM roof."""
         return self.peak_gflops / self.hbm_gbps
+
+    @property
+    def bound(self) -> Ceiling | None:
+        """The ceiling that binds (``roofline_bound``), if the kernel did any work."""
+        return next((c for c in self.ceilings if c.binds), None)
+
+    @property
+    def hbm_slope_gbps(self) -> float:
+        """The slope of the HBM ceiling: the kernel's bytes over its busiest channel's ideal
+        time (GB/s), so the diagonal meets the HBM ceiling at the kernel's intensity."""
+        hbm = self.ceilings[0].ideal_ps if self.ceilings else 0.0
+        return self.moved_bytes / hbm * 1000.0 if hbm else 0.0
+
+    def ceiling_at(self, c: Ceiling, x: float) -> float:
+        """The height of ceiling ``c`` at intensity ``x``: HBM rises with x, the rest are flat."""
+        return x * self.hbm_slope_gbps if c.name == "hbm" else c.gflops
 
 
 def roofline(trace: Trace, m: Metrics) -> Roofline:
@@ -108,4 +129,5 @@ def roofline(trace: Trace, m: Metrics) -> Roofline:
     return Roofline(peak_gflops=2.0 * hw.gemm_rows * hw.gemm_cols * hw.clock_ghz * n_pe,
                     hbm_gbps=float(hw.hbm_gbps) * n_pe,
                     intensity=flops / moved if moved else 0.0,
-                    achieved_gflops=flops / latency_ns, n_pe=n_pe)
+                    achieved_gflops=flops / latency_ns, n_pe=n_pe, ceilings=ceilings(m),
+                    moved_bytes=moved)

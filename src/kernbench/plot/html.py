@@ -78,6 +78,9 @@ def trace_parts(path: Path) -> tuple[str, list[str], int]:
              + img(figs["roofline"], "roofline", "half"),
              "<h2>engines</h2>", table(["engine", "busy_ps", "busy_max_ps", "util",
                                         "util_mean", "roofline_ps"], rep.engine_rows()),
+             "<h2>roofline ceilings</h2>", table(["ceiling", "ideal_ps", "gflops",
+                                                  "frac_of_latency", "binds"],
+                                                 rep.ceiling_rows()),
              "<h2>ops</h2>", table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
                                    [list(r.values()) for r in rep.by_op])]
     return f"kernbench report: {trace.path} ({rep.case})", parts, len(figs)

@@ -98,29 +98,47 @@ def draw_wait(ax: Axes, trace: Trace) -> None:
     ax.set_xlabel("wait (µs, summed over PEs)")
 
 
+#: the colour of each roofline ceiling: its engine's
+CEILING_COLOURS = {"hbm": COLOURS["dma_rd"], "gemm": COLOURS["gemm"], "math": COLOURS["math"],
+                   "link": COLOURS["link_tx"]}
+
+
 def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
+    """One ceiling per engine (``metrics.ceilings``), the kernel's point under the one that
+    binds, at ``roofline_frac`` of it (``efficiency``, see ``ceilings``)."""
     r = data.roofline(trace, m)
-    lo = min(r.ridge / 100, r.intensity / 4) if r.intensity else r.ridge / 100
-    hi = max(r.ridge * 100, r.intensity * 4)
-    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    ax.loglog(xs, [min(r.peak_gflops, x * r.hbm_gbps) for x in xs], color="#333", lw=1.5)
-    ax.axvline(r.ridge, color="#999", ls=":", lw=1)
-    ax.text(r.ridge, r.peak_gflops * 1.15, f" ridge {r.ridge:.0f} flop/B", fontsize=7)
-    ax.set_title(f"roofline ({r.n_pe} PE: {r.hbm_gbps:.0f} GB/s HBM, "
+    ax.set_title(f"roofline per engine ({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
                  f"{r.peak_gflops / 1000:.0f} TFLOP/s GEMM)", fontsize=9)
     ax.set_xlabel("arithmetic intensity (flop / HBM byte)")
     ax.set_ylabel("GFLOP/s")
-    if r.intensity and r.achieved_gflops:
-        ax.plot([r.intensity], [r.achieved_gflops], "o", color="#d62728", ms=8)
-        bound = min(r.peak_gflops, r.intensity * r.hbm_gbps)
-        ax.annotate(f"kernel: {r.achieved_gflops:.1f} GFLOP/s\n"
-                    f"({100 * r.achieved_gflops / bound:.1f}% of its roof)",
-                    (r.intensity, r.achieved_gflops), textcoords="offset points",
-                    xytext=(8, -24), fontsize=8)
-        ax.set_ylim(min(r.achieved_gflops / 4, lo * r.hbm_gbps), r.peak_gflops * 3)
-    else:
+    bound = r.bound
+    if not (r.intensity and r.achieved_gflops and bound is not None):
         ax.text(0.5, 0.1, "no GEMM flops or no HBM traffic: no point to place",
                 ha="center", transform=ax.transAxes, fontsize=8)
+        return
+    lo, hi = r.intensity / 30, r.intensity * 30
+    xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
+    ax.loglog(xs, [r.peak_gflops] * len(xs), color="#999", ls=":", lw=1,
+              label="machine GEMM peak")
+    heights = [r.achieved_gflops, r.peak_gflops]
+    for c in r.ceilings:
+        if c.gflops == float("inf"):
+            continue  # the engine did no work: no roof
+        ys = [r.ceiling_at(c, x) for x in xs]
+        ax.loglog(xs, ys, color=CEILING_COLOURS[c.name], lw=2.2 if c.binds else 1.2,
+                  label=f"{c.name}{' (binds)' if c.binds else ''}")
+        heights.append(r.ceiling_at(c, r.intensity))
+    roof = r.ceiling_at(bound, r.intensity)
+    ax.plot([r.intensity], [r.achieved_gflops], "o", color="#111", ms=7, zorder=5)
+    ax.vlines(r.intensity, r.achieved_gflops, roof, color="#111", lw=0.8, ls="--")
+    ax.annotate(f"kernel: {r.achieved_gflops:.1f} GFLOP/s\n"
+                f"{float(m['roofline_frac']):.3f} of the {bound.name} ceiling "
+                f"(efficiency {float(m['efficiency']):.3f})",
+                (r.intensity, r.achieved_gflops), textcoords="offset points",
+                xytext=(0, -12), ha="center", va="top", fontsize=8)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(heights) / 4, max(heights) * 3)
+    ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, which="major", color="#eeeeee")
 
 

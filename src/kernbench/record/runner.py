@@ -83,7 +83,12 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     if stuck:
         where = "; ".join(f"PE {d.index} in {type(d.blocked_at).__name__.lower()} at "
                           f"{getattr(d.blocked_at, 'src', '?')}" for d in stuck)
-        raise IpcqError(f"deadlock: no PE can make progress ({where})",
+        hint = ("" if n_programs <= hw.n_pe else
+                f"; the grid's {n_programs} programs share {hw.n_pe} PEs, and programs on one "
+                "PE run one after another, so a program waiting for a later program of its "
+                f"own PE never proceeds: launch at most {hw.n_pe} communicating programs or "
+                "record on hardware with more PEs (n_pe)")
+        raise IpcqError(f"deadlock: no PE can make progress ({where}){hint}",
                         getattr(stuck[0].blocked_at, "src", None))
     return drivers
 

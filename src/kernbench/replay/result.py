@@ -2,7 +2,7 @@
 
 The process that starts the replay child (``kernbench replay``, ``kb.replay``) imports only
 this module, ``child`` and the standard library before it hands over: numpy, pyarrow and the
-rest load once, in the child (ADR-0513). ``summary`` and ``exit_code`` say what replay
+rest load once, in the child (ADR-0514). ``summary`` and ``exit_code`` say what replay
 found from the verdict alone. Output arrays are held as stored (bfloat16 as uint16 bits);
 ``ReplayResult.outputs`` shows them in their trace dtype (bfloat16 as ``ml_dtypes.bfloat16``,
 imported only when such an output is looked at).

@@ -35,6 +35,18 @@ T_kv = [32, 64, 128]
 [best]
 metric = "latency_ps"
 """,
+    "milestone-decode-tile": """
+# GQA decode (Llama3-70B shapes, lazy loads): which K/V tile T_kv wins at each context S_kv
+# (small tiles pay the per-op overheads on every tile and turn the sweep compute-bound; big
+# tiles expose a longer last-tile chain: docs/attention-designs.md)
+case = "gqa-decode"
+[grid]
+S_kv = [4096, 8192, 16384, 32768, 65536, 131072]
+T_kv = [64, 128, 256, 512]
+[best]
+metric = "latency_ps"
+per = ["S_kv"]
+""",
     "milestone-ring": """
 # ring attention prefill (one GQA group): how the ring scales with its number of ranks
 case = "ring-attention"
@@ -84,8 +96,8 @@ per = ["S_kv_per_rank", "n_ranks"]
 
 #: built-in suites: one name, several sweeps (each into OUT/<part>)
 SUITES: dict[str, tuple[str, ...]] = {
-    "milestone": ("milestone-decode", "milestone-prefill", "milestone-ring",
-                  "milestone-ring-combine", "milestone-ring-causal"),
+    "milestone": ("milestone-decode", "milestone-decode-tile", "milestone-prefill",
+                  "milestone-ring", "milestone-ring-combine", "milestone-ring-causal"),
 }
 
 
