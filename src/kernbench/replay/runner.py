@@ -178,8 +178,11 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             del store  # the memories go before the reference runs
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
+            # one binary value per output: min/max statistics and a dictionary would copy
+            # and compare the whole array (10x the write time of a large output)
             pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                           compression="zstd", compression_level=1)
+                           compression="zstd", compression_level=1, use_dictionary=False,
+                           write_statistics=False)
             (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
                                               + "\n")
     except OSError as exc:
