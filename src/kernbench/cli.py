@@ -117,9 +117,10 @@ def _emit(result: Any, as_json: bool = False) -> None:
 def replay(trace: str, case: str | None, require_reference: bool, threads: int | None) -> None:
     """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
     from kernbench.replay import replay as do_replay
-    from kernbench.replay.__main__ import exit_code, summary
+    from kernbench.replay.result import exit_code, summary
 
-    result = do_replay(trace, case=case, threads=threads)  # progress when stderr is a tty
+    # progress when stderr is a tty; the verdict is all this process reads back
+    result = do_replay(trace, case=case, threads=threads, outputs=False)
     click.echo(summary(result))
     sys.exit(exit_code(result, require_reference))
 

@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from kernbench.replay.convert import as_dtype
 from kernbench.replay.executors import EXECUTORS, BindContext, ShapeMismatch
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas import ops
@@ -40,7 +41,12 @@ class Tcm:
     def run(self, op: Op, ins: list[Operand], out: Operand | None, **attrs: Any) -> Any:
         step = EXECUTORS[op].bind(attrs, ins, out, BindContext(self.store, 0))
         res = step()
-        return None if res is None or out is None else np.asarray(res).astype(out.npd)
+        if res is None or out is None:
+            return None
+        # the engine's write (bfloat16 is stored as uint16 bits), then the value as ml_dtypes
+        # has it: the comparisons below are against ml_dtypes
+        got = as_dtype(np.asarray(res), out.npd)
+        return got.view(BF16) if out.dtype == "bfloat16" else got
 
 
 @pytest.mark.parametrize("op", sorted(ops.DATA_OPS), ids=str)

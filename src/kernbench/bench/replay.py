@@ -14,10 +14,18 @@ Attention: ``replay_prefill_vs_numpy`` (gqa-prefill S=1024) and
 against ``bench_numpy``'s plain loop, both including the generation of their inputs, side
 by side in one process with one BLAS thread. ``replay_peak_rss_mb_small``/``_large``: peak
 RSS of a replay process for the small-ops kernel at 10x the ops over the same tensors.
+
+Whole processes: ``replay_process_decode_32k_*`` and ``replay_process_prefill_1k_*`` time
+``kernbench replay T`` (the command a user types: the CLI process, the isolated replay child,
+the reference check, ``replay/`` written) against ``python -m kernbench.bench.numpy_baseline``
+(a process importing numpy, generating the same input draws, running ``bench_numpy``'s loop
+once and the reference once, comparing), interleaved, one BLAS thread on both sides, medians
+of 3 (``_s`` ours, ``_numpy_s`` theirs, ``_vs_numpy`` the ratio).
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -69,7 +77,6 @@ def small_ops_case(programs: int = 8, tiles: int = 800, blocks: int = 256) -> kb
 
 def _numpy_program(path: Path) -> list[tuple[Callable[..., Any], tuple, np.ndarray]]:
     """The trace's data ops as plain numpy calls on preallocated arrays (setup, untimed)."""
-    import json
 
     from kernbench.replay.decode import decode
     from kernbench.replay.runner import build_store, load_tensors
@@ -77,7 +84,7 @@ def _numpy_program(path: Path) -> list[tuple[Callable[..., Any], tuple, np.ndarr
     from kernbench.trace import Trace
 
     trace = Trace.open(path)
-    store = build_store(trace.manifest, load_tensors(trace.tensors_table))
+    store, _ = build_store(trace.manifest, load_tensors(trace.tensors_table))
     prog = decode(trace.ops_table, store)  # only to read operands; views are copied below
     attrs = trace.ops_table.column("attrs").to_pylist()
     arrays: dict[int, np.ndarray] = {}
@@ -145,7 +152,8 @@ def _workload(case: kb.Case, path: Path, factory: Callable[..., kb.Case], repeat
 
 def _attention(case_name: str, params: dict[str, Any], loop: Callable[..., np.ndarray],
                path: Path, repeat: int) -> dict[str, float]:
-    """Whole replay (no reference) vs the plain numpy loop, inputs generated on both sides."""
+    """Whole replay (no reference) vs the plain numpy loop, inputs generated on both sides;
+    then the whole processes (``_processes``), reference check included."""
     case = kb.build_case(case_name, params)
     n_ops = kb.record(case, path).n_ops
     seeds = {n: (t.shape, t.init.seed) for n, t in case.tensors.items() if t.role == "input"}
@@ -158,13 +166,40 @@ def _attention(case_name: str, params: dict[str, Any], loop: Callable[..., np.nd
         for _ in range(repeat):  # interleaved, so both see the same machine load
             replay_s.append(_timed(_replay_only, path))
             numpy_s.append(_timed(numpy_side))
-    return {"ops": n_ops, "s": min(replay_s), "numpy_s": min(numpy_s)}
+    whole = _processes(case, path, 1 if repeat == 1 else 3)
+    return {"ops": n_ops, "s": min(replay_s), "numpy_s": min(numpy_s),
+            **{f"process_{k}": v for k, v in whole.items()}}
+
+
+def _processes(case: kb.Case, path: Path, repeat: int) -> dict[str, float]:
+    """Medians of ``repeat`` interleaved whole processes: ``kernbench replay`` of the trace
+    at ``path`` (recorded from ``case``) and the numpy baseline's process on the same case."""
+    import statistics
+    import sys
+
+    from kernbench.bench.process import run
+
+    ours = [sys.executable, "-m", "kernbench.cli", "replay", str(path)]
+    theirs = [sys.executable, "-m", "kernbench.bench.numpy_baseline", bench_numpy.spec_of(case)]
+    replay_s, numpy_s, replay_cpu, numpy_cpu = [], [], [], []
+    for _ in range(repeat):
+        wall, cpu, out = run(ours, path.parent)
+        if not out.startswith("verified"):  # pragma: no cover - a wrong replay is no figure
+            raise AssertionError(f"bench: kernbench replay {path}: {out.strip()}")
+        replay_s.append(wall)
+        replay_cpu.append(cpu)
+        wall, cpu, out = run(theirs, path.parent)
+        if not json.loads(out)["ok"]:  # pragma: no cover
+            raise AssertionError(f"bench: the numpy baseline is wrong: {out.strip()}")
+        numpy_s.append(wall)
+        numpy_cpu.append(cpu)
+    med = statistics.median
+    return {"s": med(replay_s), "numpy_s": med(numpy_s), "cpu_s": med(replay_cpu),
+            "numpy_cpu_s": med(numpy_cpu)}
 
 
 def rss_child(path: str) -> None:
     """Entry point of the child process that measures the peak RSS of one replay."""
-    import json
-
     from kernbench.bench.record import peak_rss_mb
 
     replay_in_process(path, reference=False, progress=False)
@@ -172,7 +207,6 @@ def rss_child(path: str) -> None:
 
 
 def _replay_rss(path: Path) -> float:
-    import json
     import subprocess
     import sys
 
@@ -237,6 +271,22 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         "replay_decode_32k_s": round(dec["s"], 3),
         "replay_decode_32k_numpy_s": round(dec["numpy_s"], 3),
         "replay_decode_32k_vs_numpy": round(dec["s"] / dec["numpy_s"], 3),
+        "replay_process_decode_32k_s": round(dec["process_s"], 3),
+        "replay_process_decode_32k_numpy_s": round(dec["process_numpy_s"], 3),
+        "replay_process_decode_32k_vs_numpy": round(dec["process_s"] / dec["process_numpy_s"],
+                                                    3),
+        "replay_process_decode_32k_cpu_s": round(dec["process_cpu_s"], 3),
+        "replay_process_decode_32k_numpy_cpu_s": round(dec["process_numpy_cpu_s"], 3),
+        "replay_process_decode_32k_cpu_vs_numpy": round(dec["process_cpu_s"]
+                                                       / dec["process_numpy_cpu_s"], 3),
+        "replay_process_prefill_1k_s": round(pre["process_s"], 3),
+        "replay_process_prefill_1k_numpy_s": round(pre["process_numpy_s"], 3),
+        "replay_process_prefill_1k_vs_numpy": round(pre["process_s"] / pre["process_numpy_s"],
+                                                    3),
+        "replay_process_prefill_1k_cpu_s": round(pre["process_cpu_s"], 3),
+        "replay_process_prefill_1k_numpy_cpu_s": round(pre["process_numpy_cpu_s"], 3),
+        "replay_process_prefill_1k_cpu_vs_numpy": round(pre["process_cpu_s"]
+                                                       / pre["process_numpy_cpu_s"], 3),
         "replay_peak_rss_ops_small": rss["small_ops"],
         "replay_peak_rss_ops_large": rss["large_ops"],
         "replay_peak_rss_mb_small": round(rss["small"], 1),

@@ -18,21 +18,27 @@ import numpy as np
 Reference = Callable[..., dict[str, np.ndarray]]
 
 
+def _f32(x: np.ndarray) -> np.ndarray:
+    """``x`` as float32: itself when it is float32 already (replay hands built-in references
+    its inputs converted to float32 once), else converted."""
+    return np.asarray(x, np.float32)
+
+
 def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
     """softmax(q k^T * scale) v in float32 (inputs upcast from their dtype)."""
-    s = q.astype(np.float32) @ k.astype(np.float32).T * np.float32(scale)
+    s = _f32(q) @ _f32(k).T * np.float32(scale)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)) @ v.astype(np.float32)
+    return (p / p.sum(axis=-1, keepdims=True)) @ _f32(v)
 
 
 def decode_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
     h_kv, _, d = k.shape
     g = q.shape[0] // h_kv
-    qf = q.astype(np.float32).reshape(h_kv, g, d)
-    s = np.einsum("hgd,hsd->hgs", qf, k.astype(np.float32)) * np.float32(scale)
+    qf = _f32(q).reshape(h_kv, g, d)
+    s = np.einsum("hgd,hsd->hgs", qf, _f32(k)) * np.float32(scale)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("hgs,hsd->hgd", p, v.astype(np.float32)).reshape(h_kv * g, d)
+    return np.einsum("hgs,hsd->hgd", p, _f32(v)).reshape(h_kv * g, d)
 
 
 def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
@@ -42,10 +48,10 @@ def prefill_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
     h_kv, s_len, g, d = q.shape
     out = np.empty(q.shape, np.float32)
     for h in range(h_kv):
-        kf, vf = k[h].astype(np.float32), v[h].astype(np.float32)
+        kf, vf = _f32(k[h]), _f32(v[h])
         for t0 in range(0, s_len, chunk):
             t1 = min(s_len, t0 + chunk)
-            qc = q[h, t0:t1].astype(np.float32).reshape((t1 - t0) * g, d)  # rows (t, g)
+            qc = _f32(q[h, t0:t1]).reshape((t1 - t0) * g, d)  # rows (t, g)
             s = (qc @ kf[:t1].T) * np.float32(scale)
             pos = np.repeat(np.arange(t0, t1), g)[:, None]
             s = np.where(np.arange(t1)[None, :] <= pos, s, -np.inf)
@@ -66,7 +72,7 @@ def scale_exp(**_: Any) -> Reference:
 
 def gemm(M: int, N: int, BM: int, BN: int, **_: Any) -> Reference:  # noqa: N803
     def reference(a, bt):
-        c = a.astype(np.float32) @ bt.astype(np.float32).T
+        c = _f32(a) @ _f32(bt).T
         return {"c": c.reshape(M // BM, BM, N // BN, BN).transpose(0, 2, 1, 3)}
 
     return reference
@@ -82,7 +88,7 @@ def softmax(**_: Any) -> Reference:
 
 def small_ops(iters: int, **_: Any) -> Reference:
     def reference(x):
-        acc = x.astype(np.float32)
+        acc = _f32(x)
         for _ in range(iters):
             t = acc * np.float32(0.5) + acc
             acc = np.exp(t * np.float32(-0.25))
@@ -93,7 +99,7 @@ def small_ops(iters: int, **_: Any) -> Reference:
 
 def stream_sum(programs: int, tiles: int, rows: int, cols: int, **_: Any) -> Reference:
     def reference(x):
-        t = x.reshape(programs, tiles, rows, cols).astype(np.float32)
+        t = _f32(x.reshape(programs, tiles, rows, cols))
         return {"y": (np.exp(t * np.float32(0.5)) * np.float32(2.0)).sum(axis=1)}
 
     return reference

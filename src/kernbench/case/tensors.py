@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import BadInputError
+from kernbench.schemas import bf16
 from kernbench.schemas.dtypes import DType, by_name
 
 ROLES = ("input", "output", "inout")
@@ -23,6 +24,8 @@ class Init:
     seed: int = 0
     scale: float = 1.0
     array: np.ndarray | None = field(default=None, compare=False, repr=False)
+    #: ``array`` holds stored bytes in the dtype's storage (bf16 as uint16 bits)
+    stored: bool = field(default=False, compare=False, repr=False)
 
     def to_json(self) -> str:
         body: dict[str, Any] = {"kind": self.kind}
@@ -31,7 +34,43 @@ class Init:
         return json.dumps(body, sort_keys=True)
 
     def make(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        """The initial contents as an array of ``dtype.np`` (bfloat16: ``ml_dtypes``)."""
+        out = self.make_storage(shape, dtype)
+        return out if out.dtype == dtype.np else out.view(dtype.np)
+
+    def make_storage(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        """The initial contents in ``dtype.storage`` (bfloat16 as uint16 bits; the same
+        bytes as ``make``), without importing ``ml_dtypes``."""
         return INIT_MAKERS[self.kind](self, shape, dtype)
+
+    def make_into(self, out: np.ndarray, dtype: DType, zeroed: bool = False) -> None:
+        """Write the initial contents into ``out`` (``dtype.storage``, C-contiguous, the
+        tensor's shape), as ``make_storage`` would make them; ``zeroed``: ``out`` holds
+        zeros already. Replay fills its memory here: ``randn`` generates into place (float32)
+        or rounds its draws straight into ``out`` (bfloat16), with no other copy."""
+        if self.kind == "zeros":
+            if not zeroed:
+                out[...] = 0
+        elif self.kind == "randn" and dtype.storage in (np.float32, bf16.STORAGE):
+            rng = np.random.default_rng(self.seed)
+            if dtype.storage == np.float32:
+                rng.standard_normal(out.shape, dtype=np.float32, out=out)
+                if self.scale != 1.0:
+                    np.multiply(out, self.scale, out=out)
+            else:
+                x = rng.standard_normal(out.shape, dtype=np.float32)
+                if self.scale != 1.0:
+                    np.multiply(x, self.scale, out=x)
+                bf16.f32_to_bf16(x, out=out)
+        else:
+            out[...] = self.make_storage(out.shape, dtype)
+
+
+def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """``x.astype(dtype.np)`` in the dtype's storage."""
+    if dtype.name == "bfloat16":
+        return bf16.to_bf16(x)
+    return x if x.dtype == dtype.storage else x.astype(dtype.storage)
 
 
 def _randn(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
@@ -41,22 +80,26 @@ def _randn(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
     x = np.random.default_rng(init.seed).standard_normal(shape, dtype=np.float32)
     if init.scale != 1.0:
         np.multiply(x, init.scale, out=x)
-    return x if x.dtype == dtype.np else x.astype(dtype.np)
+    return _cast(x, dtype)
 
 
 def _zeros(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    return np.zeros(shape, dtype=dtype.np)
+    return np.zeros(shape, dtype=dtype.storage)
 
 
 def _arange(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype.np)
+    return _cast(np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape), dtype)
 
 
 def _data(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
     arr = np.asarray(init.array)
     if arr.shape != tuple(shape):
         raise BadInputError(f"kb.data array has shape {arr.shape}, tensor wants {tuple(shape)}")
-    return arr.astype(dtype.np)
+    if init.stored:
+        return arr.astype(dtype.storage)
+    if dtype.name == "bfloat16" and arr.dtype.name == "bfloat16":  # ml_dtypes' own: bits
+        return arr.view(dtype.storage).copy()
+    return _cast(arr, dtype) if dtype.name == "bfloat16" else arr.astype(dtype.storage)
 
 
 INIT_MAKERS: dict[str, Callable[[Init, tuple[int, ...], DType], np.ndarray]] = {
@@ -74,8 +117,8 @@ def init_from_json(text: str, data: bytes | None = None, *,
     if kind == "data":
         if data is None or dtype is None:
             raise BadInputError("init 'data' without stored bytes")
-        arr = np.frombuffer(data, dtype=dtype.np).reshape(shape)
-        return Init("data", array=arr)
+        arr = np.frombuffer(data, dtype=dtype.storage).reshape(shape)
+        return Init("data", array=arr, stored=True)
     return Init(kind, seed=int(body.get("seed", 0)), scale=float(body.get("scale", 1.0)))
 
 

@@ -3,25 +3,33 @@
 ``replay(path)`` runs the replay in an isolated child process (``python -I``, see
 ``kernbench.replay.child``; the replay reads only the trace directory) and builds the
 ReplayResult from the verdict that child wrote for this very run; ``in_process=True`` runs it
-here, for debugging.
+here, for debugging. Importing this package loads no numpy or pyarrow: the process that only
+starts the child stays light (``replay_in_process`` and ``load_result`` load on first use).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.case.factory import factory_spec, locate
 from kernbench.replay.child import run_child
-from kernbench.replay.runner import ReplayResult, load_result, replay_in_process
+from kernbench.replay.result import ReplayResult
 
 __all__ = ["replay", "ReplayResult", "replay_in_process", "load_result"]
 
 
+def __getattr__(name: str) -> Any:
+    if name in ("replay_in_process", "load_result"):
+        from kernbench.replay import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
            in_process: bool = False, threads: int | None = None,
-           progress: bool | None = None) -> ReplayResult:
+           progress: bool | None = None, outputs: bool = True) -> ReplayResult:
     """Phase 2: replay the trace at ``path`` and compare its outputs with the reference.
 
     ``case`` is a case factory or ``"module:function"`` (for cases that are not built in);
@@ -30,10 +38,24 @@ def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
     where. A factory that cannot be imported by name from another process (a lambda, a local
     function, one defined in ``__main__``) is replayed in this process instead.
     ``threads``: BLAS threads of the replay (default 1); ``progress``: show progress on the
-    terminal (None: only when this process's stderr is one).
+    terminal (None: only when this process's stderr is one). ``outputs`` False: the result
+    carries the verdict only, no output arrays (the command line needs no more).
     """
-    spec = case if case is None or isinstance(case, str) else factory_spec(case)
+    if case is None:
+        spec = None
+    elif isinstance(case, str):
+        spec = case
+    else:
+        from kernbench.case.factory import factory_spec
+
+        spec = factory_spec(case)
     if in_process or (case is not None and spec is None):
+        from kernbench.replay.runner import replay_in_process
+
         return replay_in_process(path, case, threads=threads, progress=progress)
-    return run_child(path, spec, locate(spec) if spec is not None else (), threads=threads,
-                     progress=progress)
+    where: Sequence[str] = ()
+    if spec is not None:
+        from kernbench.case.factory import locate
+
+        where = locate(spec)
+    return run_child(path, spec, where, threads=threads, progress=progress, outputs=outputs)

@@ -22,37 +22,19 @@ import time
 from collections.abc import Sequence
 
 from kernbench.errors import KernbenchError
-from kernbench.replay.runner import ReplayResult, replay_in_process
+from kernbench.replay.result import (
+    EXIT_BAD_INPUT,
+    EXIT_CRASH,
+    EXIT_OK,
+    EXIT_WRONG,
+    ReplayResult,
+    exit_code,
+    summary,
+)
 
-EXIT_OK, EXIT_WRONG, EXIT_BAD_INPUT, EXIT_CRASH = 0, 1, 2, 3
+__all__ = ["EXIT_OK", "EXIT_WRONG", "EXIT_BAD_INPUT", "EXIT_CRASH", "ReplayResult", "exit_code",
+           "summary", "main", "die_with_parent"]
 PR_SET_PDEATHSIG = 1
-
-
-def summary(result: ReplayResult) -> str:
-    """One line saying what replay found."""
-    v = result.verdict
-    head = f"{v['n_executed']}/{v['n_ops']} ops"
-    if v.get("invalid_read"):
-        return f"FAILED: {head}: {v['invalid_read']['message']}"
-    if v.get("error"):
-        return f"FAILED: {head}: {v['error']}"
-    checked = {n: o for n, o in v["outputs"].items() if o.get("checked")}
-    if v.get("reference") is None:
-        return f"replayed {head}, no invalid reads; not verified: {v.get('reference_note')}"
-    errs = ", ".join(f"{n} max_abs_err={o['max_abs_err']:.3g}" if o["max_abs_err"] is not None
-                     else f"{n} {o.get('message')}" for n, o in checked.items())
-    word = "verified" if result.ok else "WRONG"
-    nonfinite = v.get("first_nonfinite")
-    extra = (f"; first non-finite value from op {nonfinite['op_id']} ({nonfinite['name']} at "
-             f"{nonfinite['src']})" if nonfinite and not result.ok else "")
-    return f"{word}: {head} against {v['reference']}: {errs or 'no outputs compared'}{extra}"
-
-
-def exit_code(result: ReplayResult, require_reference: bool = False) -> int:
-    """0 verified (or unverified but clean, unless a reference is required), else 1."""
-    if not result.ok or (require_reference and result.verdict.get("reference") is None):
-        return EXIT_WRONG
-    return EXIT_OK
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -101,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
     try:
+        from kernbench.replay.runner import replay_in_process
+
         result = replay_in_process(args.path, args.case, run_id=args.run_id,
                                    case_paths=args.case_path, threads=args.threads,
                                    progress=True if args.progress else None)

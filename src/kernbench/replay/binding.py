@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from kernbench.replay.convert import BF16, bf16_to_f32
@@ -18,7 +17,7 @@ from kernbench.schemas.ops import OPS, Family, Op
 
 F32 = np.dtype(np.float32)
 #: float dtypes computed in float32
-LOW_FLOATS = frozenset({np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)})
+LOW_FLOATS = frozenset({BF16, np.dtype(np.float16)})
 
 Step = Callable[[], "np.ndarray | None"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kernbench import errors
 from kernbench.errors import KernbenchError, ReplayError
-from kernbench.replay.runner import ReplayResult, load_result, new_run_id
+from kernbench.replay.result import ReplayResult, abs_errors, load_verdict, new_run_id
 
 #: errors a child may report on its one stderr line, by class name (no eval, a fixed table)
 _ERRORS: dict[str, type[KernbenchError]] = {
@@ -73,8 +73,10 @@ def child_command(path: Path, run_id: str, spec: str | None = None,
 
 
 def run_child(path: str | Path, spec: str | None = None, case_paths: Sequence[str] = (),
-              threads: int | None = None, progress: bool | None = None) -> ReplayResult:
-    """Replay ``path`` in an isolated child; its own verdict, or an error — never an old one."""
+              threads: int | None = None, progress: bool | None = None,
+              outputs: bool = True) -> ReplayResult:
+    """Replay ``path`` in an isolated child; its own verdict, or an error — never an old one.
+    ``outputs`` False: the result holds the verdict only (no output arrays are read)."""
     path = Path(path)
     run_id = new_run_id()
     proc = subprocess.Popen(child_command(path, run_id, spec, case_paths, threads, progress),
@@ -87,17 +89,27 @@ def run_child(path: str | Path, spec: str | None = None, case_paths: Sequence[st
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return interpret(path, run_id, proc.returncode, stderr)
+    return interpret(path, run_id, proc.returncode, stderr, outputs)
 
 
-def interpret(path: Path, run_id: str, returncode: int, stderr: str) -> ReplayResult:
+def _result(path: Path, run_id: str, outputs: bool) -> ReplayResult:
+    if outputs:
+        from kernbench.replay.runner import load_result
+
+        return load_result(path, run_id)
+    verdict = load_verdict(path, run_id)
+    return ReplayResult(bool(verdict.get("ok")), {}, abs_errors(verdict), verdict, path)
+
+
+def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bool = True
+              ) -> ReplayResult:
     """The child's result: 0/1 with a verdict of ``run_id``; 2 its bad-input error; any
     other end (a signal, a crash, exit 0/1 without this run's verdict) a ReplayError."""
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     last = lines[-1][:500] if lines else ""
     if returncode in (0, 1):
         try:
-            return load_result(path, run_id)
+            return _result(path, run_id, outputs)
         except ReplayError as exc:
             raise ReplayError(f"{exc} (exit {returncode}{': ' + last if last else ''})"
                               ) from None

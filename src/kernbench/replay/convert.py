@@ -1,25 +1,34 @@
-"""Dtype conversions on the replay hot path.
+"""Dtype conversions on the replay hot path; bfloat16 is uint16 storage (``BF16``).
 
-A bfloat16 is the upper half of a float32, so bf16 -> f32 is exact as a 16-bit left shift
-of the raw bits (one pass, no rounding, NaN payloads kept); numpy does it in one ufunc call.
-The other direction rounds (to nearest even) and stays with ``ml_dtypes``.
+Replay never imports ``ml_dtypes``: a bf16 operand's view is uint16 bits (no other trace
+dtype is uint16, so the dtype says it is bf16), read as float32 by a 16-bit shift and written
+back rounded to nearest even, exactly as ``ml_dtypes`` casts (``kernbench.schemas.bf16``).
 """
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
+from kernbench.schemas import bf16
+from kernbench.schemas.bf16 import to_f32 as bf16_to_f32
+
 F32 = np.dtype(np.float32)
-BF16 = np.dtype(ml_dtypes.bfloat16)
-_U16, _U32 = np.dtype(np.uint16), np.dtype(np.uint32)
+#: the storage of a bfloat16 operand in replay
+BF16 = bf16.STORAGE
 
-
-def bf16_to_f32(v: np.ndarray) -> np.ndarray:
-    """A new float32 array equal to the bfloat16 array ``v`` (any layout), by shifting."""
-    return np.left_shift(v.view(_U16), 16, dtype=_U32).view(F32)
+__all__ = ["BF16", "F32", "bf16_to_f32", "to_f32", "as_dtype"]
 
 
 def to_f32(v: np.ndarray) -> np.ndarray:
     """``v`` as a new float32 array (bfloat16 by shifting, others by numpy's cast)."""
     return bf16_to_f32(v) if v.dtype == BF16 else v.astype(F32)
+
+
+def as_dtype(v: np.ndarray, npd: np.dtype) -> np.ndarray:
+    """``v`` as a new array of the storage dtype ``npd`` (``v.astype(npd)``, where a uint16
+    side is bf16: converted as ``ml_dtypes`` converts)."""
+    if npd is BF16 or npd == BF16:
+        return bf16.to_bf16(v)
+    if v.dtype == BF16:
+        return bf16.from_bf16(v, npd)
+    return v.astype(npd)

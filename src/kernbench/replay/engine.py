@@ -24,6 +24,7 @@ import numpy as np
 
 from kernbench.errors import ReplayError
 from kernbench.replay.binding import nothing
+from kernbench.replay.convert import as_dtype
 from kernbench.replay.decode import Program
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
@@ -229,8 +230,10 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
                     if o is not None:
                         # the value as written: a fresh array of the output dtype (a view
                         # of memory is snapshotted here, at the read time)
-                        if res.base is not None or res.dtype is not o.npd:
-                            res = res.astype(o.npd)
+                        if res.dtype is not o.npd:
+                            res = as_dtype(res, o.npd)  # type: ignore[arg-type]
+                        elif res.base is not None:
+                            res = res.copy()
                         if not f & DEFERRED:
                             o.view[...] = res  # type: ignore[index]
                             log_row(k)
@@ -267,8 +270,10 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                         raise _InvalidRead(c)
                 res = step()
                 if o is not None:
-                    if res.base is not None or res.dtype is not o.npd:
-                        res = res.astype(o.npd)
+                    if res.dtype is not o.npd:
+                        res = as_dtype(res, o.npd)  # type: ignore[arg-type]
+                    elif res.base is not None:
+                        res = res.copy()
                     if f & DEFERRED:
                         pending[k] = (o, res)
                     else:

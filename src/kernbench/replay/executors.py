@@ -40,7 +40,7 @@ from kernbench.replay.binding import (
 from kernbench.replay.families import math_executors
 from kernbench.replay.indexed import memory_executors
 from kernbench.replay.store import NP_DTYPES
-from kernbench.schemas import ops
+from kernbench.schemas import bf16, ops
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import Op
 from kernbench.schemas.rules import INFERRED, infer
@@ -189,8 +189,11 @@ def _constant(arr: np.ndarray) -> Step:
 def _bind_fill(attrs, ins, out, ctx):
     arity(ins, out, (0,), "fill")
     need("value" in attrs, "fill has no 'value' attr")
+    value = attrs["value"]
     with np.errstate(all="ignore"):
-        return _constant(np.full(out.shape, attrs["value"], dtype=NP_DTYPES[out.dtype]))
+        if out.dtype == "bfloat16":
+            return _constant(bf16.full(out.shape, value))
+        return _constant(np.full(out.shape, value, dtype=NP_DTYPES[out.dtype]))
 
 
 def _bind_arange(attrs, ins, out, ctx):

@@ -21,6 +21,7 @@ import numpy as np
 
 from kernbench.errors import ReplayError
 from kernbench.replay.binding import BindContext, Executor, need, reader, same
+from kernbench.replay.convert import BF16, as_dtype, to_f32
 from kernbench.replay.store import NP_DTYPES, Memory, MemoryStore, Operand
 from kernbench.schemas import indexed as ix
 from kernbench.schemas.ops import ATOMICS, OPS, Op
@@ -258,7 +259,8 @@ def _bind_atomic(op: Op) -> Callable:
             static = _static_mask(attrs, out.shape, ctx)
             read_mask = partial(same, roles["mask"].view) if "mask" in roles else None
             where = partial(_runtime_index, t, roles["offsets"].view, read_mask, static, op)
-        return partial(_atomic, combine, _flat(t.mem, t.npd), where, value, out.shape)
+        fn = partial(_bf16_combine, combine) if t.npd == BF16 else combine
+        return partial(_atomic, fn, _flat(t.mem, t.npd), where, value, out.shape)
 
     return bind
 
@@ -267,10 +269,17 @@ def _runtime_index(t, offsets, read_mask, static, op):
     return _index(_extent(t), offsets, read_mask() if read_mask is not None else static, op.value)
 
 
+def _bf16_combine(combine: Callable, old: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``combine`` of bf16 bits as ``ml_dtypes`` computes it: in float32, rounded back."""
+    return as_dtype(np.asarray(combine(to_f32(old), to_f32(np.asarray(v, BF16)))), BF16)
+
+
 def _atomic(combine: Callable, flat: np.ndarray, where: Callable, value: Callable,
             shape: tuple[int, ...]) -> np.ndarray:
     index, sel = where()
-    v = np.broadcast_to(np.asarray(value(), dtype=flat.dtype), shape).reshape(-1)
+    raw = value()
+    v = np.broadcast_to(as_dtype(np.asarray(raw), BF16) if flat.dtype == BF16 else
+                        np.asarray(raw, dtype=flat.dtype), shape).reshape(-1)
     if sel is not None:
         v = v[sel]
     if len(np.unique(index)) == len(index):
@@ -289,6 +298,8 @@ def _atomic(combine: Callable, flat: np.ndarray, where: Callable, value: Callabl
 def _bind_const(attrs, ins, out, ctx):
     need(not ins and out is not None, "const takes no inputs and writes an output")
     arr = ctx.access.get(attrs.get("values"), "values", out.shape)
+    if out.npd == BF16 and arr.dtype.name == "bfloat16":  # ml_dtypes' own: its bits
+        arr = arr.view(BF16)
     need(arr.dtype == out.npd, f"const values are {arr.dtype}, the output {out.dtype}")
     return partial(same, arr)
 

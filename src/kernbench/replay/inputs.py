@@ -13,6 +13,7 @@ from kernbench.case import Init
 from kernbench.schemas.dtypes import DType
 
 
-def make_initial(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-    """``init.make(shape, dtype)``: a tensor's initial contents."""
-    return init.make(shape, dtype)
+def make_initial(init: Init, out: np.ndarray, dtype: DType) -> None:
+    """Write a tensor's initial contents into ``out`` (its place in the store, zeros before)
+    as stored: bfloat16 as uint16 bits, the bytes of ``init.make``, no ``ml_dtypes``."""
+    init.make_into(out, dtype, zeroed=True)

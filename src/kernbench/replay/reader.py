@@ -69,13 +69,25 @@ class _Run:
         return self.rest_min[self.next] if self.next < len(self.bounds) - 1 else NEVER
 
 
-def _runs(pf: pq.ParquetFile, chunk: int) -> list[_Run]:
+def _time_batches(pf: pq.ParquetFile, chunk: int, whole: pa.Table | None
+                  ) -> Iterator[pa.RecordBatch | pa.Table]:
+    """(t_issue_ps, t_start_ps) of the file in batches of ``chunk`` rows: read from the file,
+    or sliced from the ``whole`` table already read (a small file is read once)."""
+    if whole is None:
+        yield from batches(pf, Path("ops.parquet"), chunk, ["t_issue_ps", "t_start_ps"])
+        return
+    times = whole.select(["t_issue_ps", "t_start_ps"])
+    for lo in range(0, times.num_rows, chunk):
+        yield times.slice(lo, chunk)
+
+
+def _runs(pf: pq.ParquetFile, chunk: int, whole: pa.Table | None = None) -> list[_Run]:
     """Pass 1: the runs of the file, cut into pieces of at most ``chunk`` rows."""
     starts: list[int] = [0]  # run starts
     pieces: list[tuple[int, int, int]] = []  # (lo, hi, min t_start)
     row, last_issue = 0, None
     try:
-        for b in batches(pf, Path("ops.parquet"), chunk, ["t_issue_ps", "t_start_ps"]):
+        for b in _time_batches(pf, chunk, whole):
             if b.column(0).null_count or b.column(1).null_count:
                 raise TraceFormatError("ops.parquet: t_issue_ps/t_start_ps has nulls")
             issue = b.column(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -150,7 +162,7 @@ class _Whole:
     """A small file's rows, decoded once; pieces are slices."""
 
     def __init__(self, pf: pq.ParquetFile) -> None:
-        self.table = read(pf, Path("ops.parquet"), list(COLUMNS))
+        self.table = read(pf, Path("ops.parquet"), [*COLUMNS, "t_issue_ps"])
 
     def read(self, lo: int, hi: int) -> pa.Table:
         table = self.table.slice(lo, hi - lo)
@@ -163,13 +175,14 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS
     Each but the last has at least ``batch_rows`` rows when the file has that many.
     ``source``: the path, or the file already opened (``open_ops``; opened once per replay)."""
     pf = _opened(source)
-    runs = _runs(pf, min(PIECE_ROWS, batch_rows))
     meta = pf.metadata
     first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
-    if meta.num_rows <= SMALL_FILE_ROWS:
+    if meta.num_rows <= SMALL_FILE_ROWS:  # read once: the first pass slices what was read
         whole = _Whole(pf)
+        runs = _runs(pf, min(PIECE_ROWS, batch_rows), whole.table)
         cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
     else:
+        runs = _runs(pf, min(PIECE_ROWS, batch_rows))
         cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
     live = [(r.pending, i) for i, r in enumerate(runs) if r.pending < NEVER]
     heapq.heapify(live)  # (pending, run index) of the runs with unread pieces

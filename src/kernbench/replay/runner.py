@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,45 +16,35 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernbench.case import init_from_json
-from kernbench.errors import BadInputError, ReplayError, TraceFormatError
+from kernbench.case import Init, init_from_json
+from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
 from kernbench.replay.inputs import make_initial
 from kernbench.replay.progress import Progress
 from kernbench.replay.reader import BATCH_ROWS
+from kernbench.replay.result import (
+    Outputs,
+    ReplayResult,
+    abs_errors,
+    load_verdict,
+    new_run_id,
+)
 from kernbench.replay.store import NP_DTYPES, MemoryStore
 from kernbench.replay.threads import blas_threads
 from kernbench.replay.values import ValueLog
-from kernbench.replay.verdict import check_outputs, expected_outputs, resolve_reference
+from kernbench.replay.verdict import (
+    check_outputs,
+    expected_outputs,
+    reference_inputs,
+    resolve_reference,
+)
 from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
 from kernbench.trace.parquet import read_table
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
-_NONE = np.zeros(0, np.uint8)  # an HbmTensor's initial contents once they are in the store
 INPUT_ROLES = frozenset({"input", "inout"})
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """What a replay found. ``verdict`` is the parsed ``replay/verdict.json``."""
-
-    ok: bool
-    outputs: dict[str, np.ndarray]
-    max_abs_err: dict[str, float]
-    verdict: dict[str, Any]
-    path: Path | None = field(default=None, compare=False)
-
-    def __repr__(self) -> str:
-        from kernbench.notebook import replay_repr
-
-        return replay_repr(self)
-
-    def _repr_html_(self) -> str:
-        from kernbench.notebook import replay_html
-
-        return replay_html(self)
 
 
 @dataclass(frozen=True)
@@ -66,7 +55,8 @@ class HbmTensor:
     addr: int
     dtype: str
     shape: tuple[int, ...]
-    initial: np.ndarray
+    #: how its initial contents are made (generated straight into the store's memory)
+    init: Init
 
     @property
     def nbytes(self) -> int:
@@ -74,7 +64,8 @@ class HbmTensor:
 
 
 def load_tensors(table: pa.Table) -> list[HbmTensor]:
-    """The HBM tensors with their initial contents (TraceFormatError if unusable)."""
+    """The HBM tensors and their inits (TraceFormatError if unusable); nothing is generated
+    before ``build_store`` puts it in place."""
     out = []
     for row in table.to_pylist():
         where = f"tensors.parquet: tensor {row.get('name')!r}"
@@ -85,15 +76,19 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
                                    f"{list(shape)} {row['addr']}")
         try:
             init = init_from_json(row["init"], row["data"], shape=shape, dtype=dt)
-            arr = np.ascontiguousarray(make_initial(init, shape, dt))
         except (BadInputError, ValueError, TypeError, KeyError) as exc:
             raise TraceFormatError(f"{where}: unusable init {row['init']!r} ({exc})") from None
         out.append(HbmTensor(row["name"], row["role"], int(row["pe"]), int(row["addr"]),
-                             row["dtype"], shape, arr))
+                             row["dtype"], shape, init))
     return out
 
 
-def build_store(manifest: dict[str, Any], tensors: list[HbmTensor]) -> MemoryStore:
+def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
+                keep: frozenset[str] | set[str] = frozenset()
+                ) -> tuple[MemoryStore, dict[str, np.ndarray]]:
+    """The memories with every HBM tensor's initial contents generated in place (inputs are
+    generated once per replay), and copies of the tensors named in ``keep`` as they were
+    before the run (the reference's inputs; bfloat16 as uint16 bits)."""
     hw = manifest.get("hw")
     if not isinstance(hw, dict):
         raise TraceFormatError("manifest has no hw config")
@@ -102,12 +97,25 @@ def build_store(manifest: dict[str, Any], tensors: list[HbmTensor]) -> MemorySto
         if lo < hi:
             raise TraceFormatError(f"tensors.parquet: tensors {a!r} and {b!r} overlap in HBM")
     store = MemoryStore(hw, regions)
+    kept: dict[str, np.ndarray] = {}
     for t in tensors:
+        where = f"tensors.parquet: tensor {t.name!r}"
         try:
-            store.fill("hbm", t.pe, t.addr, t.initial.view(np.uint8).reshape(-1).data)
+            mem = store.memory("hbm", t.pe)
         except (KeyError, ValueError) as exc:
-            raise TraceFormatError(f"tensors.parquet: tensor {t.name!r}: {exc.args[0]}") from None
-    return store
+            raise TraceFormatError(f"{where}: {exc.args[0]}") from None
+        if t.addr + t.nbytes > mem.size:  # pragma: no cover - regions size the memory
+            raise TraceFormatError(f"{where}: outside HBM")
+        npd = NP_DTYPES[t.dtype]
+        view = np.frombuffer(mem.buf, npd, t.nbytes // npd.itemsize, t.addr).reshape(t.shape)
+        try:  # HBM is never read-checked: its bytes are valid from the start
+            make_initial(t.init, view, DTYPES[t.dtype])
+        except (BadInputError, ValueError, TypeError, KeyError) as exc:
+            raise TraceFormatError(f"{where}: unusable init {t.init.to_json()!r} ({exc})"
+                                   ) from None
+        if t.name in keep:
+            kept[t.name] = view.copy()
+    return store, kept
 
 
 def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.ndarray]:
@@ -147,10 +155,10 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
     tensors = load_tensors(trace.tensors_table)
     rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
     reference = resolve_reference(manifest, case, rows, case_paths) if with_reference else None
-    store = build_store(manifest, tensors)
-    # from here on, only the reference's inputs are kept apart from the store
-    inputs = {t.name: t.initial for t in tensors if t.role in INPUT_ROLES}
-    tensors = [replace(t, initial=_NONE) for t in tensors]
+    needed = {t.name for t in tensors if t.role in INPUT_ROLES} if (
+        reference is not None and reference.fn is not None) else set()
+    # the reference's inputs are the only copies kept apart from the store
+    store, inputs = build_store(manifest, tensors, needed)
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:
@@ -170,13 +178,17 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             del store  # the memories go before the reference runs
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
+            # one binary value per output: min/max statistics and a dictionary would copy
+            # and compare the whole array (10x the write time of a large output)
             pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                           compression="zstd", compression_level=1)
+                           compression="zstd", compression_level=1, use_dictionary=False,
+                           write_statistics=False)
             (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
                                               + "\n")
     except OSError as exc:
         raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
-    return ReplayResult(verdict["ok"], outputs, _abs_errors(verdict), verdict, path)
+    return ReplayResult(verdict["ok"], Outputs(outputs, {t.name: t.dtype for t in tensors}),
+                        abs_errors(verdict), verdict, path)
 
 
 def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
@@ -193,7 +205,9 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     }
     if reference is not None and reference.fn is not None:
         try:
-            expected = expected_outputs(reference, inputs)
+            dtypes = {t.name: t.dtype for t in tensors}
+            expected = expected_outputs(reference, reference_inputs(reference, inputs, dtypes),
+                                        copy=False)
             inputs.clear()
             report, verdict["error"] = check_outputs(
                 outputs, {t.name: t.dtype for t in tensors}, expected)
@@ -207,11 +221,6 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     return verdict
 
 
-def _abs_errors(verdict: dict[str, Any]) -> dict[str, float]:
-    return {name: o["max_abs_err"] for name, o in verdict["outputs"].items()
-            if o.get("checked") and o.get("max_abs_err") is not None}
-
-
 def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> pa.Table:
     dtypes = {t.name: t.dtype for t in tensors}
     names = list(outputs)
@@ -222,33 +231,15 @@ def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> p
     ], schema=OUTPUTS)
 
 
-def new_run_id() -> str:
-    return uuid.uuid4().hex
-
-
 def load_result(path: str | Path, run_id: str | None = None) -> ReplayResult:
     """The ReplayResult of a replay already written to ``path/replay/``; with ``run_id``,
     only that run's (ReplayError if ``replay/`` holds no verdict of that run)."""
-    rdir = Path(path) / "replay"
-    vpath = rdir / "verdict.json"
-    try:
-        verdict = json.loads(vpath.read_text())
-    except FileNotFoundError:
-        if run_id is not None:
-            raise ReplayError(f"the replay process wrote no verdict ({vpath} is missing)"
-                              ) from None
-        raise TraceFormatError(f"{path} has not been replayed ({vpath} is missing)") from None
-    except (OSError, ValueError) as exc:
-        raise TraceFormatError(f"{vpath}: unreadable ({exc})") from None
-    if not isinstance(verdict, dict):
-        raise TraceFormatError(f"{vpath}: not a verdict object")
-    if run_id is not None and verdict.get("run_id") != run_id:
-        raise ReplayError(f"the replay process wrote no verdict of this run ({vpath} is "
-                          "from an earlier replay; not reporting it)")
-    table = read_table(rdir / "outputs.parquet", "kernbench-outputs")
-    outputs = {}
+    verdict = load_verdict(path, run_id)
+    table = read_table(Path(path) / "replay" / "outputs.parquet", "kernbench-outputs")
+    raw, dtypes = {}, {}
     for row in table.to_pylist():
         arr = np.frombuffer(row["data"], dtype=NP_DTYPES[row["dtype"]])
-        outputs[row["name"]] = arr.reshape(tuple(row["shape"])).copy()
-    return ReplayResult(bool(verdict.get("ok")), outputs, _abs_errors(verdict), verdict,
-                        Path(path))
+        raw[row["name"]] = arr.reshape(tuple(row["shape"])).copy()
+        dtypes[row["name"]] = row["dtype"]
+    return ReplayResult(bool(verdict.get("ok")), Outputs(raw, dtypes), abs_errors(verdict),
+                        verdict, Path(path))

@@ -19,8 +19,9 @@ import numpy as np
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.schemas.dtypes import DTYPES
 
-#: numpy dtype of each trace dtype name, looked up once per distinct operand
-NP_DTYPES: dict[str, np.dtype] = {name: d.np for name, d in DTYPES.items()}
+#: the numpy storage dtype of each trace dtype name (bfloat16: uint16 bits), looked up once
+#: per distinct operand
+NP_DTYPES: dict[str, np.dtype] = {name: d.storage for name, d in DTYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,10 @@ class Memory:
         self.check_reads = check_reads
         self.mid = mid  # a small id, dense per store
         self.pending = 0  # writes into this memory waiting in the engine's heap
-        self.buf = bytearray(size)
-        self.data = np.frombuffer(self.buf, dtype=np.uint8)
+        # zeros from the allocator (calloc: pages the run never touches are never made) as a
+        # writable byte buffer; ``bytearray(size)`` would write every byte once more
+        self.data = np.zeros(size, np.uint8)
+        self.buf = memoryview(self.data)  # type: ignore[arg-type]
         self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
         self.regions = sorted(regions)
         self._starts = [r[0] for r in self.regions]

@@ -18,9 +18,11 @@ from kernbench.case import Case, CaseFactory
 from kernbench.case.factory import SPEC_RE, factory_spec, load_factory
 from kernbench.case.references import BUILTIN_KERNELS, REFERENCES
 from kernbench.errors import BadInputError
+from kernbench.replay.convert import BF16, to_f32
 from kernbench.replay.match import mismatch
 
 __all__ = ["Reference", "Tolerance", "TOLERANCES", "resolve_reference", "expected_outputs",
+           "reference_inputs",
            "compare", "check_outputs", "case_hint", "factory_spec", "load_factory"]
 
 
@@ -52,6 +54,9 @@ class Reference:
     label: str | None
     fn: Callable[..., Mapping[str, Any]] | None
     note: str | None = None
+    #: the reference takes bfloat16 inputs as float32 arrays of the same values (the
+    #: built-in references, which compute in float32); otherwise as ``ml_dtypes.bfloat16``
+    float32_inputs: bool = False
 
 
 def _accepted(factory: CaseFactory, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,18 +135,35 @@ def resolve_reference(manifest: Mapping[str, Any], case: str | Callable[..., Any
             return Reference(None, None, f"case {name!r} has no recorded case_params; "
                                          + case_hint(manifest))
         # numpy-only references (kernbench/references.py): replay never imports the kernels
-        return Reference(f"registry:{name}", REFERENCES[name](**params))
+        return Reference(f"registry:{name}", REFERENCES[name](**params), float32_inputs=True)
     if built.reference is None:
         return Reference(label, None, f"case {built.name!r} has no reference")
     return Reference(label, built.reference)
 
 
-def expected_outputs(ref: Reference, inputs: Mapping[str, np.ndarray]
+def reference_inputs(ref: Reference, inputs: dict[str, np.ndarray], dtypes: Mapping[str, str]
                      ) -> dict[str, np.ndarray]:
-    """Call the reference on copies of the inputs; any failure is a ValueError with a message."""
+    """The reference's arguments made from the stored ``inputs`` (bfloat16 as uint16 bits),
+    which are handed over (replaced one by one, so one copy at a time is alive): bfloat16 as
+    float32 for a reference that computes in float32, else as ``ml_dtypes.bfloat16`` views."""
+    for name in list(inputs):
+        if dtypes.get(name) == "bfloat16" and inputs[name].dtype == BF16:
+            if ref.float32_inputs:
+                inputs[name] = to_f32(inputs[name])
+            else:
+                import ml_dtypes  # a user's reference takes bfloat16 as ml_dtypes has it
+
+                inputs[name] = inputs[name].view(ml_dtypes.bfloat16)
+    return inputs
+
+
+def expected_outputs(ref: Reference, inputs: Mapping[str, np.ndarray], copy: bool = True
+                     ) -> dict[str, np.ndarray]:
+    """Call the reference on the inputs (copies of them unless ``copy`` is False: the caller
+    hands them over); any failure is a ValueError with a message."""
     assert ref.fn is not None
     try:
-        got = ref.fn(**{k: v.copy() for k, v in inputs.items()})
+        got = ref.fn(**({k: v.copy() for k, v in inputs.items()} if copy else inputs))
     except Exception as exc:  # noqa: BLE001 - user code
         raise ValueError(f"the reference raised {type(exc).__name__}: {exc}") from None
     if not isinstance(got, Mapping):
@@ -200,6 +222,8 @@ def check_outputs(actual: Mapping[str, np.ndarray], dtypes: Mapping[str, str],
     extra = sorted(set(expected) - set(actual))
     report: dict[str, Any] = {}
     for name, arr in actual.items():
+        if dtypes[name] == "bfloat16" and arr.dtype == BF16:  # stored bits: their values
+            arr = to_f32(arr)
         if name in expected:
             report[name] = {"checked": True, **compare(arr, expected[name], dtypes[name])}
         else:

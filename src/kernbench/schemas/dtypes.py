@@ -1,21 +1,38 @@
-"""Element types: the names stored in traces and their numpy equivalents."""
+"""Element types: the names stored in traces and their numpy equivalents.
+
+``DType.storage`` is the numpy dtype that holds the values without ``ml_dtypes``: bfloat16
+is stored as uint16 bits (``kernbench.schemas.bf16`` converts), every other type is its own.
+``DType.np`` is the numpy dtype of the values themselves; for bfloat16 that is
+``ml_dtypes.bfloat16``, imported on first use only (the import costs half a second, and
+replay never needs it).
+"""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 
 class DType:
     """A kernel-visible element type (``tl.float32`` ...). Compared by identity."""
 
-    __slots__ = ("name", "np", "itemsize", "is_float")
+    __slots__ = ("name", "_np", "storage", "itemsize", "is_float")
 
-    def __init__(self, name: str, np_dtype: np.dtype) -> None:
+    def __init__(self, name: str, np_dtype: np.dtype | None, storage: np.dtype | None = None
+                 ) -> None:
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
+        self._np = None if np_dtype is None else np.dtype(np_dtype)
+        self.storage: np.dtype = np.dtype(storage if storage is not None else np_dtype)
+        self.itemsize = self.storage.itemsize
         self.is_float = name in ("float32", "float16", "bfloat16")
+
+    @property
+    def np(self) -> np.dtype:
+        """The numpy dtype of the values (bfloat16: ``ml_dtypes.bfloat16``, imported here)."""
+        if self._np is None:
+            import ml_dtypes
+
+            self._np = np.dtype(ml_dtypes.bfloat16)
+        return self._np
 
     def __repr__(self) -> str:
         return f"tl.{self.name}"
@@ -26,7 +43,7 @@ class DType:
 
 float32 = DType("float32", np.float32)  # type: ignore[arg-type]
 float16 = DType("float16", np.float16)  # type: ignore[arg-type]
-bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
+bfloat16 = DType("bfloat16", None, np.uint16)  # type: ignore[arg-type]
 int32 = DType("int32", np.int32)  # type: ignore[arg-type]
 int8 = DType("int8", np.int8)  # type: ignore[arg-type]
 bool_ = DType("bool", np.bool_)  # type: ignore[arg-type]

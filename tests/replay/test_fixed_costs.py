@@ -1,0 +1,75 @@
+"""Fixed costs of a replay (ADR-0515): the process that starts the replay child loads no
+numpy or pyarrow, the replay of a bfloat16 trace never imports ml_dtypes, and the numpy
+baseline of ``kernbench bench`` costs numpy only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import kernbench as kb
+
+TRACES = Path(__file__).resolve().parents[2] / "traces"
+HEAVY = ("numpy", "pyarrow", "polars", "ml_dtypes")
+
+
+def _modules(code: str) -> tuple[list[str], dict]:
+    """Run ``code`` in a fresh interpreter; (its printed lines, the JSON of the last)."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    *lines, last = proc.stdout.strip().splitlines()
+    return lines, json.loads(last)
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules if m.split(".")[0] in names})
+
+
+def test_the_launching_process_imports_no_numpy_or_pyarrow():
+    _, got = _modules("import json, sys\n"
+                      "import kernbench.cli\n"
+                      "from kernbench.replay import replay\n"
+                      "from kernbench.replay.result import exit_code, summary\n"
+                      "from kernbench.replay.child import run_child\n"
+                      "print(json.dumps({'modules': sorted(sys.modules)}))")
+    assert _loaded(got["modules"], HEAVY) == []
+
+
+def test_replaying_a_bfloat16_trace_never_imports_ml_dtypes(tmp_path):
+    trace = shutil.copytree(TRACES / "gqa-decode.ktrace", tmp_path / "gqa-decode.ktrace")
+    lines, got = _modules(
+        "import json, runpy, sys\n"
+        f"sys.argv = ['kernbench.replay', {str(trace)!r}]\n"
+        "try:\n"
+        "    runpy.run_module('kernbench.replay', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print(json.dumps({'exit': code, 'modules': sorted(sys.modules)}))\n")
+    assert got["exit"] == 0 and lines[-1].startswith("verified"), lines
+    assert "numpy" in got["modules"] and "ml_dtypes" not in got["modules"]
+
+
+def test_the_numpy_baseline_process_costs_numpy_only():
+    _, got = _modules("import json, sys\n"
+                      "from kernbench.bench import numpy_baseline\n"
+                      "from kernbench.case.references import REFERENCES\n"
+                      "print(json.dumps({'modules': sorted(sys.modules)}))")
+    assert _loaded(got["modules"], HEAVY) == ["numpy"]
+
+
+def test_a_bfloat16_output_is_shown_as_ml_dtypes_over_the_stored_bits(tmp_path):
+    trace = shutil.copytree(TRACES / "gqa-decode.ktrace", tmp_path / "gqa-decode.ktrace")
+    res = kb.replay(trace, in_process=True)
+    o = res.outputs["o"]
+    assert res.ok and o.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert res.outputs.raw["o"].dtype == np.uint16
+    np.testing.assert_array_equal(o.view(np.uint16), res.outputs.raw["o"])
+    again = kb.replay(trace)  # through the child: the same bits read back
+    np.testing.assert_array_equal(again.outputs["o"].view(np.uint16), res.outputs.raw["o"])
