@@ -14,7 +14,7 @@ conversion is the one ``ml_dtypes.bfloat16``'s numpy casts perform, bit for bit
 
 Importing ``ml_dtypes`` costs a replay process about half a second; replay and the bench
 baseline keep bf16 as ``STORAGE`` (uint16) and never import it
-(docs/adr/0514-bf16-storage-and-a-light-launcher.md).
+(docs/adr/0515-bf16-storage-and-a-light-launcher.md).
 """
 
 from __future__ import annotations
