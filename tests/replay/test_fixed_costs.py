@@ -73,3 +73,20 @@ def test_a_bfloat16_output_is_shown_as_ml_dtypes_over_the_stored_bits(tmp_path):
     np.testing.assert_array_equal(o.view(np.uint16), res.outputs.raw["o"])
     again = kb.replay(trace)  # through the child: the same bits read back
     np.testing.assert_array_equal(again.outputs["o"].view(np.uint16), res.outputs.raw["o"])
+
+
+def test_a_small_op_log_is_decoded_once_for_validation_and_replay(tmp_path, monkeypatch):
+    """The validator's decoded rows are what replay reads: the reader never decodes a small
+    ops.parquet a second time, and the replay still verifies."""
+    import kernbench as kb
+    from kernbench.bench.replay import small_ops_case
+    from kernbench.replay import reader
+
+    trace = kb.record(small_ops_case(programs=2, tiles=20, blocks=40), out=tmp_path / "t.ktrace")
+    decoded = []
+    real = reader.read
+    monkeypatch.setattr(reader, "read", lambda *a, **k: decoded.append(a) or real(*a, **k))
+    res = kb.replay(trace.path, case=lambda: small_ops_case(programs=2, tiles=20, blocks=40),
+                    in_process=True)
+    assert res.ok, res.verdict
+    assert decoded == []

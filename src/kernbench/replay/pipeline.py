@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
 from kernbench.replay.progress import Progress
@@ -43,15 +45,16 @@ def _error_info(program: Program, row: int, message: str) -> dict[str, Any]:
 
 def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         window_rows: int = BATCH_ROWS, progress: Progress | None = None,
-        access: AccessTable = EMPTY) -> Outcome:
+        access: AccessTable = EMPTY, decoded: pa.Table | None = None) -> Outcome:
     """Replay every op of ``ops_path`` against ``store``, logging values to ``values``.
-    ``access``: the arrays of the trace's access.parquet (indexed rows, const values)."""
+    ``access``: the arrays of the trace's access.parquet (indexed rows, const values);
+    ``decoded``: its rows when the validator decoded them already (a small file)."""
     ops = open_ops(ops_path)  # the one open of ops.parquet in a replay
     n_ops = count_rows(ops)
     executed = 0
     carry: tuple = ()
     bound: dict = {}  # op signatures bound to steps, kept across windows
-    stream = windows(ops, window_rows)
+    stream = windows(ops, window_rows, decoded)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)

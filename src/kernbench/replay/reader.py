@@ -161,24 +161,29 @@ class _Cursor:
 class _Whole:
     """A small file's rows, decoded once; pieces are slices."""
 
-    def __init__(self, pf: pq.ParquetFile) -> None:
-        self.table = read(pf, Path("ops.parquet"), [*COLUMNS, "t_issue_ps"])
+    def __init__(self, pf: pq.ParquetFile, decoded: pa.Table | None = None) -> None:
+        cols = [*COLUMNS, "t_issue_ps"]
+        self.table = (read(pf, Path("ops.parquet"), cols) if decoded is None
+                      else decoded.select(cols))
 
     def read(self, lo: int, hi: int) -> pa.Table:
         table = self.table.slice(lo, hi - lo)
         return table
 
 
-def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS
-            ) -> Iterator[pa.Table]:
+def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
+            decoded: pa.Table | None = None) -> Iterator[pa.Table]:
     """Tables of op rows in replay order ``(t_start_ps, op_id)``; together, every row once.
     Each but the last has at least ``batch_rows`` rows when the file has that many.
-    ``source``: the path, or the file already opened (``open_ops``; opened once per replay)."""
+    ``source``: the path, or the file already opened (``open_ops``; opened once per replay);
+    ``decoded``: the file's rows if the validator already decoded them (a small file)."""
     pf = _opened(source)
     meta = pf.metadata
     first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
+    if decoded is not None and decoded.num_rows != meta.num_rows:
+        raise TraceFormatError(f"ops.parquet: {meta.num_rows} rows, {decoded.num_rows} decoded")
     if meta.num_rows <= SMALL_FILE_ROWS:  # read once: the first pass slices what was read
-        whole = _Whole(pf)
+        whole = _Whole(pf, decoded)
         runs = _runs(pf, min(PIECE_ROWS, batch_rows), whole.table)
         cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
     else:

@@ -168,7 +168,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             try:
                 values = ValueLog(sink=writer.write_batch)
                 outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar,
-                                       trace.access)
+                                       trace.access, trace.validation.ops)
                 values.close()
             finally:
                 bar.close()

@@ -20,6 +20,7 @@ Nothing is evaluated or unpickled: metadata and attrs are parsed as JSON only.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,19 @@ MANIFEST_FIELDS: tuple[tuple[str, tuple[type, ...], bool], ...] = (
 )
 
 
+#: an ops.parquet of at most this many rows keeps its decoded rows in the Validation
+SMALL_OPS_ROWS = 1 << 17
+
+
 @dataclass(frozen=True)
 class Validation:
     """What the row rules found: exact counts per rule, the first ``KEEP`` findings each."""
 
     counts: dict[str, int]
     findings: pl.DataFrame
+    #: the rows of a small ops.parquet (at most ``SMALL_OPS_ROWS``), decoded once as stored:
+    #: replay reads them from here instead of decoding the file again
+    ops: pa.Table | None = None
 
     @property
     def ok(self) -> bool:
@@ -166,8 +174,19 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     regions, tensor_bytes = tensor_findings(read(tpf, t_path), n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
-    ops_findings(batches(opf, o_path, BATCH_ROWS, list(SCHEMAS["kernbench-ops"].names)),
-                 regions, n_pe, found, access)
+    names = list(SCHEMAS["kernbench-ops"].names)
+    kept: list[pa.RecordBatch] | None = [] if n_rows <= SMALL_OPS_ROWS else None
+    ops_findings(_keeping(batches(opf, o_path, BATCH_ROWS, names), kept), regions, n_pe,
+                 found, access)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, found.frame())
+    ops = None if kept is None else (pa.Table.from_batches(kept) if kept else None)
+    return Validation(counts, found.frame(), ops)
+
+
+def _keeping(source: Iterator[pa.RecordBatch], kept: list[pa.RecordBatch] | None
+             ) -> Iterator[pa.RecordBatch]:
+    for batch in source:
+        if kept is not None:
+            kept.append(batch)
+        yield batch
