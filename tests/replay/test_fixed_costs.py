@@ -90,3 +90,19 @@ def test_a_small_op_log_is_decoded_once_for_validation_and_replay(tmp_path, monk
                     in_process=True)
     assert res.ok, res.verdict
     assert decoded == []
+
+
+def test_tensors_parquet_is_read_once_per_replay(tmp_path, monkeypatch):
+    """The validator's read of tensors.parquet (``kb.data`` contents and all) is the one the
+    replay uses: the trace never reads the file a second time."""
+    import kernbench as kb
+    from kernbench.bench.replay import small_ops_case
+    from kernbench.trace import directory
+
+    trace = kb.record(small_ops_case(programs=2, tiles=20, blocks=40), out=tmp_path / "t.ktrace")
+    again = []
+    monkeypatch.setattr(directory, "read_table", lambda *a, **k: again.append(a))
+    res = kb.replay(trace.path, case=lambda: small_ops_case(programs=2, tiles=20, blocks=40),
+                    in_process=True)
+    assert res.ok, res.verdict
+    assert again == []

@@ -155,8 +155,10 @@ class Trace:
 
     @cached_property
     def tensors_table(self) -> pa.Table:
-        self.validated()
-        return _own_metadata(read_table(self.path / "tensors.parquet", "kernbench-tensors"))
+        read = self.validated().validation.tensors  # the file is read once
+        if read is None:
+            read = read_table(self.path / "tensors.parquet", "kernbench-tensors")
+        return _own_metadata(read)
 
     @cached_property
     def access(self) -> AccessTable:

@@ -75,6 +75,8 @@ class Validation:
     #: the rows of a small ops.parquet (at most ``SMALL_OPS_ROWS``), decoded once as stored:
     #: replay reads them from here instead of decoding the file again
     ops: pa.Table | None = None
+    #: tensors.parquet as the validator read it (whole, ``kb.data`` contents included)
+    tensors: pa.Table | None = None
 
     @property
     def ok(self) -> bool:
@@ -171,7 +173,8 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
                                f"{manifest['n_ops']:,}")
     limits.require_rows(str(o_path), n_rows)
     found = Findings(KEEP)
-    regions, tensor_bytes = tensor_findings(read(tpf, t_path), n_pe, found)
+    tensors = read(tpf, t_path)
+    regions, tensor_bytes = tensor_findings(tensors, n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
@@ -181,7 +184,7 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     ops = None if kept is None else (pa.Table.from_batches(kept) if kept else None)
-    return Validation(counts, found.frame(), ops)
+    return Validation(counts, found.frame(), ops, tensors)
 
 
 def _keeping(source: Iterator[pa.RecordBatch], kept: list[pa.RecordBatch] | None
