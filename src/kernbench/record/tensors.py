@@ -34,6 +34,7 @@ def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None
     if sum(len(b) for b in rows["data"] if b) <= LARGE_DATA:
         pq.write_table(table, path, compression="zstd")
     else:  # array contents: no dictionary and no min/max statistics of megabyte-long
-        # values (each costs seconds at 100 MB), and the fastest zstd level
-        pq.write_table(table, path, compression="zstd", compression_level=1,
-                       use_dictionary=False, write_statistics=False)
+        # values (each costs seconds at 100 MB), and lz4, which squeezes zeros and passes
+        # random floats through at memory speed (zstd level 1: 4x slower, 10% smaller)
+        pq.write_table(table, path, compression="lz4", use_dictionary=False,
+                       write_statistics=False)
