@@ -271,28 +271,24 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         "replay_decode_32k_s": round(dec["s"], 3),
         "replay_decode_32k_numpy_s": round(dec["numpy_s"], 3),
         "replay_decode_32k_vs_numpy": round(dec["s"] / dec["numpy_s"], 3),
-        "replay_process_decode_32k_s": round(dec["process_s"], 3),
-        "replay_process_decode_32k_numpy_s": round(dec["process_numpy_s"], 3),
-        "replay_process_decode_32k_vs_numpy": round(dec["process_s"] / dec["process_numpy_s"],
-                                                    3),
-        "replay_process_decode_32k_cpu_s": round(dec["process_cpu_s"], 3),
-        "replay_process_decode_32k_numpy_cpu_s": round(dec["process_numpy_cpu_s"], 3),
-        "replay_process_decode_32k_cpu_vs_numpy": round(dec["process_cpu_s"]
-                                                       / dec["process_numpy_cpu_s"], 3),
-        "replay_process_prefill_1k_s": round(pre["process_s"], 3),
-        "replay_process_prefill_1k_numpy_s": round(pre["process_numpy_s"], 3),
-        "replay_process_prefill_1k_vs_numpy": round(pre["process_s"] / pre["process_numpy_s"],
-                                                    3),
-        "replay_process_prefill_1k_cpu_s": round(pre["process_cpu_s"], 3),
-        "replay_process_prefill_1k_numpy_cpu_s": round(pre["process_numpy_cpu_s"], 3),
-        "replay_process_prefill_1k_cpu_vs_numpy": round(pre["process_cpu_s"]
-                                                       / pre["process_numpy_cpu_s"], 3),
+        **_process_keys("replay_process_decode_32k", dec),
+        **_process_keys("replay_process_prefill_1k", pre),
         "replay_peak_rss_ops_small": rss["small_ops"],
         "replay_peak_rss_ops_large": rss["large_ops"],
         "replay_peak_rss_mb_small": round(rss["small"], 1),
         "replay_peak_rss_mb_large": round(rss["large"], 1),
         "replay_peak_rss_ratio": round(rss["large"] / rss["small"], 3),
     }
+
+
+def _process_keys(key: str, got: dict[str, float]) -> dict[str, float]:
+    """Whole-process figures of one workload: wall and CPU seconds of both sides, ratios."""
+    out: dict[str, float] = {}
+    for clock, tag in (("process", ""), ("process_cpu", "_cpu")):
+        ours, theirs = got[f"{clock}_s"], got[f"{clock.replace('process', 'process_numpy')}_s"]
+        out.update({f"{key}{tag}_s": round(ours, 3), f"{key}_numpy{tag}_s": round(theirs, 3),
+                    f"{key}{tag}_vs_numpy": round(ours / theirs, 3)})
+    return out
 
 
 def _timed(fn: Callable[..., Any], *args: Any) -> float:
