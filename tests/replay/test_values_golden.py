@@ -1,6 +1,12 @@
-"""Replaying the golden traces writes the same statistics and outputs as before replay kept
-bf16 as uint16 bits (digests taken with the ml_dtypes replay of main at a6f86fb): every
-checksum, min, max, mean and non-finite count of values.parquet, and every output byte."""
+"""Replaying the golden traces logs the same ops with the same non-finite counts as the
+ml_dtypes replay of main at a6f86fb did, before replay kept bf16 as uint16 bits.
+
+Only what no machine can change is pinned: which ops logged values and how many of their
+elements were not finite. The float statistics and the output bytes come from numpy's exp
+and the BLAS GEMM kernel, whose last bits differ between CPUs and releases (dependencies
+float to their newest on a fresh machine); that the bf16 conversions are exact is
+``tests/schemas/test_bf16.py``'s, bit for bit against ml_dtypes, and that the outputs are
+right is the golden tests' (against the references)."""
 
 from __future__ import annotations
 
@@ -14,19 +20,21 @@ import pytest
 from kernbench.replay.runner import replay_in_process
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
-#: golden trace -> (values rows, digest of the values columns, digest of the outputs)
+#: the values.parquet columns no CPU or numpy release changes
+PINNED = ("op_id", "nonfinite")
+#: golden trace -> (values rows, digest of the PINNED columns)
 DIGESTS = {
-    "flash-attn": (86, "5111effd7334f1fb", "2c18686038159002"),
-    "gemm": (14, "ccfa1fbfd072e8b1", "fba62ac7d307c244"),
-    "gqa-decode-composite": (92, "63a85a53651a0f6f", "ae542cc00f7ffa11"),
-    "gqa-decode": (172, "e37b4cfbe77dae80", "329365a1c0222b00"),
-    "gqa-prefill": (342, "aad7229c60cec229", "c69802666b0b27e6"),
-    "ring-decode": (70, "f9356a72733e517c", "7835944ee82327b6"),
-    "ring-prefill": (104, "01239d1697005fd8", "352b72b2d3a675dc"),
-    "scale-exp": (32, "405dc0d004a7bd45", "fd9f3c391bc11556"),
-    "small-ops": (102, "3fa9a9babf70a964", "03571abfe8be7809"),
-    "softmax": (48, "0376991296071a62", "75255d881f8449f3"),
-    "stream-sum": (26, "5a8f2ed9a4f6139b", "8650cc9cbf6898f5"),
+    "flash-attn": (86, "293fa1922d775331"),
+    "gemm": (14, "a0012763d786054b"),
+    "gqa-decode-composite": (92, "baf423356386f543"),
+    "gqa-decode": (172, "842af3a96073d572"),
+    "gqa-prefill": (342, "210b52e80592080f"),
+    "ring-decode": (70, "1f6d95ed45b4eecc"),
+    "ring-prefill": (104, "3d9404695326e614"),
+    "scale-exp": (32, "4ee69d78790178a6"),
+    "small-ops": (102, "85abe27e6efb4ee6"),
+    "softmax": (48, "c2ded9aa10e4b153"),
+    "stream-sum": (26, "ac4e96c6adecbbb6"),
 }
 
 
@@ -34,17 +42,19 @@ def test_every_golden_trace_has_digests():
     assert set(DIGESTS) == {p.stem for p in TRACES.glob("*.ktrace")}
 
 
-@pytest.mark.parametrize("name", sorted(DIGESTS))
-def test_replaying_a_golden_trace_gives_the_recorded_statistics_and_outputs(tmp_path, name):
-    path = tmp_path / f"{name}.ktrace"
-    shutil.copytree(TRACES / f"{name}.ktrace", path)
+def _digest(path: Path) -> tuple[int, str]:
+    """(values rows, digest of the op ids and non-finite counts) of a fresh replay."""
     replay_in_process(path, reference=False, progress=False)
     values = pq.read_table(path / "replay" / "values.parquet")
     h = hashlib.sha256()
-    for col in values.column_names:
+    for col in PINNED:
         h.update(col.encode())
-        h.update(values.column(col).combine_chunks().to_numpy(zero_copy_only=False).tobytes())
-    outputs = pq.read_table(path / "replay" / "outputs.parquet")
-    g = hashlib.sha256(b"".join(outputs.column("data").to_pylist())
-                       + str(outputs.column("dtype").to_pylist()).encode())
-    assert (values.num_rows, h.hexdigest()[:16], g.hexdigest()[:16]) == DIGESTS[name]
+        h.update(values.column(col).combine_chunks().to_numpy().tobytes())
+    return values.num_rows, h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(DIGESTS))
+def test_replaying_a_golden_trace_logs_the_recorded_ops_and_non_finite_counts(tmp_path, name):
+    path = tmp_path / f"{name}.ktrace"
+    shutil.copytree(TRACES / f"{name}.ktrace", path)
+    assert _digest(path) == DIGESTS[name]
