@@ -66,6 +66,8 @@ KERNELS = [
     Entry("atomic-add-across-programs", "atomic_sum"),
     Entry("rms-norm-module-helpers", "rms_norm"),
     Entry("gqa-flash-decoding-trans", "gqa_decode"),
+    Entry("dropout-philox-rand", "dropout"),
+    Entry("random-randn-randint-64-bit", "dropout", "random_case", "random_launch"),
     Entry("ops-elementwise", "ops", "unary_case", "unary_launch"),
     Entry("ops-reductions-by-axis", "ops", "reduce_case", "reduce_launch"),
     Entry("ops-layout-dot-cast-atomic", "ops", "layout_case", "layout_launch"),

@@ -10,7 +10,7 @@ from typing import Any
 
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
-from kernbench.triton import arith, core, mathops, memory
+from kernbench.triton import arith, core, mathops, memory, random
 from kernbench.triton.dtypes import (
     bfloat16,
     dtype,
@@ -75,6 +75,7 @@ sqrt, rsqrt, sigmoid, tanh = (mathops.MATH1[n] for n in ("sqrt", "rsqrt", "sigmo
 erf, abs, floor, ceil = (mathops.MATH1[n] for n in ("erf", "abs", "floor", "ceil"))  # noqa: A001
 cos, sin = mathops.MATH1["cos"], mathops.MATH1["sin"]
 globals().update(memory.ATOMICS)
+rand, randn, randint, randint4x = random.rand, random.randn, random.randint, random.randint4x
 
 
 def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False
@@ -98,6 +99,7 @@ __all__ = [
     "broadcast", "static_range", "range", "cdiv", "static_assert", "debug_barrier",
     "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
+    "rand", "randn", "randint", "randint4x",
 ]
 
 
