@@ -151,6 +151,11 @@ def reshape(x: tensor, *shape: Any, can_reorder: bool = False) -> tensor:
 view = reshape
 
 
+def ravel(x: tensor, can_reorder: bool = False) -> tensor:
+    """``tl.ravel``: the block as one row-major dimension."""
+    return reshape(x, (x.numel,))
+
+
 def expand_dims(x: tensor, axis: Any) -> tensor:
     src = src_here()
     axes = plain(axis)

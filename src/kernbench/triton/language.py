@@ -70,6 +70,7 @@ where, maximum, minimum, clamp = arith.where, mathops.maximum, mathops.minimum, 
 fma, fdiv, div_rn, dot = mathops.fma, mathops.fdiv, mathops.div_rn, mathops.dot
 sum, max, min = mathops.sum, mathops.max, mathops.min  # noqa: A001
 argmax, argmin, cumsum, softmax = mathops.argmax, mathops.argmin, mathops.cumsum, mathops.softmax
+cumprod, ravel = mathops.cumprod, core.ravel
 exp, exp2, log, log2 = (mathops.MATH1[n] for n in ("exp", "exp2", "log", "log2"))
 sqrt, rsqrt, sigmoid, tanh = (mathops.MATH1[n] for n in ("sqrt", "rsqrt", "sigmoid", "tanh"))
 erf, abs, floor, ceil = (mathops.MATH1[n] for n in ("erf", "abs", "floor", "ceil"))  # noqa: A001
@@ -84,9 +85,10 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
 
 
 #: ``x.sum(...)``, ``x.reshape(...)``: Triton's tensor member functions
-_MEMBERS = ("sum", "max", "min", "argmax", "argmin", "cumsum", "reshape", "view", "trans",
-            "permute", "broadcast_to", "expand_dims", "exp", "exp2", "log", "log2", "sqrt",
-            "rsqrt", "sigmoid", "erf", "abs", "floor", "ceil", "cos", "sin", "softmax")
+_MEMBERS = ("sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "ravel", "reshape",
+            "view", "trans", "permute", "broadcast_to", "expand_dims", "exp", "exp2", "log",
+            "log2", "sqrt", "rsqrt", "sigmoid", "erf", "abs", "floor", "ceil", "cos", "sin",
+            "softmax")
 for _name in _MEMBERS:
     setattr(tensor, _name, globals()[_name])
 del _name

@@ -166,7 +166,10 @@ def argmin(input: Any, axis: Any, tie_break_left: bool = True, keep_dims: bool =
     return _reduce("argmin", input, axis, keep_dims)
 
 
-def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
+_SCANS: dict[str, Callable[..., np.ndarray]] = {"cumsum": np.cumsum, "cumprod": np.cumprod}
+
+
+def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     src = src_here()
     x = _value(input, src)
     ax = _axis(x, axis, src)
@@ -175,9 +178,18 @@ def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) 
     rev = bool(plain(reverse))
     if x.kind == CONCRETE:
         v = np.flip(x.value, ax) if rev else x.value
-        v = np.cumsum(v, axis=ax).astype(x.dtype.np)
+        with np.errstate(over="ignore"):
+            v = _SCANS[op](v, axis=ax).astype(x.dtype.np)
         return concrete(np.flip(v, ax) if rev else v, x.dtype)
-    return data.symbolic(sem2.scan(data.table_op("cumsum", src), x.value, ax, rev))  # type: ignore[arg-type]
+    return data.symbolic(sem2.scan(data.table_op(op, src), x.value, ax, rev))  # type: ignore[arg-type]
+
+
+def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
+    return _scan("cumsum", input, axis, reverse, dtype)
+
+
+def cumprod(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
+    return _scan("cumprod", input, axis, reverse, dtype)
 
 
 def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: bool = False

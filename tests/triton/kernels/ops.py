@@ -70,7 +70,7 @@ def unary_case(n: int = 200, seed: int = 0):
 
 @triton.jit
 def reduce_kernel(x_ptr, sum0_ptr, sum1_ptr, max1_ptr, min0_ptr, argmax1_ptr, cumsum1_ptr,
-                  total_ptr, R: tl.constexpr, C: tl.constexpr):
+                  total_ptr, cumprod0_ptr, R: tl.constexpr, C: tl.constexpr):
     r = tl.arange(0, R)
     c = tl.arange(0, C)
     x = tl.load(x_ptr + r[:, None] * C + c[None, :])
@@ -82,6 +82,7 @@ def reduce_kernel(x_ptr, sum0_ptr, sum1_ptr, max1_ptr, min0_ptr, argmax1_ptr, cu
     tl.store(argmax1_ptr + r, tl.argmax(x, axis=1))
     tl.store(cumsum1_ptr + r[:, None] * C + c[None, :], tl.cumsum(x, axis=1))
     tl.store(total_ptr, tl.sum(x))
+    tl.store(cumprod0_ptr + tl.arange(0, R * C), tl.ravel(tl.cumprod(x, axis=0)))
 
 
 def _reduce_reference(x_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
@@ -91,14 +92,16 @@ def _reduce_reference(x_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarra
             "max1_ptr": x.max(1).astype(f), "min0_ptr": x.min(0).astype(f),
             "argmax1_ptr": x.argmax(1).astype(np.int32),
             "cumsum1_ptr": np.cumsum(x, 1).astype(f).reshape(-1),
-            "total_ptr": np.array([x.sum()], f)}
+            "total_ptr": np.array([x.sum()], f),
+            "cumprod0_ptr": np.cumprod(x, 0).astype(f).reshape(-1)}
 
 
 def reduce_launch(rows: int = 8, cols: int = 32, seed: int = 0) -> Launch:
     x = np.random.default_rng(seed).standard_normal((rows, cols), dtype=np.float32)
     outs = (np.zeros(cols, np.float32), np.zeros(rows, np.float32), np.zeros(rows, np.float32),
             np.zeros(cols, np.float32), np.zeros(rows, np.int32),
-            np.zeros(rows * cols, np.float32), np.zeros(1, np.float32))
+            np.zeros(rows * cols, np.float32), np.zeros(1, np.float32),
+            np.zeros(rows * cols, np.float32))
     return Launch("triton-ops-reduce", reduce_kernel, (1,), (x, *outs),
                   {"R": rows, "C": cols}, _reduce_reference)
 
