@@ -20,7 +20,6 @@ Nothing is evaluated or unpickled: metadata and attrs are parsed as JSON only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,18 +177,13 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
-    kept: list[pa.RecordBatch] | None = [] if n_rows <= SMALL_OPS_ROWS else None
-    ops_findings(_keeping(batches(opf, o_path, BATCH_ROWS, names), kept), regions, n_pe,
-                 found, access)
+    ops = None
+    if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
+        ops = read(opf, o_path, names)
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access)
+    else:
+        ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    ops = None if kept is None else (pa.Table.from_batches(kept) if kept else None)
     return Validation(counts, found.frame(), ops, tensors)
 
-
-def _keeping(source: Iterator[pa.RecordBatch], kept: list[pa.RecordBatch] | None
-             ) -> Iterator[pa.RecordBatch]:
-    for batch in source:
-        if kept is not None:
-            kept.append(batch)
-        yield batch
