@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,15 +32,13 @@ from typing import Any
 import numpy as np
 
 import kernbench as kb
+from kernbench.bench import process
 from kernbench.bench import triton_kernels as kernels
 
 #: workload -> (launch function, case factory, output argument index, output name)
 WORKLOADS = {"matmul": ("matmul_launch", "matmul_case", 2, "c_ptr"),
              "softmax": ("softmax_launch", "softmax_case", 0, "output_ptr"),
              "decode": ("decode_launch", "decode_case", 3, "o_ptr")}
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "KERNBENCH_REPLAY_THREADS": "1"}
-
 
 def interpreter_child(workload: str, params: str, repeat: str, out: str) -> None:
     """In ``python -c`` with ``TRITON_INTERPRET=1``: launch ``repeat`` times on torch CPU
@@ -60,21 +56,6 @@ def interpreter_child(workload: str, params: str, repeat: str, out: str) -> None
         times.append(time.perf_counter() - t0)
     np.save(out, targs[index].numpy())
     print(json.dumps({"launch_s": min(times)}))
-
-
-def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:  # pragma: no cover - a failed side makes the figures meaningless
-        raise RuntimeError(f"bench: {' '.join(cmd[:4])} failed: {proc.stderr[-2000:]}")
-    return wall, proc.stdout
-
-
-def _env(**extra: str) -> dict[str, str]:
-    root = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, **ONE_THREAD, "PYTHONPATH": path, **extra}
 
 
 def _ours(workload: str, params: dict[str, Any], tmp: Path, repeat: int
@@ -104,8 +85,8 @@ def _our_processes(workload: str, params: dict[str, Any], tmp: Path) -> float:
     cli = [sys.executable, "-m", "kernbench.cli"]
     items = [x for k, v in params.items() for x in ("-p", f"{k}={v}")]
     path = tmp / f"{workload}-cli.ktrace"
-    rec, _ = _run([*cli, "record", spec, *items, "-o", str(path)], _env(), tmp)
-    rep, _ = _run([*cli, "replay", str(path), "--case", spec], _env(), tmp)
+    rec, _, _ = process.run([*cli, "record", spec, *items, "-o", str(path)], tmp)
+    rep, _, _ = process.run([*cli, "replay", str(path), "--case", spec], tmp)
     return rec + rep
 
 
@@ -115,12 +96,12 @@ def _theirs(workload: str, params: dict[str, Any], tmp: Path, repeat: int
     out = tmp / f"{workload}-interpreter.npy"
     code = ("import sys; from kernbench.bench.triton_interpreter import interpreter_child as f; "
             "f(*sys.argv[1:])")
-    env = _env(TRITON_INTERPRET="1")
-    _, stdout = _run([sys.executable, "-c", code, workload, json.dumps(params), str(repeat),
-                      str(out)], env, tmp)
+    interpret = {"TRITON_INTERPRET": "1"}
+    _, _, stdout = process.run([sys.executable, "-c", code, workload, json.dumps(params),
+                                str(repeat), str(out)], tmp, interpret)
     launch_s = json.loads(stdout.strip().splitlines()[-1])["launch_s"]
-    process_s, _ = _run([sys.executable, "-c", code, workload, json.dumps(params), "1",
-                         str(out)], env, tmp)
+    process_s, _, _ = process.run([sys.executable, "-c", code, workload, json.dumps(params),
+                                   "1", str(out)], tmp, interpret)
     return launch_s, process_s, np.load(out)
 
 
@@ -135,12 +116,14 @@ def interpreter_available() -> str | None:
         if missing else None
 
 
-def _workloads(quick: bool) -> list[tuple[str, str, dict[str, Any], int | None]]:
-    """(key prefix, workload, params, repeats or None for the caller's)."""
+def _workloads(quick: bool) -> list[tuple[str, str, dict[str, Any], int | None, bool]]:
+    """(key prefix, workload, params, repeats or None for the caller's, whether the key's
+    ``_vs_interpreter`` is the whole-process ratio: the speed issue's decode key is)."""
     s_kv = 4096 if quick else 32768
-    return [("triton_matmul", "matmul", {"size": 128 if quick else 512}, None),
-            ("triton_softmax", "softmax", {"rows": 128 if quick else 1024, "cols": 1024}, None),
-            (f"triton_decode_{s_kv // 1024}k", "decode", {"s_kv": s_kv}, 1)]
+    return [("triton_matmul", "matmul", {"size": 128 if quick else 512}, None, False),
+            ("triton_softmax", "softmax", {"rows": 128 if quick else 1024, "cols": 1024},
+             None, False),
+            (f"triton_decode_{s_kv // 1024}k", "decode", {"s_kv": s_kv}, 1, True)]
 
 
 def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
@@ -148,25 +131,25 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
     note = interpreter_available()
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="kernbench-bench-triton-") as tmp:
-        for key, workload, params, times in _workloads(quick):
+        for key, workload, params, times, by_process in _workloads(quick):
             n = times or repeat
             ours, output = _ours(workload, params, Path(tmp), n)
+            ours_process = _our_processes(workload, params, Path(tmp))
             result[f"{key}_s"] = round(ours, 4)
-            result[f"{key}_process_s"] = round(_our_processes(workload, params, Path(tmp)), 3)
+            result[f"{key}_process_s"] = round(ours_process, 3)
             if note is not None:
                 continue
-            launch, process, theirs = _theirs(workload, params, Path(tmp), n)
-            in_process = f"{key}_in_process" if workload == "decode" else key
+            launch, theirs_process, theirs = _theirs(workload, params, Path(tmp), n)
+            in_process = f"{key}_in_process" if by_process else key
             result.update({
                 f"{key}_interpreter_s": round(launch, 4),
-                f"{key}_interpreter_process_s": round(process, 3),
+                f"{key}_interpreter_process_s": round(theirs_process, 3),
                 f"{in_process}_vs_interpreter": round(ours / launch, 4),
-                f"{key}_process_vs_interpreter": round(
-                    result[f"{key}_process_s"] / process, 3),
+                f"{key}_process_vs_interpreter": round(ours_process / theirs_process, 3),
                 f"{key}_max_abs_diff": float(np.max(np.abs(
                     output.astype(np.float64) - theirs.astype(np.float64)))),
             })
-            if workload == "decode":  # the speed issue's key: whole processes
+            if by_process:
                 result[f"{key}_vs_interpreter"] = result[f"{key}_process_vs_interpreter"]
     if note is not None:
         result["triton_interpreter"] = note
