@@ -48,21 +48,21 @@ def block_shape(shape: Any, what: str, src: str) -> tuple[int, ...]:
 
 
 # -- ids -----------------------------------------------------------------------------------
-def program_id(axis: Any) -> tensor:
+def _grid_axis(axis: Any, what: str) -> int:
     src = src_here()
-    ax = constexpr_int(axis, "program_id axis", src)
+    ax = constexpr_int(axis, f"{what} axis", src)
     if ax not in (0, 1, 2):
-        raise KernelError(f"program_id axis must be 0, 1 or 2, got {ax}", src)
-    pids = current().pids
+        raise KernelError(f"{what} axis must be 0, 1 or 2, got {ax}", src)
+    return ax
+
+
+def program_id(axis: Any) -> tensor:
+    ax, pids = _grid_axis(axis, "program_id"), current().pids
     return concrete(np.int32(pids[ax] if ax < len(pids) else 0), d.int32)
 
 
 def num_programs(axis: Any) -> tensor:
-    src = src_here()
-    ax = constexpr_int(axis, "num_programs axis", src)
-    if ax not in (0, 1, 2):
-        raise KernelError(f"num_programs axis must be 0, 1 or 2, got {ax}", src)
-    grid = current().grid
+    ax, grid = _grid_axis(axis, "num_programs"), current().grid
     return concrete(np.int32(grid[ax] if ax < len(grid) else 1), d.int32)
 
 

@@ -53,26 +53,22 @@ def _is_triton(mod: str | None) -> bool:
     return isinstance(mod, str) and (mod == "triton" or mod.startswith("triton."))
 
 
-def minimum_builtin(*args: Any, **kwargs: Any) -> Any:
-    """``min`` inside a kernel: Python's over plain values, else ``tl.minimum`` folded."""
-    if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
-        return builtins.min(*args, **kwargs)
-    out = args[0]
-    for a in args[1:]:
-        out = mathops.minimum(out, a)
-    return out
+def _folded(python: Any, tl_fn: Any, name: str) -> Any:
+    """Python's ``min``/``max`` inside a kernel: Python's over plain values, else the ``tl``
+    function folded over the arguments, as Triton's compiler makes of them."""
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
+            return python(*args, **kwargs)
+        out = args[0]
+        for a in args[1:]:
+            out = tl_fn(out, a)
+        return out
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
-def maximum_builtin(*args: Any, **kwargs: Any) -> Any:
-    if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
-        return builtins.max(*args, **kwargs)
-    out = args[0]
-    for a in args[1:]:
-        out = mathops.maximum(out, a)
-    return out
-
-
-BUILTINS = {"range": core.builtin_range, "min": minimum_builtin, "max": maximum_builtin}
+BUILTINS = {"range": core.builtin_range, "min": _folded(builtins.min, mathops.minimum, "min"),
+            "max": _folded(builtins.max, mathops.maximum, "max")}
 
 
 class Rebinder:
