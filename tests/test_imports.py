@@ -19,6 +19,18 @@ RECORD_MODULES = sorted(p.stem for p in (SRC / "record").glob("*.py") if p.stem 
 NOT_IN_REPLAY = ("kernbench.record", "kernbench.tl", "kernbench.kernels", "greenlet", "simpy")
 
 
+def replay_main_code(trace: Path) -> str:
+    """Python source running ``python -m kernbench.replay TRACE`` in this interpreter, then
+    printing JSON of its exit code and every loaded module name."""
+    return ("import json, runpy, sys\n"
+            f"sys.argv = ['kernbench.replay', {str(trace)!r}]\n"
+            "try:\n"
+            "    runpy.run_module('kernbench.replay', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as exc:\n"
+            "    code = exc.code\n"
+            "print(json.dumps({'exit': code, 'modules': sorted(sys.modules)}))\n")
+
+
 def _python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
@@ -33,15 +45,7 @@ def test_each_record_module_imports_first_in_a_fresh_process(module):
 def test_replaying_a_builtin_case_never_loads_the_recorder_kernels_greenlet_or_simpy(tmp_path):
     trace = shutil.copytree(TRACES / "softmax.ktrace", tmp_path / "softmax.ktrace")
     # the real entry point (``python -m kernbench.replay``), then the loaded module names
-    code = (
-        "import json, runpy, sys\n"
-        f"sys.argv = ['kernbench.replay', {str(trace)!r}]\n"
-        "try:\n"
-        "    runpy.run_module('kernbench.replay', run_name='__main__', alter_sys=True)\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print(json.dumps({'exit': code, 'modules': sorted(sys.modules)}))\n")
-    proc = _python(code)
+    proc = _python(replay_main_code(trace))
     assert proc.returncode == 0, proc.stderr
     *lines, last = proc.stdout.strip().splitlines()
     result = json.loads(last)

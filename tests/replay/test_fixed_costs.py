@@ -12,6 +12,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+from tests.test_imports import replay_main_code
 
 import kernbench as kb
 
@@ -44,14 +45,7 @@ def test_the_launching_process_imports_no_numpy_or_pyarrow():
 
 def test_replaying_a_bfloat16_trace_never_imports_ml_dtypes(tmp_path):
     trace = shutil.copytree(TRACES / "gqa-decode.ktrace", tmp_path / "gqa-decode.ktrace")
-    lines, got = _modules(
-        "import json, runpy, sys\n"
-        f"sys.argv = ['kernbench.replay', {str(trace)!r}]\n"
-        "try:\n"
-        "    runpy.run_module('kernbench.replay', run_name='__main__', alter_sys=True)\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print(json.dumps({'exit': code, 'modules': sorted(sys.modules)}))\n")
+    lines, got = _modules(replay_main_code(trace))
     assert got["exit"] == 0 and lines[-1].startswith("verified"), lines
     assert "numpy" in got["modules"] and "ml_dtypes" not in got["modules"]
 
