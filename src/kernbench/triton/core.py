@@ -17,7 +17,16 @@ from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton import value as _value
-from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
+from kernbench.triton.value import (
+    CONCRETE,
+    POINTER,
+    SYMBOLIC,
+    concrete,
+    int_value,
+    plain,
+    pointer,
+    tensor,
+)
 
 #: per-launch settings the loops read (set by the launch adapter before each program)
 LAUNCH: dict[str, Any] = {"num_stages": None}
@@ -223,15 +232,7 @@ def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
 
 
 def _bounds(args: tuple[Any, ...], src: str) -> builtins.range:
-    vals = []
-    for a in args:
-        a = plain(a)
-        if type(a) is tensor:
-            if a.kind != CONCRETE or a.shape != () or not a.dtype.is_int():
-                raise KernelError(f"loop bound {a!r} is not a concrete integer scalar", src)
-            a = int(a.value)
-        vals.append(int(a))
-    return builtins.range(*vals)
+    return builtins.range(*(int_value(a, "loop bound", src) for a in args))
 
 
 class range:  # noqa: N801 - Triton's spelling: ``tl.range(start, end, step, num_stages=)``

@@ -14,7 +14,7 @@ from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import block_shape, broadcast_to
-from kernbench.triton.value import CONCRETE, POINTER, concrete, plain, tensor
+from kernbench.triton.value import CONCRETE, POINTER, concrete, int_value, plain, tensor
 
 #: names of the HBM tensors stores/atomics of the current launch wrote (default outputs)
 STORED: set[str] = set()
@@ -54,15 +54,7 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
 def _ints(xs: Any, what: str, src: str) -> tuple[int, ...]:
     xs = plain(xs)
     xs = xs if isinstance(xs, tuple | list) else (xs,)
-    out = []
-    for x in xs:
-        x = plain(x)
-        if type(x) is tensor:
-            if x.kind != CONCRETE or x.shape != () or not x.dtype.is_int():
-                raise KernelError(f"{what} {x!r} must be a concrete integer scalar", src)
-            x = int(x.value)
-        out.append(int(x))
-    return tuple(out)
+    return tuple(int_value(x, what, src) for x in xs)
 
 
 def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,

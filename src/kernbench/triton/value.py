@@ -162,6 +162,16 @@ def plain(x: Any) -> Any:
     return x
 
 
+def int_value(x: Any, what: str, src: str) -> int:
+    """``x`` (a Python number, a constexpr or a concrete integer scalar) as an int."""
+    x = plain(x)
+    if type(x) is tensor:
+        if x.kind != CONCRETE or x.shape != () or not x.dtype.is_int():
+            raise KernelError(f"{what} {x!r} must be a concrete integer scalar", src)
+        return int(x.value)
+    return int(x)
+
+
 def is_tensor(x: Any) -> bool:
     return type(x) is tensor
 
