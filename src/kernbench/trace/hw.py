@@ -11,6 +11,11 @@ from kernbench.errors import BadInputError
 from kernbench.trace.tomlfile import read_toml
 
 
+#: the two engine-issue policies of one PE machine (SPEC §4.1 and §13)
+ENGINE_ISSUE = ("blocking", "async")
+_TEXT_FIELDS = frozenset({"name", "engine_issue"})
+
+
 @dataclass(frozen=True)
 class HwConfig:
     """The modelled AHBM accelerator. Stored whole in every trace's manifest."""
@@ -44,19 +49,32 @@ class HwConfig:
     link_latency_ns: int = 1000
     ipcq_depth: int = 2
     ipcq_slot_kib: int = 4096  # largest message; the receiver holds depth slots per direction
+    # Concurrency (SPEC §13): "blocking" engines (v1) or "async" issue through a scoreboard
+    engine_issue: str = "blocking"
+    engine_queue_depth: int = 8  # issued-but-not-started ops one engine of one PE holds (async)
+    max_programs_per_pe: int = 1  # resident programs per PE, capped further by scratch peak
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name != "name" and (not isinstance(value, int | float) or value < 0):
+            if f.name in _TEXT_FIELDS:
+                continue
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise BadInputError(
                     f"hw field {f.name} must be a non-negative number, got {value!r}")
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
                          "dma_burst_bytes",
-                         "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib"):
+                         "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib",
+                         "engine_queue_depth", "max_programs_per_pe"):
             if getattr(self, positive) <= 0:
                 raise BadInputError(
                     f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
+
+        if self.engine_issue not in ENGINE_ISSUE:
+            raise BadInputError(
+                f"hw field engine_issue must be one of {ENGINE_ISSUE}, got {self.engine_issue!r}")
+        if not isinstance(self.name, str):
+            raise BadInputError(f"hw field name must be a string, got {self.name!r}")
 
     @property
     def cycle_ps(self) -> int:
@@ -92,7 +110,11 @@ class HwConfig:
         return cls(**base)
 
 
-PRESETS: dict[str, HwConfig] = {"ahbm-v1": HwConfig()}
+PRESETS: dict[str, HwConfig] = {
+    "ahbm-v1": HwConfig(),
+    "ahbm-v2": HwConfig(name="ahbm-v2", engine_issue="async", engine_queue_depth=8,
+                        max_programs_per_pe=4),
+}
 
 
 def load_hw(spec: HwConfig | str | Path | None) -> HwConfig:
