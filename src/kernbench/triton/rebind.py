@@ -16,14 +16,25 @@ from typing import Any
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
-from kernbench.triton import core, extra, jit, language, libdevice, mathops, standin, tlmath
+from kernbench.triton import (
+    boolops,
+    core,
+    extra,
+    jit,
+    language,
+    libdevice,
+    mathops,
+    standard,
+    standin,
+    tlmath,
+)
 from kernbench.triton import dtypes as d
 from kernbench.triton.value import tensor
 
 #: Triton module name -> kernbench's module (the longest matching prefix wins)
 MODULES: dict[str, types.ModuleType] = {
     "triton": standin, "triton.language": language, "triton.language.core": language,
-    "triton.language.standard": language, "triton.language.semantic": language,
+    "triton.language.standard": standard, "triton.language.semantic": language,
     "triton.language.math": tlmath, "triton.language.extra": extra,
     "triton.language.extra.libdevice": libdevice, "triton.language.extra.cuda": extra,
     "triton.language.extra.cuda.libdevice": libdevice,
@@ -68,7 +79,7 @@ def _folded(python: Any, tl_fn: Any, name: str) -> Any:
 
 
 BUILTINS = {"range": core.builtin_range, "min": _folded(builtins.min, mathops.minimum, "min"),
-            "max": _folded(builtins.max, mathops.maximum, "max")}
+            "max": _folded(builtins.max, mathops.maximum, "max"), **boolops.HELPERS}
 
 
 class Rebinder:
@@ -85,10 +96,12 @@ class Rebinder:
         if got is not None:
             return got
         new_globals = self.globals_of(fn.__globals__)
+        code, freevars = boolops.code_of(fn)  # and/or/not as Triton reads them
         closure = None
         if fn.__closure__:
-            closure = tuple(types.CellType(self.value(_cell(c))) for c in fn.__closure__)
-        new = types.FunctionType(fn.__code__, new_globals, fn.__name__,
+            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__, strict=True))
+            closure = tuple(types.CellType(self.value(_cell(cells[v]))) for v in freevars)
+        new = types.FunctionType(code, new_globals, fn.__name__,
                                  self._defaults(fn.__defaults__), closure)
         self._functions[id(fn)] = new
         new.__kwdefaults__ = ({k: self.value(v) for k, v in fn.__kwdefaults__.items()}
