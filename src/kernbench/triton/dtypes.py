@@ -104,6 +104,13 @@ class dtype:  # noqa: N801 - Triton's spelling
     def scalar(self) -> dtype:
         return self
 
+    def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
+        if name.startswith("__") or name in dtype.__slots__:
+            raise AttributeError(name)
+        from kernbench.triton.value import missing
+
+        raise missing("tl.dtype", name, name in _TRITON_DTYPE_API)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise KernelError(f"tl.{self.name}({', '.join(map(repr, args))}) calls a dtype as a value "
                           "constructor, which Triton's compiler rejects; use a Python literal, "
@@ -116,6 +123,10 @@ class dtype:  # noqa: N801 - Triton's spelling
         return (by_name, (self.name,))
 
 
+#: Triton's ``tl.dtype`` members (3.8) kernbench does not define
+_TRITON_DTYPE_API = frozenset({"FP_TYPES", "KIND", "OTHER_TYPES", "SIGNEDNESS", "SINT_TYPES",
+                               "STANDARD_FP_TYPES", "UINT_TYPES", "cache_key_part", "mangle",
+                               "to_ir", "with_element_ty", "int_signedness"})
 #: float name -> (mantissa width, exponent bias)
 _FP_BITS = {"float16": (10, 15), "bfloat16": (7, 127), "float32": (23, 127), "float64": (52, 1023)}
 #: Triton's ``dtype.is_<x>()`` predicates -> the dtype name each tests for

@@ -122,6 +122,14 @@ _MEMBERS = ("cast", "split", "reduce", "associative_scan", "histogram", "flip",
 for _name in _MEMBERS:
     setattr(tensor, _name, globals()[_name])
 del _name
+#: member spellings of other ``tl`` functions (``ptr.store(v)``, ``a.logical_and(b)``)
+_MEMBER_ALIASES = {"store": store, "cdiv": core.cdiv, "sqrt_rn": mathops.MATH1["sqrt"],
+                   "logical_and": lambda a, b: arith.binary("and_", a.cast(int1), b),
+                   "logical_or": lambda a, b: arith.binary("or_", a.cast(int1), b),
+                   **memory.ATOMICS}
+for _name, _fn in _MEMBER_ALIASES.items():
+    setattr(tensor, _name, _fn)
+del _name, _fn
 
 __all__ = [
     "advance", "block_ptr", "constexpr", "dtype", "load", "make_block_ptr", "pointer_type",
@@ -133,7 +141,7 @@ __all__ = [
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
     "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
     "reduce", "associative_scan", "static_print", "device_assert", "standard", "reduce_or",
-    "squeeze", "swizzle2d", "unsqueeze", "xor_sum",
+    "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk",
 ]
 
 
@@ -149,8 +157,14 @@ from kernbench.triton import extra, standard  # noqa: E402
 from kernbench.triton import tlmath as math  # noqa: E402
 from kernbench.triton.standard import (  # noqa: E402
     reduce_or,
+    sort,
     squeeze,
     swizzle2d,
+    topk,
     unsqueeze,
     xor_sum,
 )
+
+for _name in ("reduce_or", "xor_sum", "sort"):
+    setattr(tensor, _name, globals()[_name])
+del _name

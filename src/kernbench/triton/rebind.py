@@ -54,8 +54,8 @@ def _module_for(name: str) -> types.ModuleType | None:
 
 def _unsupported(qualname: str) -> Any:
     def stub(*args: Any, **kwargs: Any) -> Any:
-        raise language.Unsupported(f"{qualname} is not supported by kernbench's Triton front "
-                                   "end", src_here())
+        raise language.Unsupported(f"{qualname} is not supported by kernbench: its Triton "
+                                   "front end does not implement it", src_here())
     stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
     return stub
 

@@ -51,3 +51,31 @@ def zero_d_launch(n: int = 50) -> Launch:
     scale, total = np.array(0.5, np.float32), np.array(0.0, np.float32)
     return Launch("zero-d", zero_d_kernel, (1,), (x, scale, total, n), {"BLOCK": 64},
                   lambda x_ptr, scale_ptr, **_: {"total_ptr": np.sum(x_ptr * scale_ptr)})
+
+
+@triton.jit
+def logic_kernel(x_ptr, out_ptr, n, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+    """``and`` / ``or`` / ``not`` on constexprs, on concrete scalars and masks (index values)
+    and on boolean data; ``tensor.cast``; dtype predicates in a constexpr branch."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    inside = (offs < n) and (offs >= 0)
+    x = tl.load(x_ptr + offs, mask=inside, other=0.0)
+    band = (x > -0.5) and not (x > 0.5) or (x < -1.5)
+    y = band.cast(tl.float32)
+    if FLAG and not pid > 0 and x.dtype.is_fp32() and not x.dtype.is_int64():
+        y = y + x.dtype.primitive_bitwidth
+    tl.store(out_ptr + offs, y, mask=inside)
+
+
+def logic_launch(n: int = 100, block: int = 64) -> Launch:
+    x = np.linspace(-2, 2, n, dtype=np.float32)
+
+    def reference(x_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
+        band = ((x_ptr > -0.5) & ~(x_ptr > 0.5)) | (x_ptr < -1.5)
+        y = band.astype(np.float32)
+        y[:block] += 32
+        return {"out_ptr": y}
+
+    return Launch("logic", logic_kernel, (triton.cdiv(n, block),), (x, np.zeros(n, np.float32), n),
+                  {"FLAG": True, "BLOCK": block}, reference)
