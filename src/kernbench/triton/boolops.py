@@ -87,9 +87,9 @@ def _rewritten(fn: types.FunctionType) -> types.CodeType | None:
     if fn.__code__.co_freevars:  # an enclosing scope, so the free variables stay free
         cells = [ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())],
                             value=ast.Constant(None)) for v in fn.__code__.co_freevars]
-        outer = ast.FunctionDef(name="_kb_outer_", args=ast.arguments(
-            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=[]), body=[*cells, fdef], decorator_list=[], returns=None, type_params=[])
+        outer = ast.parse("def _kb_outer_():\n    pass").body[0]
+        assert isinstance(outer, ast.FunctionDef)
+        outer.body = [*cells, fdef]
         body = [outer]
     mod = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(mod)
