@@ -176,6 +176,7 @@ def standard_kernel(x_ptr, f_ptr, out_ptr, BLOCK: tl.constexpr):
     v, i = tl.reduce((x, offs), 0, tl.standard._argmin_combine_tie_break_left)
     tl.store(out_ptr + 2, v * 1000 + i)
     g = libdevice.pow(f, 2.0) + libdevice.isnan(f) * 100 + libdevice.trunc(f * 3.0)
+    g = libdevice.add_rn(g, libdevice.fmod(f, 2.0)) + libdevice.saturatef(f)
     tl.store(f_ptr + offs, g + libdevice.isinf(f) * 1000)
 
 
@@ -188,8 +189,8 @@ def test_standard_names_and_libdevice_functions(tmp_path) -> None:
     xor = np.bitwise_xor.reduce(x)
     np.testing.assert_array_equal(out["out_ptr"], [xor + 3 + 1, 5, 1 * 1000 + 7])
     with np.errstate(invalid="ignore"):
-        want = (f ** 2 + np.isnan(f) * 100 + np.trunc(f * 3) + np.isinf(f) * 1000
-                ).astype(np.float32)
+        want = (f ** 2 + np.isnan(f) * 100 + np.trunc(f * 3) + np.fmod(f, np.float32(2))
+                + np.clip(f, 0, 1) + np.isinf(f) * 1000).astype(np.float32)
     np.testing.assert_array_equal(out["f_ptr"], want)
 
 

@@ -74,3 +74,12 @@ def test_capture_writes_a_zero_d_output_back(tmp_path) -> None:
         front.zero_d_kernel[(1,)](x, scale, total, int(n), BLOCK=64)
     assert total.shape == ()
     np.testing.assert_allclose(total, np.sum(x * scale), rtol=1e-6)
+
+
+def test_capture_passes_num_warps_to_the_kernel_that_declares_it(tmp_path) -> None:
+    x, out = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
+    with kbt.capture(tmp_path / "cap") as cap:
+        front.warps_param_kernel[(1,)](x, out, 40, num_warps=2, num_stages=5, BLOCK=64)
+    np.testing.assert_array_equal(out, x * 2 + 5)
+    manifest = json.loads((cap.traces[0] / "manifest.json").read_text())
+    assert (manifest["params"]["num_warps"], manifest["params"]["num_stages"]) == (2, 5)

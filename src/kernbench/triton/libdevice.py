@@ -67,6 +67,18 @@ FUNCTIONS: dict[str, Any] = {
     "fdividef": mathops.fdiv, "pow": pow, "powf": pow, "isnan": isnan, "isinf": isinf,
     "isfinited": isfinited, "finitef": isfinited, "trunc": trunc, "truncf": trunc,
     "exp": _M["exp"], "log": _M["log"], "sin": _M["sin"], "cos": _M["cos"],
+    # round-to-nearest spellings of plain arithmetic, and the fast variants (approximations
+    # on a GPU; the accurate function is within their error)
+    "add_rn": lambda x, y: arith.binary("add", x, y),
+    "sub_rn": lambda x, y: arith.binary("sub", x, y),
+    "mul_rn": lambda x, y: arith.binary("mul", x, y),
+    "rcp_rn": lambda x: arith.binary("div", 1.0, x), "fma_rn": mathops.fma,
+    "rsqrt_rn": _M["rsqrt"], "fmod": lambda x, y: arith.binary("mod", x, y),
+    "fast_powf": pow, "fast_log2f": _M["log2"], "fast_tanhf": _M["tanh"],
+    "fast_sinf": _M["sin"], "fast_cosf": _M["cos"],
+    "saturatef": lambda x: mathops.clamp(x, 0.0, 1.0),
+    "int2float_rn": lambda x: arith.cast(x, d.float32),
+    "float2int_rz": lambda x: arith.cast(x, d.int32),
 }
 globals().update(FUNCTIONS)
 __all__ = list(FUNCTIONS)
