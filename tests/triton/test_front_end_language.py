@@ -37,7 +37,8 @@ INTERPRET = "from tests.triton.kernels.spec import interpret_main; interpret_mai
 ENTRIES = [("front", "warps_param_launch", True), ("front", "zero_d_launch", True),
            ("front", "logic_launch", False), ("combine", "reduce_launch", True),
            ("combine", "scan_launch", True), ("combine", "split_join_launch", True),
-           ("combine", "histogram_launch", True), ("combine", "batched_dot_launch", True)]
+           ("combine", "histogram_launch", True), ("combine", "batched_dot_launch", True),
+           ("combine", "sort_launch", True)]
 IDS = [e[1].removesuffix("_launch") for e in ENTRIES]
 MODULES = {"front": front, "combine": combine}
 
@@ -219,8 +220,9 @@ def cas(x_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def sort_call(x_ptr, BLOCK: tl.constexpr):
-    tl.store(x_ptr + tl.arange(0, BLOCK), tl.sort(tl.load(x_ptr + tl.arange(0, BLOCK))))
+def gather_call(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.gather(x, x, 0))
 
 
 @triton.jit
@@ -243,12 +245,12 @@ def missing_libdevice(x_ptr, BLOCK: tl.constexpr):
     (if_and_on_data, r"control flow on loaded data"),
     (not_on_int, r"Python 'not' on a tl\.int32 value: Triton's compiler rejects it"),
     (cas, r"tl\.atomic_cas is not supported by kernbench: a compare-and-swap"),
-    (sort_call, r"tl\.sort is not supported by kernbench: a bitonic network"),
+    (gather_call, r"tl\.gather is not supported by kernbench: a gather of a block"),
     (missing_member, r"tl\.tensor\.frobnicate is not supported by kernbench: Triton's "
                      r"tl\.tensor has no attribute 'frobnicate' either"),
     (missing_dtype_attr, r"tl\.dtype\.to_ir is not supported by kernbench"),
     (missing_libdevice, r"libdevice\.j0 is not supported by kernbench"),
-], ids=["and-int-data", "if-and-data", "not-int", "atomic-cas", "sort", "tensor-attr",
+], ids=["and-int-data", "if-and-data", "not-int", "atomic-cas", "gather", "tensor-attr",
         "dtype-attr", "libdevice"])
 def test_refusal_is_a_kernel_error_at_the_kernel_line(tmp_path, kernel, match) -> None:
     c = kbt.case(kernel, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])

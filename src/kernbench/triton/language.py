@@ -10,7 +10,7 @@ from typing import Any
 
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
-from kernbench.triton import arith, blocks, combine, core, mathops, memory, random
+from kernbench.triton import arith, blocks, combine, core, mathops, memory, random, sorting
 from kernbench.triton.dtypes import (
     bfloat16,
     dtype,
@@ -70,6 +70,11 @@ where, maximum, minimum, clamp = arith.where, mathops.maximum, mathops.minimum, 
 fma, fdiv, div_rn, dot = mathops.fma, mathops.fdiv, mathops.div_rn, blocks.dot
 split, join, interleave, flip = blocks.split, blocks.join, blocks.interleave, blocks.flip
 histogram, reduce, associative_scan = blocks.histogram, combine.reduce, combine.associative_scan
+cat = sorting.cat
+
+
+def assume(cond: Any) -> None:
+    """A compiler hint: no effect."""
 sum, max, min = mathops.sum, mathops.max, mathops.min  # noqa: A001
 argmax, argmin, cumsum, softmax = mathops.argmax, mathops.argmin, mathops.cumsum, mathops.softmax
 cumprod, ravel = mathops.cumprod, core.ravel
@@ -141,7 +146,7 @@ __all__ = [
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
     "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
     "reduce", "associative_scan", "static_print", "device_assert", "standard", "reduce_or",
-    "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk",
+    "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk", "cat", "assume",
 ]
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
-from kernbench.triton import arith, blocks, combine, core, mathops
+from kernbench.triton import arith, blocks, combine, core, mathops, sorting
 from kernbench.triton import dtypes as d
 from kernbench.triton.value import plain, tensor
 
@@ -134,17 +133,7 @@ def unsqueeze(x: Any, dim: Any) -> tensor:
 flip, interleave = blocks.flip, blocks.interleave
 
 
-def _refused(name: str, why: str) -> Any:
-    def fn(*args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(f"tl.{name} is not supported by kernbench: {why}", src_here())
-    fn.__name__ = fn.__qualname__ = name
-    return fn
-
-
-_SORT = ("a bitonic network of compare-and-swap steps over data-dependent permutations, "
-         "which kernbench's op table has no op for")
-sort, topk, bitonic_merge, sort_impl = (_refused(n, _SORT) for n in (
-    "sort", "topk", "bitonic_merge", "sort_impl"))
+sort, topk = sorting.sort, sorting.topk
 
 
 def __getattr__(name: str) -> Any:

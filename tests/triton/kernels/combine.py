@@ -151,3 +151,30 @@ def batched_dot_launch(b: int = 2, m: int = 16) -> Launch:
                   {"B": b, "M": m},
                   lambda a_ptr, b_ptr, **_: {"c_ptr": np.matmul(a_ptr.astype(np.float32),
                                                                 b_ptr.astype(np.float32))})
+
+
+@triton.jit
+def sort_kernel(x_ptr, k_ptr, s_ptr, d_ptr, t_ptr, c_ptr, N: tl.constexpr, K: tl.constexpr):
+    rows = tl.arange(0, 2)[:, None] * N
+    cols = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + rows + cols)  # [2, N] fp32
+    keys = tl.load(k_ptr + rows + cols)  # [2, N] int32
+    tl.store(s_ptr + rows + cols, tl.sort(x))
+    tl.store(d_ptr + rows + cols, tl.sort(keys, descending=True))
+    tl.store(t_ptr + tl.arange(0, 2)[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+    tl.store(c_ptr + tl.arange(0, 2 * N), tl.cat(tl.sum(x, 0), tl.max(keys, 0).to(tl.float32),
+                                                   can_reorder=True))
+
+
+def sort_launch(n: int = 16, k: int = 4) -> Launch:
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    keys = rng.integers(-20, 20, (2, n)).astype(np.int32)  # repeated keys
+    z = np.zeros((2, n), np.float32)
+    return Launch("sort-topk", sort_kernel, (1,),
+                  (x, keys, z, np.zeros((2, n), np.int32), np.zeros((2, k), np.float32),
+                   np.zeros(2 * n, np.float32)), {"N": n, "K": k},
+                  lambda x_ptr, k_ptr, **_: {
+                      "s_ptr": np.sort(x_ptr, 1), "d_ptr": -np.sort(-k_ptr, 1),
+                      "t_ptr": -np.sort(-x_ptr, 1)[:, :k],
+                      "c_ptr": np.concatenate([x_ptr.sum(0), k_ptr.max(0).astype(np.float32)])})
