@@ -104,8 +104,8 @@ class tensor:  # noqa: N801 - Triton's spelling
         src = src_here()
         if self.kind == SYMBOLIC:
             raise KernelError("Python control flow on loaded data (an if/while on a value that "
-                              "came from tl.load) is not supported: Phase 1 has no data; use "
-                              "tl.where or a mask", src)
+                              "came from tl.load) is not supported by kernbench: Phase 1 has no "
+                              "data; use tl.where or a mask", src)
         if self.kind == CONCRETE and self.shape == ():
             return bool(self.value)
         raise KernelError(f"the truth value of a {list(self.shape)} block is ambiguous (Triton "
