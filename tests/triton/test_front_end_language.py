@@ -256,3 +256,19 @@ def test_refusal_is_a_kernel_error_at_the_kernel_line(tmp_path, kernel, match) -
     c = kbt.case(kernel, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])
     with pytest.raises(KernelError, match=rf"^{HERE}:\d+: .*{match}"):
         kb.record(c, out=tmp_path / "t.ktrace")
+
+
+def test_and_or_rewrite_keeps_the_kernel_line_numbers(tmp_path) -> None:
+    """The rewritten code is compiled on the kernel's own lines: errors and ops' src name the
+    line of the ``and``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(and_on_int_data.fn)
+    line = first + next(i for i, t in enumerate(lines) if " and " in t)
+    c = kbt.case(and_on_int_data, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])
+    with pytest.raises(KernelError, match=rf"^{HERE}:{line}: "):
+        kb.record(c, out=tmp_path / "t.ktrace")
+    lines, first = inspect.getsourcelines(front.logic_kernel.fn)
+    band = first + next(i for i, t in enumerate(lines) if "band = " in t)
+    ops = kb.record(front.logic_launch().case(), out=tmp_path / "l.ktrace").ops
+    assert f"tests/triton/kernels/front.py:{band}" in set(ops["src"].to_list())
