@@ -162,6 +162,7 @@ def test_dtype_predicates_and_attributes_match_triton(name) -> None:
 
 
 # -- triton.language.standard and libdevice -------------------------------------------------
+from triton.language import inline_asm_elementwise  # noqa: E402 - refused only when called
 from triton.language.extra import libdevice  # noqa: E402
 from triton.language.standard import _is_power_of_two, _log2  # noqa: E402
 
@@ -240,6 +241,13 @@ def missing_libdevice(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr, libdevice.j0(tl.load(x_ptr)))
 
 
+@triton.jit
+def imported_refused(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), inline_asm_elementwise("", "=r,r", [x], tl.int32,
+                                                                 True, 1))
+
+
 @pytest.mark.parametrize(("kernel", "match"), [
     (and_on_int_data, r"Python 'and' on a tl\.int32 value: Triton's compiler rejects it"),
     (if_and_on_data, r"control flow on loaded data"),
@@ -250,8 +258,9 @@ def missing_libdevice(x_ptr, BLOCK: tl.constexpr):
                      r"tl\.tensor has no attribute 'frobnicate' either"),
     (missing_dtype_attr, r"tl\.dtype\.to_ir is not supported by kernbench"),
     (missing_libdevice, r"libdevice\.j0 is not supported by kernbench"),
+    (imported_refused, r"tl\.inline_asm_elementwise is not supported by kernbench: inline"),
 ], ids=["and-int-data", "if-and-data", "not-int", "atomic-cas", "gather", "tensor-attr",
-        "dtype-attr", "libdevice"])
+        "dtype-attr", "libdevice", "imported-name"])
 def test_refusal_is_a_kernel_error_at_the_kernel_line(tmp_path, kernel, match) -> None:
     c = kbt.case(kernel, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])
     with pytest.raises(KernelError, match=rf"^{HERE}:\d+: .*{match}"):

@@ -14,7 +14,7 @@ import inspect
 import types
 from typing import Any
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, UnsupportedError
 from kernbench.record.source import src_here
 from kernbench.triton import (
     boolops,
@@ -181,8 +181,19 @@ class Rebinder:
             return language.constexpr
         try:
             return getattr(target, name)
+        except UnsupportedError:  # refused by name: the same refusal when called
+            return _refused_when_called(target, name)
         except AttributeError:
             return _unsupported(f"{mod}.{name}")
+
+
+def _refused_when_called(target: types.ModuleType, name: str) -> Any:
+    """A stub that raises, at its call, what ``target.name`` raises (a module's global that
+    names an unsupported Triton function breaks only the kernels that call it)."""
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        return getattr(target, name)(*args, **kwargs)
+    stub.__name__ = stub.__qualname__ = name
+    return stub
 
 
 def _is_kernel(v: Any) -> bool:

@@ -29,11 +29,6 @@ CONCRETE, POINTER, SYMBOLIC = "concrete", "pointer", "symbolic"
 mark_internal_dir(os.path.dirname(__file__))  # src lines name the kernel, not this package
 
 
-class MissingAttribute(UnsupportedError, AttributeError):
-    """``x.name`` kernbench's tensor or dtype lacks: a KernelError at the kernel's line (and
-    an AttributeError, so ``hasattr`` and ``getattr(x, name, default)`` keep working)."""
-
-
 #: Triton's ``tl.tensor`` members (3.8): a name outside is refused by Triton as well
 TRITON_TENSOR_API = frozenset({
     "T", "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and",
@@ -45,10 +40,12 @@ TRITON_TENSOR_API = frozenset({
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
 
 
-def missing(owner: str, name: str, known: bool) -> MissingAttribute:
+def missing(owner: str, name: str, known: bool) -> UnsupportedError:
+    """``x.name`` kernbench's tensor or dtype lacks: a KernelError at the kernel's line (an
+    UnsupportedError is an AttributeError too, so ``hasattr`` keeps working)."""
     why = ("kernbench's Triton front end does not implement it" if known else
            f"Triton's {owner} has no attribute {name!r} either")
-    return MissingAttribute(f"{owner}.{name} is not supported by kernbench: {why}", src_here())
+    return UnsupportedError(f"{owner}.{name} is not supported by kernbench: {why}", src_here())
 
 
 
