@@ -22,6 +22,7 @@ STAND_INS: dict[str, str] = {
     "triton.language": "kernbench.triton.language",
     "triton.language.core": "kernbench.triton.language",
     "triton.language.math": "kernbench.triton.tlmath",
+    "triton.language.standard": "kernbench.triton.standard",
     "triton.language.extra": "kernbench.triton.extra",
     "triton.language.extra.libdevice": "kernbench.triton.libdevice",
     "triton.language.extra.cuda": "kernbench.triton.extra",

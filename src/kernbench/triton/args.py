@@ -86,30 +86,42 @@ def _apply_config(values: dict[str, Any], configs: list[Any], index: int | None,
 
 
 def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any],
-         num_warps: int = 4, num_stages: int | None = None, config: int | None = None
-         ) -> Launch:
+         num_warps: int | None = None, num_stages: int | None = None,
+         config: int | None = None) -> Launch:
     params = info.params
     names = [p.name for p in params]
     if len(args) > len(names):
         raise BadInputError(f"{info.name} takes {len(names)} arguments, got {len(args)}")
     values: dict[str, Any] = dict(zip(names, args, strict=False))
-    options = {k: meta.pop(k) for k in list(meta) if k in _LAUNCH_OPTIONS}
-    num_warps = int(options.pop("num_warps", num_warps))
-    num_stages = options.pop("num_stages", num_stages)
+    # a launch option's name the kernel declares is an argument (Triton decides by the
+    # signature): ``num_warps=`` of a kernel with a ``num_warps`` parameter is that parameter
+    options = {k: meta.pop(k) for k in list(meta) if k in _LAUNCH_OPTIONS and k not in names}
+    if "num_warps" in options:
+        num_warps = options.pop("num_warps")
+    if "num_stages" in options:
+        num_stages = options.pop("num_stages")
     for k, v in meta.items():
         if k in values:
             raise BadInputError(f"argument {k} given positionally and by keyword")
         values[k] = v
     given = set(values)
     chosen = None
-    for kind, layer in info.layers:
+    explicit_stages = num_stages is not None
+    for kind, layer in info.layers:  # outermost first: an autotuner's config, then heuristics
         if kind == "configs":
             chosen, cfg = _apply_config(values, layer, config, given)
             num_warps = cfg.num_warps
-            num_stages = cfg.num_stages if num_stages is None else num_stages
-        else:
-            for k, fn in layer.items():
-                values[k] = fn(dict(values))
+            if not explicit_stages:
+                num_stages = cfg.num_stages
+            continue
+        for k, fn in layer.items():
+            v = fn(dict(values))
+            if k in names or k not in _LAUNCH_OPTIONS:
+                values[k] = v
+            elif k == "num_warps":  # a heuristic that sets a launch option
+                num_warps = v
+            elif k == "num_stages":
+                num_stages = v
     if config is not None and chosen is None:
         raise BadInputError(f"config={config} given, but {info.name} is not autotuned")
     unknown = sorted(set(values) - set(names))
@@ -142,4 +154,5 @@ def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any
     if not 1 <= len(g) <= 3 or any(x <= 0 for x in g):
         raise BadInputError(f"grid {g} must be 1 to 3 positive ints")
     return Launch(info, values, arrays, scalars, [n for n in names if n in consts], host, g,
-                  num_warps, None if num_stages is None else int(num_stages), chosen, options)
+                  4 if num_warps is None else int(num_warps),
+                  None if num_stages is None else int(num_stages), chosen, options)

@@ -77,14 +77,15 @@ def _pointer_arith(op: str, a: Any, b: Any, src: str) -> tensor:
         if op == "sub" and p is b:
             raise KernelError("integer - pointer is not a pointer", src)
         if type(k) is tensor and k.kind == POINTER:
-            raise KernelError("pointer +/- pointer is not supported", src)
+            raise KernelError("pointer +/- pointer is not supported by kernbench", src)
         kdt = k.dtype if type(k) is tensor else d.of_scalar(k)
         if not kdt.is_int():
             raise KernelError(f"pointer offsets must be integers, got {kdt.name}", src)
         if op == "sub":
             k = unary("neg", k) if type(k) is tensor else -k
         return _offset(p, k, src)
-    raise KernelError(f"operator {op!r} on a pointer is not supported (only + and -)", src)
+    raise KernelError(f"operator {op!r} on a pointer is not supported by kernbench (only + and "
+                      "-)", src)
 
 
 def _offset(p: tensor, k: Any, src: str) -> tensor:
@@ -107,7 +108,7 @@ def unary(op: str, x: Any) -> tensor:
     if type(x) is not tensor:
         x = concrete(np.asarray(x, d.of_scalar(x).np))
     if x.kind == POINTER:
-        raise KernelError(f"{op} of a pointer is not supported", src)
+        raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
     if x.kind == CONCRETE:
         return data.unary_concrete(op, x, src)
     return data.unary(op, x, src)
@@ -138,13 +139,14 @@ def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
     if bitcast and t.bits != x.dtype.bits:
         raise KernelError(f"bitcast from {x.dtype!r} to {t!r} changes the bit width", src)
     if x.kind == POINTER:
-        raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported", src)
+        raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported by "
+                          "kernbench", src)
     if x.dtype is t:
         return x
     if x.kind == CONCRETE:
         return concrete(x.value.view(t.np) if bitcast else rules.cast(x.value, t), t)
     if bitcast:
-        raise KernelError("bitcast of loaded data is not supported", src)
+        raise KernelError("bitcast of loaded data is not supported by kernbench", src)
     return data.cast(x, t, src)
 
 

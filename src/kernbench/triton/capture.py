@@ -93,7 +93,8 @@ def write_back(host: Any, value: np.ndarray) -> None:
     if is_torch(host):
         from kernbench.triton.args import host_array
 
-        host_array("output", host)[...] = value
+        arr = host_array("output", host)
+        arr[...] = value.reshape(arr.shape)
     else:
         np.copyto(host, value.reshape(host.shape), casting="unsafe")
 

@@ -140,8 +140,8 @@ def index(x: tensor, key: Any) -> tensor:
             shape.append(x.shape[axis])
             axis += 1
         else:
-            raise KernelError(f"indexing a block with {k!r} is not supported (only None and "
-                              "':' as in x[:, None])", src)
+            raise KernelError(f"indexing a block with {k!r} is rejected by Triton too (only "
+                              "None and ':' as in x[:, None])", src)
     shape += list(x.shape[axis:])
     return _view(x, tuple(shape), lambda v: v[key])
 

@@ -135,7 +135,7 @@ def unary_concrete(op: str, x: tensor, src: str) -> tensor:
     kop = table_op(op, src)
     fn = OPS[kop].numpy
     if fn is None:
-        raise KernelError(f"{op} of concrete values is not supported", src)
+        raise KernelError(f"{op} of concrete values is not supported by kernbench", src)
     out = d.from_kb(RESULT_DTYPE[kop](d.to_kb(x.dtype))) if x.dtype.name in (
         "float32", "float16", "bfloat16", "int32", "int8") else x.dtype
     with np.errstate(all="ignore"):

@@ -38,7 +38,7 @@ class dtype:  # noqa: N801 - Triton's spelling
         return self.kind == "i"
 
     def is_int_unsigned(self) -> bool:
-        return self.kind == "u"
+        return self.kind in "ub"  # Triton counts int1 unsigned
 
     def is_bool(self) -> bool:
         return self.kind == "b"
@@ -48,6 +48,49 @@ class dtype:  # noqa: N801 - Triton's spelling
 
     def is_block(self) -> bool:
         return False
+
+    def is_standard_floating(self) -> bool:
+        return self.kind == "f"
+
+    def is_fp8(self) -> bool:
+        return False
+
+    def is_void(self) -> bool:
+        return False
+
+    def is_const(self) -> bool:
+        return False
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        return type_str in DTYPES
+
+    def codegen_name(self) -> str:
+        return self.name
+
+    def get_int_max_value(self) -> int:
+        return 2 ** (self.bits - 1) - 1 if self.kind == "i" else 2 ** self.bits - 1
+
+    def get_int_min_value(self) -> int:
+        return -2 ** (self.bits - 1) if self.kind == "i" else 0
+
+    @property
+    def itemsize(self) -> int:
+        return self.bits // 8
+
+    @property
+    def exponent_bias(self) -> int:
+        return _FP_BITS[self.name][1]
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return _FP_BITS[self.name][0]
+
+    @property
+    def value(self) -> dtype:
+        """``DTYPE.value`` of a ``tl.constexpr`` parameter holding a dtype (Triton keeps
+        ``.value`` on constexprs for backward compatibility)."""
+        return self
 
     @property
     def primitive_bitwidth(self) -> int:
@@ -61,6 +104,13 @@ class dtype:  # noqa: N801 - Triton's spelling
     def scalar(self) -> dtype:
         return self
 
+    def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
+        if name.startswith("__") or name in dtype.__slots__:
+            raise AttributeError(name)
+        from kernbench.triton.value import missing
+
+        raise missing("tl.dtype", name, name in _TRITON_DTYPE_API)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise KernelError(f"tl.{self.name}({', '.join(map(repr, args))}) calls a dtype as a value "
                           "constructor, which Triton's compiler rejects; use a Python literal, "
@@ -71,6 +121,23 @@ class dtype:  # noqa: N801 - Triton's spelling
 
     def __reduce__(self):  # pragma: no cover - singletons
         return (by_name, (self.name,))
+
+
+#: Triton's ``tl.dtype`` members (3.8) kernbench does not define
+_TRITON_DTYPE_API = frozenset({"FP_TYPES", "KIND", "OTHER_TYPES", "SIGNEDNESS", "SINT_TYPES",
+                               "STANDARD_FP_TYPES", "UINT_TYPES", "cache_key_part", "mangle",
+                               "to_ir", "with_element_ty", "int_signedness"})
+#: float name -> (mantissa width, exponent bias)
+_FP_BITS = {"float16": (10, 15), "bfloat16": (7, 127), "float32": (23, 127), "float64": (52, 1023)}
+#: Triton's ``dtype.is_<x>()`` predicates -> the dtype name each tests for
+_IS = {"is_int1": "int1", "is_int8": "int8", "is_int16": "int16", "is_int32": "int32",
+       "is_int64": "int64", "is_uint8": "uint8", "is_uint16": "uint16", "is_uint32": "uint32",
+       "is_uint64": "uint64", "is_fp16": "float16", "is_bf16": "bfloat16",
+       "is_fp32": "float32", "is_fp64": "float64"}
+for _pred, _name in _IS.items():
+    setattr(dtype, _pred, (lambda n: lambda self: self.name == n)(_name))
+for _pred in ("is_fp8e4nv", "is_fp8e4b8", "is_fp8e4b15", "is_fp8e5", "is_fp8e5b16"):
+    setattr(dtype, _pred, lambda self: False)  # kernbench holds no fp8 type
 
 
 class pointer_type:  # noqa: N801 - Triton's spelling

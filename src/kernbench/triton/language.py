@@ -10,7 +10,7 @@ from typing import Any
 
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
-from kernbench.triton import arith, core, mathops, memory, random
+from kernbench.triton import arith, blocks, combine, core, mathops, memory, random, sorting
 from kernbench.triton.dtypes import (
     bfloat16,
     dtype,
@@ -67,7 +67,14 @@ static_assert, debug_barrier = core.static_assert, core.debug_barrier
 multiple_of, max_contiguous, max_constancy = (core.multiple_of, core.max_contiguous,
                                               core.max_constancy)
 where, maximum, minimum, clamp = arith.where, mathops.maximum, mathops.minimum, mathops.clamp
-fma, fdiv, div_rn, dot = mathops.fma, mathops.fdiv, mathops.div_rn, mathops.dot
+fma, fdiv, div_rn, dot = mathops.fma, mathops.fdiv, mathops.div_rn, blocks.dot
+split, join, interleave, flip = blocks.split, blocks.join, blocks.interleave, blocks.flip
+histogram, reduce, associative_scan = blocks.histogram, combine.reduce, combine.associative_scan
+cat = sorting.cat
+
+
+def assume(cond: Any) -> None:
+    """A compiler hint: no effect."""
 sum, max, min = mathops.sum, mathops.max, mathops.min  # noqa: A001
 argmax, argmin, cumsum, softmax = mathops.argmax, mathops.argmin, mathops.cumsum, mathops.softmax
 cumprod, ravel = mathops.cumprod, core.ravel
@@ -84,14 +91,50 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
     return arith.cast(input, dtype, bitcast)
 
 
+def static_print(*values: Any, **_kw: Any) -> None:
+    """Prints while recording (constexprs and shapes are known then, as at compile time)."""
+    print(*values)
+
+
+def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    """Compiled away, as Triton does unless its debug mode is on: no effect."""
+
+
+#: names kernbench does not run, and why (``tl.X is not supported by kernbench: why``)
+REFUSED = {
+    "atomic_cas": "a compare-and-swap has three operands (pointer, compare, value) and the op "
+                  "table's atomics two; use tl.atomic_xchg / atomic_max or a lock-free "
+                  "formulation",
+    "inline_asm_elementwise": "inline assembly names GPU instructions the modelled hardware "
+                              "does not have",
+    "device_print": "it prints data, which Phase 1 (recording) does not have",
+    "make_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
+    "load_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
+    "store_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
+    "gather": "a gather of a block by data-dependent indices has no op in kernbench's op table",
+    "dot_scaled": "fp8/fp4 scaled dots: kernbench's dtypes have no fp8 or fp4",
+    "inline_asm": "inline assembly names GPU instructions",
+    "map_elementwise": "a per-element Python function has no op in kernbench's op table",
+}
+
+
 #: ``x.sum(...)``, ``x.reshape(...)``: Triton's tensor member functions
-_MEMBERS = ("sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "ravel", "reshape",
+_MEMBERS = ("cast", "split", "reduce", "associative_scan", "histogram", "flip",
+            "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "ravel", "reshape",
             "view", "trans", "permute", "broadcast_to", "expand_dims", "exp", "exp2", "log",
             "log2", "sqrt", "rsqrt", "sigmoid", "erf", "abs", "floor", "ceil", "cos", "sin",
             "softmax")
 for _name in _MEMBERS:
     setattr(tensor, _name, globals()[_name])
 del _name
+#: member spellings of other ``tl`` functions (``ptr.store(v)``, ``a.logical_and(b)``)
+_MEMBER_ALIASES = {"store": store, "cdiv": core.cdiv, "sqrt_rn": mathops.MATH1["sqrt"],
+                   "logical_and": lambda a, b: arith.binary("and_", a.cast(int1), b),
+                   "logical_or": lambda a, b: arith.binary("or_", a.cast(int1), b),
+                   **memory.ATOMICS}
+for _name, _fn in _MEMBER_ALIASES.items():
+    setattr(tensor, _name, _fn)
+del _name, _fn
 
 __all__ = [
     "advance", "block_ptr", "constexpr", "dtype", "load", "make_block_ptr", "pointer_type",
@@ -101,16 +144,32 @@ __all__ = [
     "broadcast", "static_range", "range", "cdiv", "static_assert", "debug_barrier",
     "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
-    "rand", "randn", "randint", "randint4x",
+    "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
+    "reduce", "associative_scan", "static_print", "device_assert", "standard", "reduce_or",
+    "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk", "cat", "assume",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
-    raise Unsupported(f"tl.{name} is not supported by kernbench's Triton front end", src_here())
+    why = REFUSED.get(name, "kernbench's Triton front end does not implement it")
+    raise Unsupported(f"tl.{name} is not supported by kernbench: {why}", src_here())
 
 
 # submodules as attributes (``tl.math.exp``)
-from kernbench.triton import extra  # noqa: E402
+from kernbench.triton import extra, standard  # noqa: E402
 from kernbench.triton import tlmath as math  # noqa: E402
+from kernbench.triton.standard import (  # noqa: E402
+    reduce_or,
+    sort,
+    squeeze,
+    swizzle2d,
+    topk,
+    unsqueeze,
+    xor_sum,
+)
+
+for _name in ("reduce_or", "xor_sum", "sort"):
+    setattr(tensor, _name, globals()[_name])
+del _name

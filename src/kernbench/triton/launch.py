@@ -107,8 +107,10 @@ def _params(launch: Launch) -> dict[str, Any]:
         v = _json_value(launch.values[n])
         if v is not None:
             out[n] = v
-    out["num_warps"] = launch.num_warps
-    if launch.num_stages is not None:
+    names = {p.name for p in launch.info.params}  # a parameter named num_warps is the kernel's
+    if "num_warps" not in names:
+        out["num_warps"] = launch.num_warps
+    if launch.num_stages is not None and "num_stages" not in names:
         out["num_stages"] = launch.num_stages
     if launch.config is not None:
         out["config"] = launch.config
@@ -116,11 +118,31 @@ def _params(launch: Launch) -> dict[str, Any]:
 
 
 def _build(launch: Launch, name: str, roles: dict[str, str], reference: Any) -> Case:
-    tensors = {n: tensor(launch.values[n].shape, kb_dtype_name(n, launch.values[n]),
-                         init=data(launch.values[n]), role=roles.get(n, "input"))
+    tensors = {n: tensor(_hbm_shape(launch.values[n]), kb_dtype_name(n, launch.values[n]),
+                         init=data(launch.values[n].reshape(_hbm_shape(launch.values[n]))),
+                         role=roles.get(n, "input"))
                for n in launch.arrays}
+    scalar_arrays = {n: () for n in launch.arrays if launch.values[n].ndim == 0}
+    if reference is not None and scalar_arrays:
+        reference = _zero_d_reference(reference, scalar_arrays)
     return Case(name=name, kernel=make_kernel(launch), grid=launch.grid, tensors=tensors,
                 params=_params(launch), reference=reference)
+
+
+def _hbm_shape(arr: np.ndarray) -> tuple[int, ...]:
+    """A 0-d array is a one-element HBM tensor of shape (1,): a trace's tensors have at
+    least one dimension; the kernel sees a pointer to its element either way."""
+    return arr.shape or (1,)
+
+
+def _zero_d_reference(reference: Callable[..., dict[str, np.ndarray]],
+                      zero_d: dict[str, tuple[()]]) -> Callable[..., dict[str, np.ndarray]]:
+    """``reference`` seeing its 0-d arrays as 0-d, its 0-d results as the (1,) tensors."""
+    def ref(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+        given = {n: a.reshape(()) if n in zero_d else a for n, a in arrays.items()}
+        got = reference(**given)
+        return {n: np.asarray(v).reshape(1) if n in zero_d else v for n, v in got.items()}
+    return ref
 
 
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
@@ -147,10 +169,17 @@ def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
 
 def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
          outputs: Sequence[str] | str | None = None,
-         reference: Callable[..., dict[str, np.ndarray]] | None = None, num_warps: int = 4,
-         num_stages: int | None = None, config: int | None = None, **meta: Any) -> Case:
-    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (SPEC §12)."""
-    launch = bind(unwrap(kernel), grid, args, dict(meta), num_warps, num_stages, config)
+         reference: Callable[..., dict[str, np.ndarray]] | None = None,
+         num_warps: int | None = None, num_stages: int | None = None,
+         config: int | None = None, **meta: Any) -> Case:
+    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (SPEC §12).
+    ``num_warps=`` / ``num_stages=`` are the kernel's arguments when it declares parameters
+    of those names (as Triton decides), launch options otherwise."""
+    meta = dict(meta)
+    for opt, v in (("num_warps", num_warps), ("num_stages", num_stages)):
+        if v is not None:
+            meta[opt] = v
+    launch = bind(unwrap(kernel), grid, args, meta, config=config)
     name = name or launch.info.fn.__name__
     if outputs == ALL:
         outs = list(launch.arrays)

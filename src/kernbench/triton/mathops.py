@@ -198,7 +198,7 @@ def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: boo
     x = _value(x, src)
     ax = 0 if plain(dim) is None else _axis(x, dim, src)
     if x.kind != SYMBOLIC:
-        raise KernelError("tl.softmax of concrete values is not supported", src)
+        raise KernelError("tl.softmax of concrete values is not supported by kernbench", src)
     return data.symbolic(sem.softmax(x.value, ax))  # type: ignore[arg-type]
 
 

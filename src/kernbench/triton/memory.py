@@ -171,7 +171,7 @@ def _value(value: Any, shape: tuple[int, ...], elem: d.dtype, src: str) -> Any:
     if type(v) is not tensor or (v.kind == CONCRETE and data.uniform(v.value)):
         return data.py_scalar(v.value if type(v) is tensor else v, elem)
     if v.kind == POINTER:
-        raise KernelError("storing pointers is not supported", src)
+        raise KernelError("storing pointers is not supported by kernbench", src)
     try:
         np.broadcast_shapes(v.shape, shape)
     except ValueError:

@@ -14,16 +14,27 @@ import inspect
 import types
 from typing import Any
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, UnsupportedError
 from kernbench.record.source import src_here
-from kernbench.triton import core, extra, jit, language, libdevice, mathops, standin, tlmath
+from kernbench.triton import (
+    boolops,
+    core,
+    extra,
+    jit,
+    language,
+    libdevice,
+    mathops,
+    standard,
+    standin,
+    tlmath,
+)
 from kernbench.triton import dtypes as d
 from kernbench.triton.value import tensor
 
 #: Triton module name -> kernbench's module (the longest matching prefix wins)
 MODULES: dict[str, types.ModuleType] = {
     "triton": standin, "triton.language": language, "triton.language.core": language,
-    "triton.language.standard": language, "triton.language.semantic": language,
+    "triton.language.standard": standard, "triton.language.semantic": language,
     "triton.language.math": tlmath, "triton.language.extra": extra,
     "triton.language.extra.libdevice": libdevice, "triton.language.extra.cuda": extra,
     "triton.language.extra.cuda.libdevice": libdevice,
@@ -43,8 +54,8 @@ def _module_for(name: str) -> types.ModuleType | None:
 
 def _unsupported(qualname: str) -> Any:
     def stub(*args: Any, **kwargs: Any) -> Any:
-        raise language.Unsupported(f"{qualname} is not supported by kernbench's Triton front "
-                                   "end", src_here())
+        raise language.Unsupported(f"{qualname} is not supported by kernbench: its Triton "
+                                   "front end does not implement it", src_here())
     stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
     return stub
 
@@ -68,7 +79,7 @@ def _folded(python: Any, tl_fn: Any, name: str) -> Any:
 
 
 BUILTINS = {"range": core.builtin_range, "min": _folded(builtins.min, mathops.minimum, "min"),
-            "max": _folded(builtins.max, mathops.maximum, "max")}
+            "max": _folded(builtins.max, mathops.maximum, "max"), **boolops.HELPERS}
 
 
 class Rebinder:
@@ -85,10 +96,12 @@ class Rebinder:
         if got is not None:
             return got
         new_globals = self.globals_of(fn.__globals__)
+        code, freevars = boolops.code_of(fn)  # and/or/not as Triton reads them
         closure = None
         if fn.__closure__:
-            closure = tuple(types.CellType(self.value(_cell(c))) for c in fn.__closure__)
-        new = types.FunctionType(fn.__code__, new_globals, fn.__name__,
+            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__, strict=True))
+            closure = tuple(types.CellType(self.value(_cell(cells[v]))) for v in freevars)
+        new = types.FunctionType(code, new_globals, fn.__name__,
                                  self._defaults(fn.__defaults__), closure)
         self._functions[id(fn)] = new
         new.__kwdefaults__ = ({k: self.value(v) for k, v in fn.__kwdefaults__.items()}
@@ -168,8 +181,19 @@ class Rebinder:
             return language.constexpr
         try:
             return getattr(target, name)
+        except UnsupportedError:  # refused by name: the same refusal when called
+            return _refused_when_called(target, name)
         except AttributeError:
             return _unsupported(f"{mod}.{name}")
+
+
+def _refused_when_called(target: types.ModuleType, name: str) -> Any:
+    """A stub that raises, at its call, what ``target.name`` raises (a module's global that
+    names an unsupported Triton function breaks only the kernels that call it)."""
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        return getattr(target, name)(*args, **kwargs)
+    stub.__name__ = stub.__qualname__ = name
+    return stub
 
 
 def _is_kernel(v: Any) -> bool:

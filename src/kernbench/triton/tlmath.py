@@ -18,5 +18,6 @@ __all__ = [*mathops.MATH1, "fma", "fdiv", "div_rn", "sqrt_rn", "maximum", "minim
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
-    raise Unsupported(f"tl.math.{name} is not supported by kernbench's Triton front end",
+    raise Unsupported(f"tl.math.{name} is not supported by kernbench: no op of its op table "
+                      "computes it",
                       src_here())

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, UnsupportedError
 from kernbench.record.handle import HbmTensor, TensorHandle
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
@@ -27,6 +27,25 @@ from kernbench.triton.dtypes import dtype, pointer_type
 
 CONCRETE, POINTER, SYMBOLIC = "concrete", "pointer", "symbolic"
 mark_internal_dir(os.path.dirname(__file__))  # src lines name the kernel, not this package
+
+
+#: Triton's ``tl.tensor`` members (3.8): a name outside is refused by Triton as well
+TRITON_TENSOR_API = frozenset({
+    "T", "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and",
+    "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor",
+    "broadcast_to", "cast", "cdiv", "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2",
+    "expand_dims", "flip", "floor", "gather", "histogram", "item", "log", "log2", "logical_and",
+    "logical_or", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
+    "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
+
+
+def missing(owner: str, name: str, known: bool) -> UnsupportedError:
+    """``x.name`` kernbench's tensor or dtype lacks: a KernelError at the kernel's line (an
+    UnsupportedError is an AttributeError too, so ``hasattr`` keeps working)."""
+    why = ("kernbench's Triton front end does not implement it" if known else
+           f"Triton's {owner} has no attribute {name!r} either")
+    return UnsupportedError(f"{owner}.{name} is not supported by kernbench: {why}", src_here())
 
 
 
@@ -49,6 +68,11 @@ class tensor:  # noqa: N801 - Triton's spelling
                 _release(h)
             except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
                 pass
+
+    def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
+        if name.startswith("__") or name in tensor.__slots__:
+            raise AttributeError(name)
+        raise missing("tl.tensor", name, name in TRITON_TENSOR_API)
 
     # -- introspection ------------------------------------------------------------------
     @property
@@ -77,8 +101,8 @@ class tensor:  # noqa: N801 - Triton's spelling
         src = src_here()
         if self.kind == SYMBOLIC:
             raise KernelError("Python control flow on loaded data (an if/while on a value that "
-                              "came from tl.load) is not supported: Phase 1 has no data; use "
-                              "tl.where or a mask", src)
+                              "came from tl.load) is not supported by kernbench: Phase 1 has no "
+                              "data; use tl.where or a mask", src)
         if self.kind == CONCRETE and self.shape == ():
             return bool(self.value)
         raise KernelError(f"the truth value of a {list(self.shape)} block is ambiguous (Triton "

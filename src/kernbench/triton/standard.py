@@ -1,0 +1,144 @@
+"""kernbench's ``triton.language.standard``: the names kernels import from it (``_log2``,
+the combine functions of ``tl.reduce``, ``xor_sum``, ``swizzle2d`` ...), written against the
+front end's ``tl``. Any other name is the ``tl`` one (``tl.standard.sum`` is ``tl.sum``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.record.source import src_here
+from kernbench.triton import arith, blocks, combine, core, mathops, sorting
+from kernbench.triton import dtypes as d
+from kernbench.triton.value import plain, tensor
+
+
+def _unwrap_if_constexpr(x: Any) -> Any:
+    return plain(x)
+
+
+def _log2(i: Any) -> int:
+    """floor(log2(i)) of a constexpr (0 for i <= 1), as Triton's."""
+    n = int(plain(i))
+    return 0 if n <= 1 else n.bit_length() - 1
+
+
+def _is_power_of_two(i: Any) -> bool:
+    n = int(plain(i))
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def _get_int_dtype(bitwidth: Any, signed: Any) -> d.dtype:
+    return d.by_name(f"{'' if plain(signed) else 'u'}int{int(plain(bitwidth))}")
+
+
+def _pick_sum_dtype(in_dtype: Any, dtype: Any) -> Any:
+    if plain(dtype) is not None:
+        return plain(dtype)
+    t = d.by_name(plain(in_dtype))
+    if t.is_int() and t.bits < 32:
+        return d.int32 if t.is_int_signed() else d.uint32
+    return None
+
+
+def _sum_combine(a: Any, b: Any) -> tensor:
+    return a + b
+
+
+def _prod_combine(a: Any, b: Any) -> tensor:
+    return a * b
+
+
+def _elementwise_max(a: Any, b: Any) -> tensor:
+    return mathops.maximum(a, b)
+
+
+def _elementwise_min(a: Any, b: Any) -> tensor:
+    return mathops.minimum(a, b)
+
+
+def _or_combine(x: Any, y: Any) -> tensor:
+    return x | y
+
+
+def _xor_combine(a: Any, b: Any) -> tensor:
+    return a ^ b
+
+
+def _arg_combine(better: str, value1: Any, index1: Any, value2: Any, index2: Any,
+                 tie_break_left: Any) -> tuple[tensor, tensor]:
+    win = arith.binary(better, value1, value2)
+    if plain(tie_break_left):
+        tie = arith.binary("and_", arith.binary("eq", value1, value2),
+                           arith.binary("lt", index1, index2))
+        win = arith.binary("or_", win, tie)
+    return arith.where(win, value1, value2), arith.where(win, index1, index2)
+
+
+def _argmax_combine(value1: Any, index1: Any, value2: Any, index2: Any,
+                    tie_break_left: Any) -> tuple[tensor, tensor]:
+    return _arg_combine("gt", value1, index1, value2, index2, tie_break_left)
+
+
+def _argmin_combine(value1: Any, index1: Any, value2: Any, index2: Any,
+                    tie_break_left: Any) -> tuple[tensor, tensor]:
+    return _arg_combine("lt", value1, index1, value2, index2, tie_break_left)
+
+
+def _argmax_combine_tie_break_left(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+    return _argmax_combine(v1, i1, v2, i2, True)
+
+
+def _argmax_combine_tie_break_fast(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+    return _argmax_combine(v1, i1, v2, i2, False)
+
+
+def _argmin_combine_tie_break_left(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+    return _argmin_combine(v1, i1, v2, i2, True)
+
+
+def _argmin_combine_tie_break_fast(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+    return _argmin_combine(v1, i1, v2, i2, False)
+
+
+def xor_sum(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A002
+    return combine.reduce(input, axis, _xor_combine, keep_dims)
+
+
+def reduce_or(input: Any, axis: Any, keep_dims: bool = False) -> Any:  # noqa: A002
+    return combine.reduce(input, axis, _or_combine, keep_dims)
+
+
+def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> tuple[Any, Any]:
+    """Triton's grouped ordering of a 2-D grid (its own formula)."""
+    ij = i * size_j + j
+    size_gj = size_g * size_j
+    group_id = ij // size_gj
+    off_i = group_id * size_g
+    size_g = mathops.minimum(size_i - off_i, size_g)
+    ij = ij % size_gj
+    return off_i + ij % size_g, ij // size_g
+
+
+def squeeze(x: Any, dim: Any) -> tensor:
+    shape = list(x.shape)
+    ax = core.constexpr_int(dim, "squeeze dim", src_here()) % len(shape)
+    del shape[ax]
+    return core.reshape(x, tuple(shape))
+
+
+def unsqueeze(x: Any, dim: Any) -> tensor:
+    return core.expand_dims(x, dim)
+
+
+flip, interleave = blocks.flip, blocks.interleave
+
+
+sort, topk = sorting.sort, sorting.topk
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from kernbench.triton import language
+
+    return getattr(language, name)
