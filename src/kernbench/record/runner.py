@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import simpy
 
 from kernbench import __version__
 from kernbench.case import Case
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
+from kernbench.record.bounds import OpBound, check_grid, counted
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
@@ -47,23 +47,28 @@ def _check_params(case: Case) -> None:
 
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor]) -> list[PEDriver]:
-    """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program."""
+    """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program.
+    A launch beyond ``KERNBENCH_MAX_OPS`` is refused (``record/bounds.py``)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
     grid = tuple(int(g) for g in case.grid)
+    n_programs = check_grid(grid)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(hw.n_pe)]
 
-    def run() -> None:
+    def program() -> None:
         fn(*ptrs, **params)
 
-    n_programs = math.prod(grid)
+    bound = OpBound(n_programs, writer.progress)
+    run = counted(program, bound)
+    writer.progress = bound.progress
     ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
     for d in drivers:
         d.ring = ring
     for d in drivers:
-        programs = list(range(d.index, n_programs, hw.n_pe))
+        # a range, not a list: a grid of millions of programs costs no memory up front
+        programs = cast(list[int], range(d.index, n_programs, hw.n_pe))  # only iterated
         if programs:
             env.process(d.process(programs, grid, run))
     # The per-op path allocates many small acyclic objects; the cyclic GC would rescan the
