@@ -36,9 +36,9 @@ _ERRORS: dict[str, type[KernbenchError]] = {
     if isinstance(cls, type) and issubclass(cls, KernbenchError)
 }
 _LINE = re.compile(r"^kernbench replay: (\w+): (.*)$")
-#: a last line saying that memory was refused (Python, numpy, Arrow, C++, the C library)
+#: a line saying that memory was refused (Python, numpy, Arrow, C++, Rust, the C library)
 _MEMORY = re.compile(r"MemoryError|out of memory|bad_alloc|Cannot allocate memory|"
-                     r"Unable to allocate|memory allocation failed", re.IGNORECASE)
+                     r"Unable to allocate|memory allocation (of \d+ bytes )?failed", re.IGNORECASE)
 _MEMORY_HINT = ("give the replay more memory, or lower KERNBENCH_MAX_MEMORY_GB below it so "
                 "such a trace is refused up front")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../kernbench
@@ -145,8 +145,9 @@ def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bo
     m = _LINE.match(last)
     if returncode == 2 and m and m.group(1) in _ERRORS:
         raise _ERRORS[m.group(1)](m.group(2))
-    if last and _MEMORY.search(last):
-        told = last.removeprefix(f"kernbench replay: {OUT_OF_MEMORY}: ")
+    said = next((ln for ln in reversed(lines[-10:]) if _MEMORY.search(ln)), None)
+    if said is not None:  # the line itself, or a native library's abort a few lines up
+        told = said[:500].removeprefix(f"kernbench replay: {OUT_OF_MEMORY}: ")
         raise ReplayError(f"the replay ran out of memory: an allocation was refused ({told}); "
                           f"no verdict of this run; {_MEMORY_HINT}")
     if returncode < 0:
