@@ -221,6 +221,7 @@ def lifetime_overflow(alloc: FreeListAllocator, nbytes: int, addr: int,
     held = sum(b.owner.size for b in alloc.live)
     return ScratchOverflowError(
         f"scratch overflow: requested {nbytes} bytes at {addr} with budget {alloc.budget} "
-        f"bytes (allocation at {src}){alloc.slot_note}; {held} bytes held by {len(alloc.live)} live "
-        f"allocations: {shown}{more}; hint: smaller BLOCK sizes, fewer num_stages, or let "
-        "values die sooner (values stay in scratch while any tensor refers to them)", src)
+        f"bytes (allocation at {src}){alloc.slot_note}; {held} bytes held by "
+        f"{len(alloc.live)} live allocations: {shown}{more}; hint: smaller BLOCK sizes, "
+        "fewer num_stages, or let values die sooner (values stay in scratch while any tensor "
+        "refers to them)", src)

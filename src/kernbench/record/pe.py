@@ -11,8 +11,8 @@ the same as switching and yielding on every op, because PEs share nothing but IP
 from __future__ import annotations
 
 from collections import deque
-from functools import partial
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any
 
 import simpy

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.commands import Resolve
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.ipcq import RUN, run_resolve
-from kernbench.record.commands import Resolve
 from kernbench.trace.hw import HwConfig
 
 if TYPE_CHECKING:
