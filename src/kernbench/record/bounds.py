@@ -108,14 +108,17 @@ def _nested(it: range, key: int, trips: int) -> Iterator[int]:
 
 
 class OpBound:
-    """Points 3 and 4 of the module doc for one launch of ``programs`` programs. Once the
+    """Points 3 and 4 of the module doc for one launch of ``programs`` programs (point 3
+    only with ``project``: when a PE runs one program at a time, so that its ``seq`` counts
+    that program's ops alone). Once the
     bound refuses, every PE stops at its next program or written batch with the same error
     (SimPy reports a failed PE only after the others have run)."""
 
     __slots__ = ("programs", "limit", "projected", "inner", "error")
 
-    def __init__(self, programs: int, inner: Callable[[int], Any] | None) -> None:
-        self.programs, self.limit, self.projected = programs, max_ops(), False
+    def __init__(self, programs: int, inner: Callable[[int], Any] | None,
+                 project: bool = True) -> None:
+        self.programs, self.limit, self.projected = programs, max_ops(), not project
         self.inner = inner
         self.error: RecordLimitError | None = None
 
