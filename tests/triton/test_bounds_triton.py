@@ -111,3 +111,21 @@ def test_a_loop_nest_counts_the_loops_around_it(tmp_path, monkeypatch):
     monkeypatch.setenv(bounds.MAX_OPS_ENV, "2000")
     trace = kb.record(_nest(10, 100), tmp_path / "b.ktrace")
     assert trace.n_ops == 4 and bounds._NESTS == {}  # a fill and a store per program
+
+
+def test_a_refusal_inside_a_loop_leaves_no_loop_state(tmp_path, monkeypatch):
+    from kernbench.record.runner import layout, run_programs
+    from kernbench.record.writer import OpWriter
+    from kernbench.trace.hw import load_hw
+
+    case = long_loop(trips=100)  # (its dry run, under the default bound)
+    monkeypatch.setenv(bounds.MAX_OPS_ENV, "150")  # 100 iterations pass; ~200 ops do not
+    writer = OpWriter(tmp_path / "ops.parquet", batch_rows=64)
+    try:
+        with pytest.raises(RecordLimitError, match=r"^recording stopped: 192 ops recorded"
+                                                   ) as info:
+            run_programs(case, load_hw("ahbm-v1"), writer, layout(case))
+    finally:
+        writer.abort()
+    assert info.value.__traceback__ is not None  # the frames are still held ...
+    assert bounds._NESTS == {}  # ... and still no nest is left for a later program

@@ -103,7 +103,7 @@ def _nested(it: range, key: int, trips: int) -> Iterator[int]:
         yield from it
     finally:
         stack.pop()
-        if not stack:
+        if not stack and _NESTS.get(key) is stack:  # not a later program's (same id)
             del _NESTS[key]
 
 
@@ -133,8 +133,10 @@ class OpBound:
             return
         self.projected = True
         if ops * self.programs > self.limit:
+            n = self.programs
             self._refuse(f"launch refused: its first program recorded {ops:,} ops, so its "
-                         f"{self.programs:,} programs project to {ops * self.programs:,} ops")
+                         f"{n:,} program{'s' * (n != 1)} project{'s' * (n == 1)} to "
+                         f"{ops * n:,} ops")
 
     def progress(self, n_ops: int) -> None:
         """The op log holds ``n_ops`` rows (the writer's progress hook)."""
@@ -153,9 +155,14 @@ def counted(run: Callable[[], Any], bound: OpBound) -> Callable[[], Any]:
     def body() -> None:
         if bound.error is not None:
             raise bound.error
-        driver = current().driver
+        ctx = current()
+        driver, key = ctx.driver, id(ctx)
         start = driver.seq  # type: ignore[attr-defined]
-        run()
+        _NESTS.pop(key, None)  # no loop nest outlives its program (a refusal keeps frames)
+        try:
+            run()
+        finally:
+            _NESTS.pop(key, None)
         if not bound.projected:
             bound.program_done(driver.seq - start)  # type: ignore[attr-defined]
 
