@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -57,13 +58,23 @@ def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None
     from kernbench.record.runner import record as do_record
 
     built = build_user_case(case, params)
-    progress = None
-    if sys.stderr.isatty():  # long recordings show how far they are on a terminal
+    progress, shown = None, []
+    if sys.stderr.isatty():  # recordings past a second show how far they are on a terminal
+        from kernbench.record.bounds import MAX_OPS_ENV, max_ops
+
+        limit, started = max_ops(), time.monotonic()
+
         def progress(n: int) -> None:
-            click.echo(f"\rrecording {case}: {n:,} ops", err=True, nl=False)
-    trace = do_record(built, out or f"{built.name}.ktrace", hw=hw, progress=progress)
-    if progress is not None:
-        click.echo("", err=True)
+            took = time.monotonic() - started
+            if took >= 1.0:
+                shown.append(n)
+                click.echo(f"\rrecording {case}: {n:,} ops, {n / took:,.0f} ops/s "
+                           f"({n / limit:.0%} of {MAX_OPS_ENV}={limit:,})", err=True, nl=False)
+    try:
+        trace = do_record(built, out or f"{built.name}.ktrace", hw=hw, progress=progress)
+    finally:
+        if shown:  # end the progress line (before an error's one line, too)
+            click.echo("", err=True)
     click.echo(f"recorded {case}: {trace.n_ops} ops, latency {trace.t_end_ps / 1e6:.3f} us "
                f"-> {trace.path}")
 

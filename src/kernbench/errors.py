@@ -51,6 +51,10 @@ class UnsupportedError(KernelError, AttributeError):
     that ``hasattr(tl, name)`` stays false)."""
 
 
+class RecordLimitError(KernelError):
+    """A launch would record more ops than ``KERNBENCH_MAX_OPS`` allows (record/bounds.py)."""
+
+
 class TraceFormatError(KernbenchError):
     """A trace file is missing, corrupt, or of an unsupported schema version."""
 

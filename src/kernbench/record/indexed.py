@@ -237,8 +237,10 @@ def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: A
     dst = TensorHandle(ctx.scratch.alloc(offs.numel * t.dtype.itemsize, ctx.scope, src),
                        offs.shape, t.dtype)
     ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
-    _issue(ctx, Cmd(OP.GATHER, (_whole(t, src), offs, *extra), dst, n, n * t.dtype.itemsize,
-                    _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs)))
+    cmd = Cmd(OP.GATHER, (_whole(t, src), offs, *extra), dst, n, n * t.dtype.itemsize,
+              _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs))
+    _issue(ctx, cmd)
+    _hold_inputs(cmd)
     return dst
 
 
@@ -297,8 +299,22 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
         attrs["value"] = _scalar(value, f"{what} value", src)
     dst = TensorHandle(ctx.scratch.alloc(_prod(shape) * isz, ctx.scope, src), shape, t.dtype)
     ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
-    _issue(ctx, Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs)))
+    cmd = Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs))
+    _issue(ctx, cmd)
+    _hold_inputs(cmd)
     return dst
+
+
+def _hold_inputs(cmd: Cmd) -> None:
+    """A gather or atomic is still reading its TCM operands (offsets, mask, values) when the
+    kernel goes on: their bytes stay busy until the op ends (``read_until``, the time its
+    output lands), so a value dying meanwhile frees them only for writers that wait for
+    that (lifetime mode's free list, a scope's rewind; issue 27, ADR-0545)."""
+    until = cmd.out.buf.ready_ps  # type: ignore[union-attr]
+    for h in cmd.inputs:
+        b = h.buf
+        if b.space != "hbm" and until > b.read_until:
+            b.read_until = until
 
 
 def _prod(shape: tuple[int, ...]) -> int:

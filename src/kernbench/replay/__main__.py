@@ -4,7 +4,8 @@ This module *is* the replay process, so it always replays here (``--in-process``
 accepted for symmetry with ``kb.replay``). Exit 0: verified (or, without
 ``--require-reference``, nothing to compare and no invalid read); 1: outputs wrong, an invalid
 read, a reference failure, or unverified under ``--require-reference``; 2: bad input (one line
-on stderr, no traceback); 3: the replay crashed (one line, no verdict written).
+on stderr, no traceback); 3: the replay crashed (one line, no verdict written; a
+``MemoryError`` — a memory limit refused an allocation — says ``out of memory``).
 
 ``kb.replay`` starts it isolated (see ``kernbench.replay.child``) with a fresh ``--run-id``
 that goes into ``verdict.json`` and ``--parent-pid``: the child ends when that process does.
@@ -27,6 +28,7 @@ from kernbench.replay.result import (
     EXIT_CRASH,
     EXIT_OK,
     EXIT_WRONG,
+    OUT_OF_MEMORY,
     ReplayResult,
     exit_code,
     summary,
@@ -60,6 +62,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:1000]
 
 
+def _address_limit() -> str:
+    """`` (RLIMIT_AS N GiB)`` when this process runs under an address-space limit."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return "" if soft == resource.RLIM_INFINITY else f" (RLIMIT_AS {soft / 2**30:.3g} GiB)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernbench.replay",
                                      description="Replay a kernbench trace on real numbers.")
@@ -91,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KernbenchError as exc:
         print(f"kernbench replay: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError as exc:  # refused by a memory limit (RLIMIT_AS, the machine): say so
+        print(f"kernbench replay: {OUT_OF_MEMORY}: {type(exc).__name__}: {_one_line(exc)}"
+              f"{_address_limit()}", file=sys.stderr)
+        return EXIT_CRASH
     except BaseException as exc:  # noqa: BLE001 - a crash: one line, never a verdict
         print(f"kernbench replay: crash: {type(exc).__name__}: {_one_line(exc)}",
               file=sys.stderr)

@@ -22,7 +22,13 @@ from pathlib import Path
 
 from kernbench import errors
 from kernbench.errors import KernbenchError, ReplayError
-from kernbench.replay.result import ReplayResult, abs_errors, load_verdict, new_run_id
+from kernbench.replay.result import (
+    OUT_OF_MEMORY,
+    ReplayResult,
+    abs_errors,
+    load_verdict,
+    new_run_id,
+)
 
 #: errors a child may report on its one stderr line, by class name (no eval, a fixed table)
 _ERRORS: dict[str, type[KernbenchError]] = {
@@ -30,6 +36,11 @@ _ERRORS: dict[str, type[KernbenchError]] = {
     if isinstance(cls, type) and issubclass(cls, KernbenchError)
 }
 _LINE = re.compile(r"^kernbench replay: (\w+): (.*)$")
+#: a line saying that memory was refused (Python, numpy, Arrow, C++, Rust, the C library)
+_MEMORY = re.compile(r"MemoryError|out of memory|bad_alloc|Cannot allocate memory|"
+                     r"Unable to allocate|memory allocation (of \d+ bytes )?failed", re.IGNORECASE)
+_MEMORY_HINT = ("give the replay more memory, or lower KERNBENCH_MAX_MEMORY_GB below it so "
+                "such a trace is refused up front")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../kernbench
 #: run in ``python -I -c BOOT ROOT EXTRA ...``: kernbench's root first, the JSON list EXTRA
 #: appended (both before anything is imported), then hand over to the child's main
@@ -83,13 +94,29 @@ def run_child(path: str | Path, spec: str | None = None, case_paths: Sequence[st
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
                             cwd=PACKAGE_DIR)
+    before = _children_peak_rss()
     try:
         _, stderr = proc.communicate()
     finally:  # interrupted here (Ctrl-C, an exception): do not leave the child running on
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return interpret(path, run_id, proc.returncode, stderr, outputs)
+    after = _children_peak_rss()
+    return interpret(path, run_id, proc.returncode, stderr, outputs,
+                     peak_rss=after if after is not None and before is not None
+                     and after > before else None)
+
+
+def _children_peak_rss() -> int | None:
+    """The largest peak RSS (bytes) of this process's waited-for children, where known: it
+    grows past its value before a child started only by that child's own peak."""
+    try:
+        import resource
+
+        kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    except (ImportError, OSError, ValueError):
+        return None
+    return kib * (1 if sys.platform == "darwin" else 1024)
 
 
 def _result(path: Path, run_id: str, outputs: bool) -> ReplayResult:
@@ -101,10 +128,12 @@ def _result(path: Path, run_id: str, outputs: bool) -> ReplayResult:
     return ReplayResult(bool(verdict.get("ok")), {}, abs_errors(verdict), verdict, path)
 
 
-def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bool = True
-              ) -> ReplayResult:
+def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bool = True,
+              peak_rss: int | None = None) -> ReplayResult:
     """The child's result: 0/1 with a verdict of ``run_id``; 2 its bad-input error; any
-    other end (a signal, a crash, exit 0/1 without this run's verdict) a ReplayError."""
+    other end (a signal, a crash, exit 0/1 without this run's verdict) a ReplayError, which
+    says so when memory was refused (its last line) or the child was SIGKILLed (how an
+    out-of-memory killer ends a process; ``peak_rss`` its peak, when known)."""
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     last = lines[-1][:500] if lines else ""
     if returncode in (0, 1):
@@ -116,6 +145,11 @@ def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bo
     m = _LINE.match(last)
     if returncode == 2 and m and m.group(1) in _ERRORS:
         raise _ERRORS[m.group(1)](m.group(2))
+    said = next((ln for ln in reversed(lines[-10:]) if _MEMORY.search(ln)), None)
+    if said is not None:  # the line itself, or a native library's abort a few lines up
+        told = said[:500].removeprefix(f"kernbench replay: {OUT_OF_MEMORY}: ")
+        raise ReplayError(f"the replay ran out of memory: an allocation was refused ({told}); "
+                          f"no verdict of this run; {_MEMORY_HINT}")
     if returncode < 0:
         try:
             how = f"was killed by {signal.Signals(-returncode).name}"
@@ -124,4 +158,9 @@ def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bo
     else:
         how = f"crashed (exit {returncode})"
     detail = f": {last}" if last else ""
-    raise ReplayError(f"the replay process {how}{detail}; no verdict of this run")
+    killed = ""
+    if returncode == -signal.SIGKILL:
+        peak = f", its peak RSS {peak_rss / 2**30:.3g} GiB" if peak_rss else ""
+        killed = (f" (out of memory? the kernel's OOM killer and container memory limits end "
+                  f"a process with SIGKILL{peak}; {_MEMORY_HINT})")
+    raise ReplayError(f"the replay process {how}{detail}; no verdict of this run{killed}")

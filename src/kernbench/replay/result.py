@@ -20,6 +20,8 @@ from typing import Any
 from kernbench.errors import ReplayError, TraceFormatError
 
 EXIT_OK, EXIT_WRONG, EXIT_BAD_INPUT, EXIT_CRASH = 0, 1, 2, 3
+#: the tag of the replay child's stderr line when a memory limit refused an allocation
+OUT_OF_MEMORY = "out of memory"
 
 
 class Outputs(Mapping[str, Any]):

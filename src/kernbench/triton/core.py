@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import KernelError, ShapeError
+from kernbench.record import bounds
 from kernbench.record import semantics as sem
 from kernbench.record.context import current
 from kernbench.record.source import src_here
@@ -224,11 +225,12 @@ def broadcast(a: Any, b: Any) -> tuple[tensor, tensor]:
 
 # -- loops and compile-time checks -------------------------------------------------------
 def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
+    bounded = bounds.loop(it, src)  # a loop nest beyond KERNBENCH_MAX_OPS is refused here
     try:
         from kernbench.record.pipeline import pipelined
     except ImportError:  # Part C's pipelining not present: loads issue at use
-        return iter(it)
-    return pipelined(it, num_stages, src=src)
+        return bounded
+    return pipelined(bounded, num_stages, src=src)
 
 
 def _bounds(args: tuple[Any, ...], src: str) -> builtins.range:

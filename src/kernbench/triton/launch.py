@@ -12,6 +12,8 @@ Default outputs are the arrays the kernel stores to, found by a dry recording of
 
 from __future__ import annotations
 
+import os
+import sysconfig
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
@@ -38,13 +40,26 @@ _STORED_CACHE: dict[tuple, frozenset[str]] = {}
 
 
 def _user_src(exc: BaseException) -> str | None:
-    """``file:line`` of the innermost frame of ``exc`` outside kernbench."""
+    """``file:line`` of the innermost frame of ``exc`` in the user's code: outside kernbench
+    and outside installed libraries and the standard library (numpy's broadcasting, say)."""
     src = None
     for frame, line in traceback.walk_tb(exc.__traceback__):
         fn = frame.f_code.co_filename
-        if not _is_internal(fn) and "kernbench" not in Path(fn).parts[-3:-1]:
+        if not _is_internal(fn) and "kernbench" not in Path(fn).parts[-3:-1] \
+                and not _library(fn):
             src = f"{display_path(fn)}:{line}"
     return src
+
+
+_STDLIB = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep
+                for k in ("stdlib", "platstdlib"))
+
+
+def _library(filename: str) -> bool:
+    """An installed package's, the standard library's or a frozen module's file."""
+    parts = Path(filename).parts
+    return (filename.startswith("<") or "site-packages" in parts or "dist-packages" in parts
+            or os.path.realpath(filename).startswith(_STDLIB))
 
 
 def _json_value(v: Any) -> Any:

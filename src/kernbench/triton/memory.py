@@ -101,8 +101,15 @@ def _mask(mask: Any, shape: tuple[int, ...], src: str) -> Any:
     return mask
 
 
-def _shape_of(*xs: Any) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*(getattr(plain(x), "shape", ()) for x in xs)))
+def _shape_of(src: str, what: str, *named: tuple[str, Any]) -> tuple[int, ...]:
+    """The broadcast shape of the named operands; a ShapeError at the kernel's line naming
+    each operand's shape when they do not broadcast (a mask of the wrong shape)."""
+    shapes = [(n, getattr(plain(x), "shape", ())) for n, x in named]
+    try:
+        return tuple(np.broadcast_shapes(*(s for _, s in shapes)))
+    except ValueError:
+        told = ", ".join(f"{n} {list(s)}" for n, s in shapes)
+        raise ShapeError(f"{what}: {told} do not broadcast to one shape", src) from None
 
 
 def _offsets(p: tensor, shape: tuple[int, ...]) -> Any:
@@ -143,7 +150,8 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
         return data.symbolic(h, t)
     p = _pointer(pointer, src, "tl.load")
     other = plain(other)
-    shape = _shape_of(p, mask, other) if other is not None else _shape_of(p, mask)
+    shape = _shape_of(src, "tl.load", ("pointer block", p), ("mask", mask),
+                      *((("other", other),) if other is not None else ()))
     elem = p.dtype.element_ty
     m = _mask(mask, shape, src)
     oth, rest = None, None
@@ -199,7 +207,7 @@ def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
         ix.store_indexed(pointer.base, offs, _mvalue(v), m, src=src)
         return
     p = _pointer(pointer, src, "tl.store")
-    shape = _shape_of(p, mask)
+    shape = _shape_of(src, "tl.store", ("pointer block", p), ("mask", mask))
     m = _mask(mask, shape, src)
     v = _value(value, shape, p.dtype.element_ty, src)
     offs = _offsets(p, shape)
@@ -216,7 +224,8 @@ def _atomic(op: str) -> Any:
         src = src_here()
         ix = data.indexed(src)
         p = _pointer(pointer, src, f"tl.atomic_{op}")
-        shape = _shape_of(p, mask, val)
+        shape = _shape_of(src, f"tl.atomic_{op}", ("pointer block", p), ("mask", mask),
+                          ("value", val))
         m = _mask(mask, shape, src)
         elem = p.dtype.element_ty
         v = _value(val, shape, elem, src)
