@@ -46,7 +46,8 @@ _COLUMNS = ("op_id", "pe", "program", "seq", "kind", "name", "engine", "parent",
             "t_start_ps", "t_end_ps", "busy_ps", "wait_ps", "src", "attrs", "inputs", "output")
 SCHEMA: dict[str, pl.DataType] = {
     "op_id": pl.Int64(), "pe": pl.Int32(), "program": pl.Int32(), "seq": pl.Int64(),
-    "name": pl.String(), "engine": pl.String(), "src": pl.String(), "t_issue_ps": pl.Int64(),
+    "name": pl.String(), "engine": pl.String(), "lane": pl.String(), "src": pl.String(),
+    "t_issue_ps": pl.Int64(),
     "t_start_ps": pl.Int64(), "t_end_ps": pl.Int64(), "edge": pl.String(),
     "t_from_ps": pl.Int64(), "t_to_ps": pl.Int64(), "path_ps": pl.Int64(),
     "wait_ps": pl.Int64(),
@@ -316,9 +317,10 @@ def path_of(ops: pl.DataFrame, asynchronous: bool = False) -> pl.DataFrame:
         node, t_to = p, t_from
     ids = g["op_id"].to_numpy()[np.array(out_i[::-1], np.int64)]
     frame = (pl.DataFrame({"op_id": ids}, schema={"op_id": pl.Int64})
-             .join(ops.select("op_id", "pe", "program", "seq", "name", "engine", "src",
-                              "t_issue_ps", "t_start_ps", "t_end_ps"),
-                   on="op_id", how="left", maintain_order="left"))
+             .join(ops.select("op_id", "pe", "program", "seq", "name", "engine", "attrs",
+                              "src", "t_issue_ps", "t_start_ps", "t_end_ps"),
+                   on="op_id", how="left", maintain_order="left")
+             .with_columns(lane_expr()).drop("attrs"))
     t_from_s = pl.Series(out_from[::-1], dtype=pl.Int64)
     t_to_s = pl.Series(out_to[::-1], dtype=pl.Int64)
     return frame.with_columns(
@@ -347,7 +349,7 @@ def summary(path: pl.DataFrame, latency: int, top: int = TOP_LINES) -> dict[str,
     def share(ps: int) -> float:
         return ps / latency if latency else 0.0
 
-    total = int(path["path_ps"].sum() or 0)  # type: ignore[arg-type]
+    total = int(path["path_ps"].sum() or 0)
     by_engine = (path.group_by("engine").agg(path_ps=pl.col("path_ps").sum(), ops=pl.len())
                  .sort("path_ps", "engine", descending=[True, False]))
     by_line = (path.group_by("src").agg(path_ps=pl.col("path_ps").sum(), ops=pl.len(),
