@@ -25,7 +25,8 @@ from kernbench.analyze.sql import SqlResult, sql
 from kernbench.analyze.thresholds import Rule, load_rules
 
 __all__ = [
-    "metrics", "check", "critical_path", "diff", "report", "export_perfetto", "sql", "hazards", "load_rules",
+    "metrics", "check", "critical_path", "diff", "report", "export_perfetto", "sql", "hazards",
+    "load_rules",
     "Rule", "INVARIANTS", "CheckReport", "DiffReport", "MetricsReport", "ExportReport",
     "SqlResult",
 ]
