@@ -177,3 +177,27 @@ def test_by_line_chart_is_on_the_critical_path_when_engines_issue_async(
     assert ax.get_title().startswith("on the critical path")
     widths = sorted(round(p.get_width() * 1e6) for p in ax.patches)
     assert widths == sorted(r["path_ps"] for r in by_line["by_line"])
+
+
+def test_prefill_path_runs_gemm_and_math_in_series_on_v1_and_is_mostly_math_on_v2(
+        tmp_path: Path) -> None:
+    from kernbench.kernels.registry import build_case
+
+    params = {"S": 256, "T_q": 16, "T_kv": 128, "H_q": 8, "H_kv": 1}
+    share = {}
+    for hw in ("ahbm-v1", "ahbm-v2"):
+        trace = kb.record(build_case("gqa-prefill", params), tmp_path / f"{hw}.ktrace", hw=hw)
+        path = critical_path(trace)
+        latency = trace.manifest["t_end_ps"]
+        assert int(path["path_ps"].sum()) == latency  # the path tiles the latency
+        assert kb.analyze.check(trace).ok  # race detector included
+        share[hw] = {e: ps / latency for e, ps in
+                     path.group_by("engine").agg(pl.col("path_ps").sum()).iter_rows()}
+        if hw == "ahbm-v1":  # blocking: every GEMM is followed on the path by its softmax
+            engines = path.filter(pl.col("engine").is_in(["gemm", "math"]))["engine"]
+            assert (engines == "gemm").sum() > 0
+            assert ((engines == "gemm") & (engines.shift(-1) == "math")).sum() == (
+                engines == "gemm").sum()
+    assert share["ahbm-v2"]["math"] > share["ahbm-v1"]["math"]
+    assert share["ahbm-v2"]["gemm"] < share["ahbm-v1"]["gemm"]
+    assert share["ahbm-v2"]["math"] > 0.75
