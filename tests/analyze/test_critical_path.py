@@ -201,3 +201,15 @@ def test_prefill_path_runs_gemm_and_math_in_series_on_v1_and_is_mostly_math_on_v
     assert share["ahbm-v2"]["math"] > share["ahbm-v1"]["math"]
     assert share["ahbm-v2"]["gemm"] < share["ahbm-v1"]["gemm"]
     assert share["ahbm-v2"]["math"] > 0.75
+
+
+def test_html_report_has_the_critical_path_tables(serial: Path, tmp_path: Path) -> None:
+    from kernbench.plot.html import html_report
+
+    out = tmp_path / "r.html"
+    html_report(serial, out)
+    text = out.read_text(encoding="utf-8")
+    section = text[text.index("<h2>critical path</h2>"):text.index("<h2>ops</h2>")]
+    assert "covering 1.000 of it" in section
+    for row in report(serial).critical["by_line"]:
+        assert f"<td>{row['src']}</td>" in section
