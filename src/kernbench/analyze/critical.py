@@ -57,7 +57,10 @@ SCHEMA: dict[str, pl.DataType] = {
 class _Graph:
     """Best predecessor per event node (``2 * row`` start, ``2 * row + 1`` issue)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, t_start: np.ndarray, t_issue: np.ndarray) -> None:
+        n = len(t_start)
+        self.time = np.empty(2 * n, np.int64)  # each event's own time
+        self.time[0::2], self.time[1::2] = t_start, t_issue
         self.release = np.full(2 * n, -1, np.int64)
         self.pred = np.full(2 * n, -1, np.int64)
         self.code = np.full(2 * n, _CODE["start"], np.int64)
@@ -65,8 +68,8 @@ class _Graph:
     def offer(self, node: np.ndarray, pred: np.ndarray, release: np.ndarray, edge: str) -> None:
         """Offer edges ``pred -> node`` (each node at most once) released at ``release``; a
         strictly later release replaces the current best (so kinds offered first win
-        ties)."""
-        better = release > self.release[node]
+        ties); a release after the event (a hand-edited trace) is no predecessor."""
+        better = (release > self.release[node]) & (release <= self.time[node])
         node, pred, release = node[better], pred[better], release[better]
         self.release[node], self.pred[node], self.code[node] = release, pred, _CODE[edge]
 
@@ -150,11 +153,9 @@ def _offer_all(ops: pl.DataFrame, g: pl.DataFrame, graph: _Graph, asynchronous: 
     _offer_kernel(g, graph, col)
     _offer_slots(g, graph)
     # events still unexplained: S (even) or I (odd) later than their best release
-    node_t = np.empty(2 * g.height, np.int64)
-    node_t[0::2], node_t[1::2] = col["t_start_ps"], col["t_issue_ps"]
-    open_ = np.flatnonzero(graph.release < node_t)
+    open_ = np.flatnonzero(graph.release < graph.time)
     if len(open_):
-        _offer_operands(ops, g, graph, col, open_, node_t, asynchronous)
+        _offer_operands(ops, g, graph, col, open_, graph.time, asynchronous)
     _offer_wait(g, stalled, graph)
 
 
@@ -289,7 +290,7 @@ def path_of(ops: pl.DataFrame, asynchronous: bool = False) -> pl.DataFrame:
     g = _rows(ops)
     if not g.height:
         return pl.DataFrame(schema=SCHEMA)
-    graph = _Graph(g.height)
+    graph = _Graph(g["t_start_ps"].to_numpy(), g["t_issue_ps"].to_numpy())
     _offer_all(ops, g, graph, asynchronous)
     t_issue, t_start = g["t_issue_ps"].to_numpy(), g["t_start_ps"].to_numpy()
     wait, rep = g["wait_ps"].to_numpy(), g["rep"].to_numpy()
