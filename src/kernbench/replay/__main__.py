@@ -140,6 +140,9 @@ def serve() -> int:
     trusted for the next trace)."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # prints of a case factory go to stderr, never into the replies
+    # warm before the first request: numpy, pyarrow, the replay and the trace validator
+    import kernbench.replay.runner
+    import kernbench.trace.validate  # noqa: F401
     for line in sys.stdin:
         if not line.strip():
             continue

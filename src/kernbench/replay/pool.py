@@ -146,6 +146,21 @@ class ReplayPool:
             _close_all(self._idle)
             self._cond.notify_all()
 
+    def start(self, near: str | Path) -> None:
+        """Start a worker now, for traces that will be written under ``near`` (it imports
+        what a replay needs while this process goes on, e.g. records the first trace)."""
+        extras = extra_sys_path(Path(near))
+        with self._cond:
+            if self._closed or self._busy + len(self._idle) >= self.workers:
+                return
+            self.started += 1
+            self._idle.append(_Worker(extras))
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the idle workers (for measurements)."""
+        with self._cond:
+            return [w.proc.pid for w in self._idle]
+
     def replay(self, path: str | Path, case: str | Callable[..., Any] | None = None,
                threads: int | None = None, progress: bool | None = None,
                outputs: bool = True) -> ReplayResult:

@@ -33,6 +33,11 @@ class Capture:
     def __enter__(self) -> Capture:
         install()
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self._pool is None:
+            from kernbench.replay.pool import ReplayPool
+
+            self._pool = ReplayPool()
+            self._pool.start(self.out_dir)  # warms up while the first launch is recorded
         self._patch_real_triton()
         _ACTIVE.append(self)
         return self
@@ -42,7 +47,7 @@ class Capture:
         _ACTIVE.remove(self)
         if self._own_pool and self._pool is not None:
             self._pool.close()
-            self._pool = None
+            self._pool = None  # a capture entered again starts a pool of its own
         if self._patched is not None:
             cls, original = self._patched
             cls.__getitem__ = original
@@ -80,10 +85,6 @@ class Capture:
         path = self.out_dir / f"{len(self.traces):04d}-{stem}.ktrace"
         record(c, out=path, hw=self.hw)
         self.traces.append(path)
-        if self._pool is None:
-            from kernbench.replay.pool import ReplayPool
-
-            self._pool = ReplayPool()
         res = replay(path, pool=self._pool)
         if not res.ok:
             raise ReplayError(f"replaying the launch of {c.name} ({path}) failed: "
