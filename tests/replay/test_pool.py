@@ -84,3 +84,16 @@ def test_replay_of_several_traces_prints_one_line_each_and_exits_nonzero_if_one_
     assert res.exit_code == 2 and len(lines) == 3, res.output
     assert lines[1].startswith(f"{bad}: TraceFormatError: ") and "sha256" in lines[1]
     assert ": verified: " in lines[0] and ": verified: " in lines[2]
+
+
+def test_assert_replay_ok_replays_on_the_sessions_warm_worker(recorded, tmp_path):
+    from kernbench.testing import _session_pool, assert_replay_ok
+
+    a = _copy(recorded("scale-exp"), tmp_path / "a.ktrace")
+    b = _copy(recorded("softmax"), tmp_path / "b.ktrace")
+    first = assert_replay_ok(a)
+    started = _session_pool().started
+    second = assert_replay_ok(b)
+    assert _session_pool().started == started  # no new process for the second trace
+    assert first.verdict["run_id"] == _verdict(a)["run_id"]
+    assert second.verdict["run_id"] == _verdict(b)["run_id"]

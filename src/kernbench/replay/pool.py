@@ -95,11 +95,14 @@ class _Worker:
             self.proc.kill()
         self.proc.wait()
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = 2.0) -> None:
+        """End the worker: it leaves its loop when stdin closes (one that never had a trace,
+        still importing perhaps, is simply killed: it holds nothing)."""
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
-            self.proc.wait(timeout)
+            if self.done:
+                self.proc.wait(timeout)
         except (OSError, subprocess.TimeoutExpired):
             pass
         self.kill()
