@@ -39,6 +39,8 @@ def test_the_launching_process_imports_no_numpy_or_pyarrow():
                       "from kernbench.replay import replay\n"
                       "from kernbench.replay.result import exit_code, summary\n"
                       "from kernbench.replay.child import run_child\n"
+                      "from kernbench.replay.pool import ReplayPool\n"
+                      "from kernbench.case.factory import locate\n"  # replay --case M:F
                       "print(json.dumps({'modules': sorted(sys.modules)}))")
     assert _loaded(got["modules"], HEAVY) == []
 

@@ -11,11 +11,11 @@ package loads no numpy or pyarrow: the process that only starts the child stays 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernbench.replay.child import run_child
+from kernbench.replay.child import case_spec, run_child
 from kernbench.replay.result import ReplayResult
 
 if TYPE_CHECKING:
@@ -52,23 +52,12 @@ def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
     carries the verdict only, no output arrays (the command line needs no more).
     ``pool``: a ``kb.ReplayPool`` whose warm workers replay it (no process start).
     """
-    if case is None:
-        spec = None
-    elif isinstance(case, str):
-        spec = case
-    else:
-        from kernbench.case.factory import factory_spec
-
-        spec = factory_spec(case)
-    if in_process or (case is not None and spec is None):
+    named = None if in_process else case_spec(case)
+    if named is None:
         from kernbench.replay.runner import replay_in_process
 
         return replay_in_process(path, case, threads=threads, progress=progress)
-    where: Sequence[str] = ()
-    if spec is not None:
-        from kernbench.case.factory import locate
-
-        where = locate(spec)
+    spec, where = named
     if pool is not None:
         return pool.run(path, spec, where, threads=threads, progress=progress, outputs=outputs)
     return run_child(path, spec, where, threads=threads, progress=progress, outputs=outputs)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernbench.errors import BadInputError
-from kernbench.replay.child import BOOT, PACKAGE_DIR, extra_sys_path, interpret
+from kernbench.replay.child import BOOT, PACKAGE_DIR, case_spec, extra_sys_path, interpret
 from kernbench.replay.result import ReplayResult, new_run_id
 
 __all__ = ["ReplayPool"]
@@ -167,11 +167,14 @@ class ReplayPool:
     def replay(self, path: str | Path, case: str | Callable[..., Any] | None = None,
                threads: int | None = None, progress: bool | None = None,
                outputs: bool = True) -> ReplayResult:
-        """Replay ``path`` on a warm worker (``kb.replay``'s arguments and result)."""
-        from kernbench.replay import replay
-
-        return replay(path, case, threads=threads, progress=progress, outputs=outputs,
-                      pool=self)
+        """Replay ``path`` on a warm worker (``kb.replay``'s arguments and result; a factory
+        that cannot be imported by name from another process is refused)."""
+        named = case_spec(case)
+        if named is None:
+            raise BadInputError(f"case {case!r} cannot be imported by name from a replay "
+                                "worker (a lambda, a local function or one in __main__); "
+                                "pass 'module:function' or use kb.replay(..., in_process=True)")
+        return self.run(path, *named, threads=threads, progress=progress, outputs=outputs)
 
     def run(self, path: str | Path, spec: str | None = None, case_paths: Sequence[str] = (),
             threads: int | None = None, progress: bool | None = None,
