@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
     from kernbench.record.kernel import kernel
     from kernbench.record.runner import record
     from kernbench.replay import ReplayResult, replay
+    from kernbench.replay.pool import ReplayPool
     from kernbench.trace.directory import Trace
     from kernbench.trace.hw import HwConfig, load_hw
 
@@ -48,6 +49,7 @@ _LAZY: dict[str, str] = {
     "record": "kernbench.record.runner",
     "replay": "kernbench.replay",
     "ReplayResult": "kernbench.replay",
+    "ReplayPool": "kernbench.replay.pool",
     "Trace": "kernbench.trace.directory",
 }
 #: public submodule names -> the module (``kb.references``: the old path of the built-in
@@ -60,7 +62,7 @@ __all__ = [
     "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
-    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult",
+    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult", "ReplayPool",
 ]
 
 

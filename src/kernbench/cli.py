@@ -117,7 +117,7 @@ def _emit(result: Any, as_json: bool = False) -> None:
 
 
 @main.command()
-@click.argument("trace", type=click.Path())
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
 @click.option("--case", "case", default=None, metavar="MODULE:FUNC",
               help="Case factory giving the reference [default: the built-in case].")
 @click.option("--require-reference", is_flag=True,
@@ -125,15 +125,33 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="BLAS threads in the replay process [default: 1].")
 @_one_line
-def replay(trace: str, case: str | None, require_reference: bool, threads: int | None) -> None:
-    """Replay TRACE on real numbers (Phase 2, in a child process); exit 1 if wrong."""
+def replay(traces: tuple[str, ...], case: str | None, require_reference: bool,
+           threads: int | None) -> None:
+    """Replay TRACES on real numbers (Phase 2, in a child process); exit 1 if wrong.
+
+    Several traces go through one warm replay worker, one line each (``TRACE: ...``); the
+    exit code is the worst of theirs (1 wrong, 2 bad input or a crashed replay)."""
     from kernbench.replay import replay as do_replay
     from kernbench.replay.result import exit_code, summary
 
-    # progress when stderr is a tty; the verdict is all this process reads back
-    result = do_replay(trace, case=case, threads=threads, outputs=False)
-    click.echo(summary(result))
-    sys.exit(exit_code(result, require_reference))
+    if len(traces) == 1:  # progress when stderr is a tty; the verdict is all we read back
+        result = do_replay(traces[0], case=case, threads=threads, outputs=False)
+        click.echo(summary(result))
+        sys.exit(exit_code(result, require_reference))
+    from kernbench.replay.pool import ReplayPool
+
+    worst = 0
+    with ReplayPool() as pool:
+        for trace in traces:
+            try:
+                result = do_replay(trace, case=case, threads=threads, outputs=False, pool=pool)
+                line, code = summary(result), exit_code(result, require_reference)
+            except KernbenchError as exc:
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                line, code = f"{type(exc).__name__}: {msg}", 2
+            click.echo(f"{trace}: {line}")
+            worst = max(worst, code)
+    sys.exit(worst)
 
 
 @main.command()

@@ -7,7 +7,8 @@ Installed with kernbench, it gives every pytest run
   the ``kb.Trace``;
 * ``assert_check_ok(trace, rules=None)``: the built-in invariants (and a rules TOML) hold;
 * ``assert_replay_ok(trace, case=None)``: Phase 2 replays the trace and verifies its outputs
-  against the case's reference;
+  against the case's reference, on the session's warm replay worker (the session-scoped
+  fixture ``kb_replay_pool``, a ``kb.ReplayPool`` ended with the session);
 * ``assert_no_regression(golden, trace, latency="+1%", **more)``: the trace is no worse than
   the golden trace at ``golden``; ``pytest --kb-update-goldens`` (re)writes the golden instead.
 
@@ -29,6 +30,8 @@ UPDATE_OPTION = "--kb-update-goldens"
 #: set by ``pytest --kb-update-goldens`` (or the environment variable of the same meaning)
 UPDATE_ENV = "KB_UPDATE_GOLDENS"
 _state = {"update": False}
+#: the session's replay pool, started by the first replay (``_session_pool``)
+_pools: dict[str, Any] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +44,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     _state["update"] = bool(config.getoption("kb_update_goldens", False)) or (
         os.environ.get(UPDATE_ENV, "") not in ("", "0"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pool = _pools.pop("session", None)
+    if pool is not None:
+        pool.close()
+
+
+def _session_pool() -> Any:
+    """The warm replay worker(s) of this session, started on first use."""
+    pool = _pools.get("session")
+    if pool is None:
+        from kernbench.replay.pool import ReplayPool
+
+        pool = _pools["session"] = ReplayPool()
+    return pool
+
+
+@pytest.fixture(scope="session")
+def kb_replay_pool() -> Any:
+    """The session's ``kb.ReplayPool``: ``kb.replay(path, pool=kb_replay_pool)`` replays on
+    a warm worker (the one ``assert_replay_ok`` uses)."""
+    return _session_pool()
 
 
 def updating_goldens() -> bool:
@@ -131,16 +157,17 @@ def assert_check_ok(trace: Any, rules: str | Path | None = None) -> None:
         _fail(f"kernbench check failed:\n{rep.to_text()}")
 
 
-def assert_replay_ok(trace: Any, case: Any = None) -> Any:
-    """Replay ``trace`` (Phase 2, in a child process) and fail unless its outputs were
-    verified against the case's reference. ``case``: a factory or ``"module:function"`` for
-    cases that are not built in. Returns the ``kb.ReplayResult``."""
+def assert_replay_ok(trace: Any, case: Any = None, pool: Any = None) -> Any:
+    """Replay ``trace`` (Phase 2, in an isolated child: a warm worker of ``pool``, by default
+    the session's) and fail unless its outputs were verified against the case's reference.
+    ``case``: a factory or ``"module:function"`` for cases that are not built in. Returns the
+    ``kb.ReplayResult``."""
     __tracebackhide__ = True
     from kernbench.replay import replay
     from kernbench.replay.__main__ import summary
 
     path = _path(trace)
-    res = replay(path, case=case)
+    res = replay(path, case=case, pool=pool if pool is not None else _session_pool())
     if res.verdict.get("reference") is None:
         _fail(f"kernbench replay of {path} verified nothing: {summary(res)}")
     if not res.ok:
@@ -190,5 +217,5 @@ def assert_no_regression(golden: Any, trace: Any, latency: str | None = "+1%",
     return rep
 
 
-__all__ = ["kb_record", "assert_check_ok", "assert_replay_ok", "assert_no_regression",
-           "updating_goldens"]
+__all__ = ["kb_record", "kb_replay_pool", "assert_check_ok", "assert_replay_ok",
+           "assert_no_regression", "updating_goldens"]

@@ -39,6 +39,8 @@ def test_the_launching_process_imports_no_numpy_or_pyarrow():
                       "from kernbench.replay import replay\n"
                       "from kernbench.replay.result import exit_code, summary\n"
                       "from kernbench.replay.child import run_child\n"
+                      "from kernbench.replay.pool import ReplayPool\n"
+                      "from kernbench.case.factory import locate\n"  # replay --case M:F
                       "print(json.dumps({'modules': sorted(sys.modules)}))")
     assert _loaded(got["modules"], HEAVY) == []
 
@@ -100,3 +102,53 @@ def test_tensors_parquet_is_read_once_per_replay(tmp_path, monkeypatch):
                     in_process=True)
     assert res.ok, res.verdict
     assert again == []
+
+
+ADD_MODULE = '''\
+import numpy as np
+import triton
+import triton.language as tl
+from kernbench import triton as kbt
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m),
+             mask=m)
+
+def add_case(n: int = 500, block: int = 128):
+    x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    y, out = np.ones(n, np.float32), np.zeros(n, np.float32)
+    return kbt.case(add_kernel, lambda meta: (triton.cdiv(n, meta["BLOCK"]),),
+                    x, y, out, n, BLOCK=block, name="add",
+                    reference=lambda x_ptr, y_ptr, **_: {"out_ptr": x_ptr + y_ptr})
+'''
+
+
+def test_replay_case_of_a_triton_launch_never_records_it_again(tmp_path, monkeypatch):
+    """``replay --case`` of the README's add kernel (outputs found by a dry recording when it
+    was recorded) takes its outputs from the trace's roles: the replay process verifies it
+    without loading the recorder (the dry recording's home), simpy or ml_dtypes."""
+    import importlib
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "readme_add.py").write_text(ADD_MODULE)
+    monkeypatch.syspath_prepend(str(mods))
+    case = importlib.import_module("readme_add").add_case()
+    assert case.tensors["out_ptr"].role == "inout" and case.tensors["x_ptr"].role == "input"
+    trace = kb.record(case, out=tmp_path / "add.ktrace")
+    code = ("import json, runpy, sys\n"
+            f"sys.argv = ['kernbench.replay', {str(trace.path)!r}, '--case',"
+            f" 'readme_add:add_case', '--case-path', {str(mods)!r}]\n"
+            "try:\n"
+            "    runpy.run_module('kernbench.replay', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as exc:\n"
+            "    code = exc.code\n"
+            "print(json.dumps({'exit': code, 'modules': sorted(sys.modules)}))\n")
+    lines, got = _modules(code)
+    assert got["exit"] == 0 and lines[-1].startswith("verified: "), lines
+    assert "kernbench.triton.launch" in got["modules"]  # the factory's own front end ran
+    heavy = {"kernbench.record.runner", "kernbench.record.writer", "simpy", "ml_dtypes"}
+    assert sorted(heavy & set(got["modules"])) == []

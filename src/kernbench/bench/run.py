@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.bench import decode, record, replay, sweep, triton_interpreter
+from kernbench.bench import decode, fixed, record, replay, sweep, triton_interpreter
 
 #: the sections of the harness, each contributing keys to one flat JSON object
 SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
@@ -17,6 +17,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("decode", decode.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
+    ("fixed costs", fixed.measure),
 ]
 
 

@@ -3,20 +3,25 @@
 ``replay(path)`` runs the replay in an isolated child process (``python -I``, see
 ``kernbench.replay.child``; the replay reads only the trace directory) and builds the
 ReplayResult from the verdict that child wrote for this very run; ``in_process=True`` runs it
-here, for debugging. Importing this package loads no numpy or pyarrow: the process that only
-starts the child stays light (``replay_in_process`` and ``load_result`` load on first use).
+here, for debugging; ``pool=ReplayPool()`` runs it on a warm worker of that pool
+(``kernbench.replay.pool``), the same isolation without a process start each. Importing this
+package loads no numpy or pyarrow: the process that only starts the child stays light
+(``replay_in_process`` and ``load_result`` load on first use).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernbench.replay.child import run_child
+from kernbench.replay.child import case_spec, run_child
 from kernbench.replay.result import ReplayResult
 
-__all__ = ["replay", "ReplayResult", "replay_in_process", "load_result"]
+if TYPE_CHECKING:
+    from kernbench.replay.pool import ReplayPool
+
+__all__ = ["replay", "ReplayResult", "ReplayPool", "replay_in_process", "load_result"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,12 +29,17 @@ def __getattr__(name: str) -> Any:
         from kernbench.replay import runner
 
         return getattr(runner, name)
+    if name == "ReplayPool":
+        from kernbench.replay.pool import ReplayPool
+
+        return ReplayPool
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
            in_process: bool = False, threads: int | None = None,
-           progress: bool | None = None, outputs: bool = True) -> ReplayResult:
+           progress: bool | None = None, outputs: bool = True,
+           pool: ReplayPool | None = None) -> ReplayResult:
     """Phase 2: replay the trace at ``path`` and compare its outputs with the reference.
 
     ``case`` is a case factory or ``"module:function"`` (for cases that are not built in);
@@ -40,22 +50,14 @@ def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
     ``threads``: BLAS threads of the replay (default 1); ``progress``: show progress on the
     terminal (None: only when this process's stderr is one). ``outputs`` False: the result
     carries the verdict only, no output arrays (the command line needs no more).
+    ``pool``: a ``kb.ReplayPool`` whose warm workers replay it (no process start).
     """
-    if case is None:
-        spec = None
-    elif isinstance(case, str):
-        spec = case
-    else:
-        from kernbench.case.factory import factory_spec
-
-        spec = factory_spec(case)
-    if in_process or (case is not None and spec is None):
+    named = None if in_process else case_spec(case)
+    if named is None:
         from kernbench.replay.runner import replay_in_process
 
         return replay_in_process(path, case, threads=threads, progress=progress)
-    where: Sequence[str] = ()
-    if spec is not None:
-        from kernbench.case.factory import locate
-
-        where = locate(spec)
+    spec, where = named
+    if pool is not None:
+        return pool.run(path, spec, where, threads=threads, progress=progress, outputs=outputs)
     return run_child(path, spec, where, threads=threads, progress=progress, outputs=outputs)

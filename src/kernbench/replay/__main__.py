@@ -9,12 +9,18 @@ on stderr, no traceback); 3: the replay crashed (one line, no verdict written; a
 
 ``kb.replay`` starts it isolated (see ``kernbench.replay.child``) with a fresh ``--run-id``
 that goes into ``verdict.json`` and ``--parent-pid``: the child ends when that process does.
+With ``--serve`` it is a warm worker of a ``ReplayPool`` (``kernbench.replay.pool``): one
+JSON request a line on stdin (a trace, its run id, the case), one JSON reply a line on the
+stdout it started with (anything else printed goes to stderr), one trace at a time, until
+stdin closes or a replay crashes.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib
+import json
 import os
 import signal
 import sys
@@ -76,7 +82,8 @@ def _address_limit() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernbench.replay",
                                      description="Replay a kernbench trace on real numbers.")
-    parser.add_argument("path", help="trace directory (NAME.ktrace)")
+    parser.add_argument("path", nargs="?", default=None,
+                        help="trace directory (NAME.ktrace); none with --serve")
     parser.add_argument("--case", default=None, metavar="MODULE:FUNC",
                         help="case factory giving the reference (default: the built-in case)")
     parser.add_argument("--require-reference", action="store_true",
@@ -92,9 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run-id", default=None, help="written into verdict.json")
     parser.add_argument("--parent-pid", type=int, default=None,
                         help="end when this process ends (set by kb.replay)")
+    parser.add_argument("--serve", action="store_true",
+                        help="a pool's warm worker: JSON requests on stdin (set by ReplayPool)")
     args = parser.parse_args(argv)
+    if (args.path is None) != args.serve:
+        parser.error("give a trace directory, or --serve (and no trace)")
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
+    if args.serve:
+        return serve()
     try:
         from kernbench.replay.runner import replay_in_process
 
@@ -114,6 +127,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CRASH
     print(summary(result))
     return exit_code(result, args.require_reference)
+
+
+def _serve_one(request: dict) -> dict:
+    """One pool request: the exit code and, for 2 and 3, the one line a child would print."""
+    importlib.invalidate_caches()  # a case module written since the last request is found
+    try:
+        from kernbench.replay.runner import replay_in_process
+
+        result = replay_in_process(request["path"], request.get("case"),
+                                   run_id=request["run_id"],
+                                   case_paths=request.get("case_paths") or (),
+                                   threads=request.get("threads"),
+                                   progress=True if request.get("progress") else None)
+    except KernbenchError as exc:
+        return {"code": EXIT_BAD_INPUT,
+                "line": f"kernbench replay: {type(exc).__name__}: {_one_line(exc)}"}
+    except BaseException as exc:  # noqa: BLE001 - a crash: one line, then this worker ends
+        return {"code": EXIT_CRASH,
+                "line": f"kernbench replay: crash: {type(exc).__name__}: {_one_line(exc)}"}
+    return {"code": EXIT_OK if result.ok else EXIT_WRONG, "line": ""}
+
+
+def serve() -> int:
+    """A warm worker: replay one requested trace after another (``kernbench.replay.pool``).
+
+    The reply carries the request's run id; the pool still reads the verdict from the trace
+    and believes it only with that run id. After a crash the worker ends (its state is not
+    trusted for the next trace)."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # prints of a case factory go to stderr, never into the replies
+    # warm before the first request: numpy, pyarrow, the replay and the trace validator
+    import kernbench.replay.runner
+    import kernbench.trace.validate  # noqa: F401
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        reply = {"run_id": request["run_id"], **_serve_one(request)}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+        if reply["code"] == EXIT_CRASH:
+            return EXIT_CRASH
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kernbench import errors
 from kernbench.errors import KernbenchError, ReplayError
@@ -64,6 +65,25 @@ def extra_sys_path(trace: Path) -> list[str]:
             continue
         out.append(entry)
     return out
+
+
+def case_spec(case: str | Callable[..., Any] | None) -> tuple[str | None, Sequence[str]] | None:
+    """How a child is told the case: ``(spec, where its module is)`` (``(None, ())`` for no
+    case), or None when the factory cannot be imported by name from another process (a
+    lambda, a local function, one defined in ``__main__``: it is replayed in this process)."""
+    if case is None:
+        return None, ()
+    if isinstance(case, str):
+        spec: str | None = case
+    else:
+        from kernbench.case.factory import factory_spec
+
+        spec = factory_spec(case)
+    if spec is None:
+        return None
+    from kernbench.case.factory import locate
+
+    return spec, locate(spec)
 
 
 def child_command(path: Path, run_id: str, spec: str | None = None,

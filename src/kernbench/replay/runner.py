@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.case import Init, init_from_json
+from kernbench.case.recorded import replaying_roles
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
 from kernbench.replay.inputs import make_initial
@@ -154,7 +155,9 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
     manifest = trace.manifest
     tensors = load_tensors(trace.tensors_table)
     rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
-    reference = resolve_reference(manifest, case, rows, case_paths) if with_reference else None
+    with replaying_roles({str(r["name"]): str(r["role"]) for r in rows}):  # never re-record
+        reference = (resolve_reference(manifest, case, rows, case_paths) if with_reference
+                     else None)
     needed = {t.name for t in tensors if t.role in INPUT_ROLES} if (
         reference is not None and reference.fn is not None) else set()
     # the reference's inputs are the only copies kept apart from the store

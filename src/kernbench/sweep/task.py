@@ -30,6 +30,20 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
+#: this worker process's warm replay worker (replay=true), started by its first replay
+_POOL: list[Any] = []
+
+
+def _replay_pool() -> Any:
+    """The ``kb.ReplayPool`` of this sweep worker: every point it replays is replayed in an
+    isolated child without a process start each (it ends with this process)."""
+    if not _POOL:
+        from kernbench.replay.pool import ReplayPool
+
+        _POOL.append(ReplayPool())
+    return _POOL[0]
+
+
 def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
     """Metrics, then replay and check when asked; fills ``row``."""
     from kernbench.analyze import check, metrics
@@ -40,7 +54,7 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
 
         t0 = time.perf_counter()
         case = task["case"] if ":" in task["case"] else None
-        result = replay(trace.path, case=case, in_process=True)
+        result = replay(trace.path, case=case, pool=_replay_pool())
         row["replay_wall_s"] = time.perf_counter() - t0
         row["replay_ok"] = bool(result.ok)
         row["replay_max_abs_err"] = max(result.max_abs_err.values(), default=None)

@@ -7,9 +7,8 @@ import hashlib
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import pyarrow as pa
 
 from kernbench.errors import TraceFormatError
@@ -18,7 +17,11 @@ from kernbench.schemas.indexed import AccessTable
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
 from kernbench.trace.parquet import read_table
-from kernbench.trace.validate import Validation, check_manifest, read_access, validate_trace
+
+if TYPE_CHECKING:  # the validator (polars) is imported when a trace is first read
+    import polars as pl
+
+    from kernbench.trace.validate import Validation
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
 #: data files a trace has only when it uses them (listed in the manifest's ``files`` then)
@@ -80,6 +83,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise TraceFormatError(f"{mpath}: schema_version {_short_repr(version)} is not "
                                f"supported (this kernbench reads major versions "
                                f"{', '.join(map(str, MANIFEST_MAJORS))})")
+    from kernbench.trace.validate import check_manifest
+
     check_manifest(manifest, str(mpath))
     return manifest
 
@@ -139,6 +144,8 @@ class Trace:
     @cached_property
     def validation(self) -> Validation:
         """What the validator found in the rows (raises if the files cannot be read)."""
+        from kernbench.trace.validate import validate_trace
+
         return validate_trace(self.path, self.manifest, int(self.manifest["hw"]["n_pe"]))
 
     def validated(self) -> Trace:
@@ -166,14 +173,20 @@ class Trace:
     def access(self) -> AccessTable:
         """The arrays of ``access.parquet`` by id (empty when the trace has none)."""
         self.validated()
+        from kernbench.trace.validate import read_access
+
         return read_access(self.path, self.manifest)
 
     @property
     def ops(self) -> pl.DataFrame:
+        import polars as pl
+
         return pl.from_arrow(self.ops_table)  # type: ignore[return-value]
 
     @property
     def tensors(self) -> pl.DataFrame:
+        import polars as pl
+
         return pl.from_arrow(self.tensors_table)  # type: ignore[return-value]
 
     @property

@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import META_KEY, SCHEMAS, SUPPORTED_MAJOR
 from kernbench.trace import limits
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: what a broken Parquet file raises from pyarrow, as TraceFormatError here
 READ_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError,
@@ -136,4 +139,6 @@ def scan(path: Path, fmt: str) -> pl.LazyFrame:
     """A lazy polars scan of a trace Parquet file, its footer checked first."""
     path = Path(path)
     open_parquet(path, fmt)
+    import polars as pl
+
     return pl.scan_parquet(path)

@@ -44,9 +44,9 @@ def host_array(name: str, x: Any) -> np.ndarray:
 
 
 def kb_dtype_name(name: str, arr: np.ndarray) -> str:
-    for dt in kb_dtypes.DTYPES.values():
-        if dt.np == arr.dtype:
-            return dt.name
+    dt = kb_dtypes.DTYPES.get(arr.dtype.name)  # by name first: bfloat16's ``np`` is lazy
+    if dt is not None and dt.np == arr.dtype:
+        return dt.name
     raise BadInputError(f"argument {name} has dtype {arr.dtype}, which kernbench's trace "
                         f"format does not hold (supported: {', '.join(kb_dtypes.DTYPES)})")
 

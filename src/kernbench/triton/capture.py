@@ -1,6 +1,7 @@
 """``kbt.capture(out_dir)``: inside it, every ``kernel[grid](*args, **meta)`` launch of
-unmodified host code is recorded to its own trace, replayed in this process, and its outputs
-are written back into the host arrays, so the host code goes on."""
+unmodified host code is recorded to its own trace, replayed on a warm replay worker (a
+``kb.ReplayPool``: an isolated process, started once per capture), and its outputs are
+written back into the host arrays, so the host code goes on."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.case.triton_hook import install
+from kernbench.errors import ReplayError
 from kernbench.triton import jit
 from kernbench.triton.args import is_torch
 
@@ -21,14 +23,21 @@ _ACTIVE: list[Capture] = []
 class Capture:
     """The active capture: where traces go, which hardware, the traces in launch order."""
 
-    def __init__(self, out_dir: str | Path, hw: Any = "ahbm-v1") -> None:
+    def __init__(self, out_dir: str | Path, hw: Any = "ahbm-v1", pool: Any = None) -> None:
         self.out_dir, self.hw = Path(out_dir), hw
         self.traces: list[Path] = []
         self._patched: Any = None
+        #: the replay pool: the caller's, or one of this capture's own (closed at the end)
+        self._pool, self._own_pool = pool, pool is None
 
     def __enter__(self) -> Capture:
         install()
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self._pool is None:
+            from kernbench.replay.pool import ReplayPool
+
+            self._pool = ReplayPool()
+            self._pool.start(self.out_dir)  # warms up while the first launch is recorded
         self._patch_real_triton()
         _ACTIVE.append(self)
         return self
@@ -36,6 +45,9 @@ class Capture:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         _ACTIVE.remove(self)
+        if self._own_pool and self._pool is not None:
+            self._pool.close()
+            self._pool = None  # a capture entered again starts a pool of its own
         if self._patched is not None:
             cls, original = self._patched
             cls.__getitem__ = original
@@ -65,6 +77,7 @@ class Capture:
             ) -> None:
         from kernbench.record.runner import record
         from kernbench.replay import replay
+        from kernbench.replay.result import summary
         from kernbench.triton.launch import ALL, case
 
         c = case(kernel, grid, *args, outputs=ALL, **kwargs)
@@ -72,7 +85,10 @@ class Capture:
         path = self.out_dir / f"{len(self.traces):04d}-{stem}.ktrace"
         record(c, out=path, hw=self.hw)
         self.traces.append(path)
-        res = replay(path, in_process=True)
+        res = replay(path, pool=self._pool)
+        if not res.ok:
+            raise ReplayError(f"replaying the launch of {c.name} ({path}) failed: "
+                              f"{summary(res)}")
         host = _host_objects(c, args, kwargs, kernel)
         for name, value in res.outputs.items():
             if name in host:
@@ -99,9 +115,10 @@ def write_back(host: Any, value: np.ndarray) -> None:
         np.copyto(host, value.reshape(host.shape), casting="unsafe")
 
 
-def capture(out_dir: str | Path, hw: Any = "ahbm-v1") -> Capture:
-    """``with kbt.capture(out_dir) as cap:`` — record and replay every launch inside."""
-    return Capture(out_dir, hw)
+def capture(out_dir: str | Path, hw: Any = "ahbm-v1", pool: Any = None) -> Capture:
+    """``with kbt.capture(out_dir) as cap:`` — record and replay every launch inside.
+    ``pool``: a ``kb.ReplayPool`` to replay on (default: one of this capture's own)."""
+    return Capture(out_dir, hw, pool)
 
 
 def launch(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

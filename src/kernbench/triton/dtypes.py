@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError
@@ -23,9 +22,21 @@ class dtype:  # noqa: N801 - Triton's spelling
 
     __slots__ = ("name", "short", "np", "kind", "bits")
 
-    def __init__(self, name: str, short: str, np_dtype: Any, kind: str) -> None:
-        self.name, self.short, self.np, self.kind = name, short, np.dtype(np_dtype), kind
-        self.bits = 1 if name == "int1" else self.np.itemsize * 8
+    def __init__(self, name: str, short: str, np_dtype: Any, kind: str, bits: int = 0) -> None:
+        self.name, self.short, self.kind = name, short, kind
+        if np_dtype is not None:  # None: bfloat16, whose numpy dtype is made on first use
+            self.np = np.dtype(np_dtype)
+        self.bits = 1 if name == "int1" else bits or self.np.itemsize * 8
+
+    def __getattr__(self, attr: str) -> Any:
+        """``np`` of bfloat16 (``ml_dtypes.bfloat16``): importing ``ml_dtypes`` costs a
+        second, so a kernel that never touches bfloat16 never pays it."""
+        if attr != "np":
+            raise AttributeError(attr)
+        import ml_dtypes
+
+        self.np = np.dtype(ml_dtypes.bfloat16)
+        return self.np
 
     # Triton's introspection API
     def is_floating(self) -> bool:
@@ -176,16 +187,17 @@ _TABLE = [("int1", "i1", np.bool_, "b"), ("int8", "i8", np.int8, "i"),
           ("int64", "i64", np.int64, "i"), ("uint8", "u8", np.uint8, "u"),
           ("uint16", "u16", np.uint16, "u"), ("uint32", "u32", np.uint32, "u"),
           ("uint64", "u64", np.uint64, "u"), ("float16", "fp16", np.float16, "f"),
-          ("bfloat16", "bf16", ml_dtypes.bfloat16, "f"), ("float32", "fp32", np.float32, "f"),
-          ("float64", "fp64", np.float64, "f")]
+          ("float32", "fp32", np.float32, "f"), ("float64", "fp64", np.float64, "f")]
 DTYPES: dict[str, dtype] = {n: dtype(n, s, d, k) for n, s, d, k in _TABLE}
+DTYPES["bfloat16"] = dtype("bfloat16", "bf16", None, "f", bits=16)  # numpy dtype: lazy
 #: every spelling a dtype goes by: ours, Triton's short names, numpy's, kernbench's ``bool``
 _ALIASES: dict[str, dtype] = {**DTYPES, **{d.short: d for d in DTYPES.values()},
                               "bool": DTYPES["int1"], "float": DTYPES["float32"],
                               "half": DTYPES["float16"]}
 #: Triton dtype -> kernbench dtype name (the trace's); int1 is kernbench's bool
 _KB_NAME = {"int1": "bool"}
-_FROM_NP = {d.np: d for d in DTYPES.values()}
+#: numpy dtype -> Triton dtype; bfloat16 by name (``_from_np``: no ``ml_dtypes`` import)
+_FROM_NP = {d.np: d for n, d in DTYPES.items() if n != "bfloat16"}
 
 int1, int8, int16, int32, int64 = (DTYPES[n] for n in ("int1", "int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (DTYPES[n] for n in ("uint8", "uint16", "uint32", "uint64"))
@@ -203,7 +215,7 @@ def by_name(name: Any) -> dtype:
     elif not isinstance(name, str):
         if hasattr(name, "np") or isinstance(name, np.dtype | type):
             try:
-                return _FROM_NP[np.dtype(getattr(name, "np", name))]
+                return _from_np(np.dtype(getattr(name, "np", name)))
             except (KeyError, TypeError):
                 pass
         name = getattr(name, "name", name)
@@ -213,9 +225,15 @@ def by_name(name: Any) -> dtype:
         raise DtypeError(f"unknown dtype {name!r}", src_here()) from None
 
 
+def _from_np(npd: np.dtype) -> dtype:
+    if npd.name == "bfloat16" and npd == DTYPES["bfloat16"].np:  # ml_dtypes is loaded
+        return DTYPES["bfloat16"]
+    return _FROM_NP[npd]
+
+
 def from_numpy(np_dtype: Any) -> dtype:
     try:
-        return _FROM_NP[np.dtype(np_dtype)]
+        return _from_np(np.dtype(np_dtype))
     except KeyError:
         raise DtypeError(f"numpy dtype {np.dtype(np_dtype)} has no Triton dtype", src_here()
                          ) from None

@@ -7,7 +7,8 @@ params the launch's JSON-able values (scalar arguments, constexprs, ``num_warps`
 with Triton values: pointers, concrete scalar arguments, plain constexprs.
 
 Default outputs are the arrays the kernel stores to, found by a dry recording of the launch
-(cached per kernel and argument shapes in this process); ``outputs=`` skips it.
+(cached per kernel and argument shapes in this process); ``outputs=`` skips it, and so does
+replay rebuilding a recorded launch (the trace's tensor roles name the outputs).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.case import Case, data, tensor
+from kernbench.case.recorded import recorded_roles
 from kernbench.errors import BadInputError, KernbenchError, KernelError
 from kernbench.record.kernel import Kernel
 from kernbench.record.lifetime import lifetime_scope
@@ -204,6 +206,9 @@ def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
         if bad:
             raise BadInputError(f"outputs {bad} are not array arguments of {launch.info.name} "
                                 f"(arrays: {launch.arrays})")
+    elif (recorded := recorded_roles()) is not None and set(recorded) == set(launch.arrays):
+        # replay rebuilding a recorded launch: the trace's roles name the outputs
+        outs = [n for n in launch.arrays if recorded[n] in ("output", "inout")]
     else:
         dry = _build(launch, name, {}, None)
         stored = stored_arrays(launch, dry)
