@@ -28,16 +28,6 @@ class dtype:  # noqa: N801 - Triton's spelling
             self.np = np.dtype(np_dtype)
         self.bits = 1 if name == "int1" else bits or self.np.itemsize * 8
 
-    def __getattr__(self, attr: str) -> Any:
-        """``np`` of bfloat16 (``ml_dtypes.bfloat16``): importing ``ml_dtypes`` costs a
-        second, so a kernel that never touches bfloat16 never pays it."""
-        if attr != "np":
-            raise AttributeError(attr)
-        import ml_dtypes
-
-        self.np = np.dtype(ml_dtypes.bfloat16)
-        return self.np
-
     # Triton's introspection API
     def is_floating(self) -> bool:
         return self.kind == "f"
@@ -116,6 +106,14 @@ class dtype:  # noqa: N801 - Triton's spelling
         return self
 
     def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
+        """``np`` of bfloat16 (``ml_dtypes.bfloat16``) is made on first use: importing
+        ``ml_dtypes`` costs a second, so a kernel that never touches bfloat16 never pays it.
+        Triton's other dtype members are refused by name."""
+        if name == "np":
+            import ml_dtypes
+
+            self.np = np.dtype(ml_dtypes.bfloat16)
+            return self.np
         if name.startswith("__") or name in dtype.__slots__:
             raise AttributeError(name)
         from kernbench.triton.value import missing
