@@ -77,7 +77,7 @@ class PEDriver:
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
         #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (SPEC §13)
         self.is_async = hw.engine_issue == "async"
-        self.board = Scoreboard()  # the async policy's in-flight accesses
+        self.board = Scoreboard(self.floor)  # the async policy's in-flight accesses
         self.queues: dict[int, deque[int]] = {}  # the async policy's engine queues (starts)
         self.last_end = 0  # the end of the running program's last op (async)
         self.switch_at = resident.NEVER  # hand over to another resident program from then on
@@ -216,6 +216,11 @@ class PEDriver:
     def adopt(self, cmd: Cmd) -> None:
         """A pipelined load site's first load in lifetime mode starts its buffer ring."""
         adopt(self, self.loop, cmd)  # type: ignore[arg-type]
+
+    def floor(self) -> int:
+        """No op still to be issued on this PE starts before this: the running program's
+        clock, or the next resident program's (the scheduler runs the earliest first)."""
+        return min(self.now, self.switch_at - 1)
 
     def maybe_yield(self) -> None:
         """Hand over to the scheduler when another resident program's clock is earlier."""

@@ -15,6 +15,7 @@ is still to be issued can start before that clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kernbench.schemas.ops import ATOMICS
@@ -27,6 +28,8 @@ DROP_WAR = False
 #: covers the rest of memory, to stay safe
 _FAR = 1 << 62
 _HBM = "hbm"
+#: records held before the first prune (then twice what survived the last one)
+_PRUNE_AT = 512
 
 
 def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
@@ -51,11 +54,15 @@ def accesses(cmd: Any) -> tuple[list[tuple[Any, int, int]], list[tuple[Any, int,
 class Scoreboard:
     """The in-flight accesses of one PE: per memory, ``[lo, hi, program, is_write, t_end]``."""
 
-    __slots__ = ("records", "count")
+    __slots__ = ("records", "count", "limit", "floor")
 
-    def __init__(self) -> None:
+    def __init__(self, floor: Callable[[], int]) -> None:
         self.records: dict[Any, list[list[int]]] = {}
         self.count = 0
+        self.limit = _PRUNE_AT
+        #: the earliest time an op still to be issued on this PE can start (the earliest clock
+        #: of its programs): a record that ended by then can no longer delay anything
+        self.floor = floor
 
     def ready(self, program: int, reads: list, writes: list) -> int:
         """The earliest start the data allows: RAW for ``reads``, WAR and WAW for ``writes``."""
@@ -83,6 +90,9 @@ class Scoreboard:
         for key, lo, hi in writes:
             records.setdefault(key, []).append([lo, hi, program, 1, t_end])
         self.count += len(reads) + len(writes)
+        if self.count > self.limit:  # amortised: the scans above stay as long as what flies
+            self.prune(self.floor())
+            self.limit = max(_PRUNE_AT, 2 * self.count)
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""
