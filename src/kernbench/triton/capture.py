@@ -21,7 +21,7 @@ _ACTIVE: list[Capture] = []
 class Capture:
     """The active capture: where traces go, which hardware, the traces in launch order."""
 
-    def __init__(self, out_dir: str | Path, hw: Any = "ahbm-v1") -> None:
+    def __init__(self, out_dir: str | Path, hw: Any = None) -> None:
         self.out_dir, self.hw = Path(out_dir), hw
         self.traces: list[Path] = []
         self._patched: Any = None
@@ -98,7 +98,7 @@ def write_back(host: Any, value: np.ndarray) -> None:
         np.copyto(host, value.reshape(host.shape), casting="unsafe")
 
 
-def capture(out_dir: str | Path, hw: Any = "ahbm-v1") -> Capture:
+def capture(out_dir: str | Path, hw: Any = None) -> Capture:
     """``with kbt.capture(out_dir) as cap:`` — record and replay every launch inside."""
     return Capture(out_dir, hw)
 
