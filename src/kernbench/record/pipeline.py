@@ -135,7 +135,7 @@ def adopt(pe: PE, loop: Loop, cmd: Cmd) -> None:
 
 
 def timed_pipelined(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
-    """``PE._timed`` for a load inside a pipelined loop (see the module doc)."""
+    """``PE.timed`` for a load inside a pipelined loop (see the module doc)."""
     loop = pe.loop
     now = pe.now
     t = loop.target(cmd.src, now)
@@ -168,7 +168,7 @@ def timed_pipelined(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
 
 
 def timed_hbm_writer(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
-    """``PE._timed`` for an op writing HBM inside a pipelined loop: remember the
+    """``PE.timed`` for an op writing HBM inside a pipelined loop: remember the
     bytes and when they land, so a later iteration's load is not hoisted above it."""
     pe.timed(cmd, model, engine)
     out = cmd.out
