@@ -1,5 +1,6 @@
-"""The golden traces in traces/: re-recorded afresh, they must be identical in structure and
-timing (regenerate on purpose with ``python -m kernbench.kernels.golden traces/``)."""
+"""The golden traces in traces/ (ahbm-v1) and their twins in traces/v2/ (ahbm-v2): re-recorded
+afresh, they must be identical in structure and timing (regenerate on purpose with
+``python -m kernbench.kernels.golden traces/``)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,29 @@ import pytest
 
 import kernbench as kb
 from kernbench.analyze import check, diff
-from kernbench.kernels.golden import GOLDEN, record_golden
+from kernbench.kernels.golden import GOLDEN, TWIN_PRESET, record_golden
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 TIMING = ["op_id", "pe", "seq", "name", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps",
           "wait_ps", "scratch_cursor"]
 
 
-def test_every_builtin_case_has_a_golden_trace_within_200_kb():
+def test_every_builtin_case_has_a_golden_trace_and_a_v2_twin_within_340_kb():
     cases = {case for case, _ in GOLDEN.values()}
     assert cases == set(kb.registry())
+    assert {p.name for p in (TRACES / "v2").glob("*.ktrace")} == {f"{n}.ktrace" for n in GOLDEN}
     size = sum(f.stat().st_size for f in TRACES.rglob("*") if f.is_file())
-    assert size <= 200 * 1024
+    assert size <= 340 * 1024
 
 
+@pytest.mark.parametrize("twin", [False, True], ids=["ahbm-v1", "ahbm-v2"])
 @pytest.mark.parametrize("name", sorted(GOLDEN))
-def test_recording_afresh_matches_the_golden_trace(tmp_path, name):
-    golden = kb.Trace.open(TRACES / f"{name}.ktrace")
-    fresh = record_golden(name, tmp_path / f"{name}.ktrace")
+def test_recording_afresh_matches_the_golden_trace(tmp_path, name, twin):
+    folder = TRACES / "v2" if twin else TRACES
+    golden = kb.Trace.open(folder / f"{name}.ktrace")
+    assert golden.manifest["hw"]["name"] == (TWIN_PRESET if twin else "ahbm-v1")
+    fresh = (record_golden(name, tmp_path / f"{name}.ktrace", TWIN_PRESET) if twin
+             else record_golden(name, tmp_path / f"{name}.ktrace"))
     report = diff(golden, fresh)
     assert report.first_structural is None, report.to_text()
     assert report.identical, report.to_text()

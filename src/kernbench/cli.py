@@ -49,10 +49,11 @@ def cases() -> None:
 @click.argument("case")
 @click.option("-p", "--param", "params", multiple=True, metavar="KEY=VAL",
               help="A case parameter (repeatable), typed by the factory's signature.")
-@click.option("--hw", default="ahbm-v1", show_default=True, help="Preset name or TOML file.")
+@click.option("--hw", default=None,
+              help="Preset name or TOML file [default: ahbm-v2, or $KERNBENCH_HW].")
 @click.option("-o", "--out", default=None, help="Trace directory [default: CASE.ktrace].")
 @_one_line
-def record(case: str, params: tuple[str, ...], hw: str, out: str | None) -> None:
+def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) -> None:
     """Record CASE (a built-in name, or MODULE:FUNC, a case factory) into a trace directory."""
     from kernbench.kernels.registry import build_user_case
     from kernbench.record.runner import record as do_record

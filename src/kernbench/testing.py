@@ -126,13 +126,13 @@ def _unique(used: set[str], name: str | None, case_name: str) -> str:
 
 @pytest.fixture
 def kb_record(tmp_path: Path) -> Callable[..., Any]:
-    """Record a case into ``tmp_path``: ``kb_record(case, hw="ahbm-v1", name=None, **params)``
+    """Record a case into ``tmp_path``: ``kb_record(case, hw=None, name=None, **params)``
     returns the ``kb.Trace``, at ``tmp_path / f"{name or case.name}.ktrace"``. Every call of
     one test records into its own directory: a repeated case name is numbered (``scale-2``),
     a repeated explicit ``name=`` is an error."""
     used: set[str] = set()
 
-    def record(case: Any, *, hw: Any = "ahbm-v1", name: str | None = None,
+    def record(case: Any, *, hw: Any = None, name: str | None = None,
                **params: Any) -> Any:
         from kernbench.record.runner import record as do_record
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from kernbench.analyze import metrics
 from kernbench.errors import BadInputError
 from kernbench.kernels.registry import build_case
 from kernbench.record.runner import record
-from kernbench.trace.hw import HwConfig
+from kernbench.trace.hw import HwConfig, load_hw
 
 LLAMA = {"H_q": 64, "H_kv": 8, "D": 128}
 
@@ -69,6 +70,12 @@ FULL = [_decode(4096, replay=True), _decode(32768, replay=True), _decode(131072)
 FREE_LINK = HwConfig(name="free-link", link_gbps=1e9, link_latency_ns=0)
 
 
+def free_link(hw: HwConfig) -> HwConfig:
+    """``hw`` with ``FREE_LINK``'s link (the counterfactual of the panel's own hardware)."""
+    return dataclasses.replace(hw, name="free-link", link_gbps=FREE_LINK.link_gbps,
+                               link_latency_ns=FREE_LINK.link_latency_ns)
+
+
 def link_hidden(trace_latency: int, free_latency: int, link_ps: float) -> float:
     """Fraction of the per-rank link time (busy + latency of its sends) that did not add to
     the latency, against the same recording with a free link."""
@@ -100,7 +107,7 @@ def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
         "replay": "-", "replay_s": None, "max_abs_err": None, "link_hidden": None,
     }
     if cfg.link_hiding:
-        free = record(case, workdir / f"{out.stem}-free.ktrace", hw=FREE_LINK)
+        free = record(case, workdir / f"{out.stem}-free.ktrace", hw=free_link(load_hw(None)))
         ops = trace.ops
         sends = ops.filter(pl.col("name").cast(pl.String) == "send")
         per_rank = (sends["t_end_ps"] - sends["t_start_ps"]).sum() / max(1, ops["pe"].n_unique())

@@ -27,17 +27,24 @@ GOLDEN: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def record_golden(name: str, out: Path):
+#: the preset of the traces in ``traces/`` and of their twins in ``traces/v2/``
+PRESET, TWIN_PRESET = "ahbm-v1", "ahbm-v2"
+
+
+def record_golden(name: str, out: Path, hw: str = PRESET):
     from kernbench.kernels.registry import build_case
     from kernbench.record.runner import record
 
     case, params = GOLDEN[name]
-    return record(build_case(case, params), out)
+    return record(build_case(case, params), out, hw=hw)
 
 
 def regenerate(folder: str | Path) -> list[Path]:
+    """Every golden trace into ``folder`` (ahbm-v1) and its twin into ``folder/v2``."""
     folder = Path(folder)
-    return [record_golden(name, folder / f"{name}.ktrace").path for name in GOLDEN]
+    return ([record_golden(name, folder / f"{name}.ktrace").path for name in GOLDEN]
+            + [record_golden(name, folder / "v2" / f"{name}.ktrace", TWIN_PRESET).path
+               for name in GOLDEN])
 
 
 if __name__ == "__main__":  # pragma: no cover - the documented regeneration command

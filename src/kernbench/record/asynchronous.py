@@ -5,7 +5,7 @@ the engine's queue already holds ``engine_queue_depth`` issued-but-not-started o
 oldest starts; that stall is the op's ``wait_ps``), on an explicit ``tl.wait`` and in IPCQ
 requests. The op starts when the scoreboard (``record/scoreboard.py``) and its engine allow.
 After every op the PE hands over to another resident program if that one's clock is now
-earlier (``PEDriver.maybe_yield``), so each engine sees its ops in issue-time order.
+earlier (``PE.maybe_yield``), so each engine sees its ops in issue-time order.
 
 The blocking policy (``ahbm-v1``) stays in ``record/pe.py``, untouched.
 """
@@ -13,19 +13,17 @@ The blocking policy (``ahbm-v1``) stays in ``record/pe.py``, untouched.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernbench.record.commands import Cmd
 from kernbench.record.composite import children
+from kernbench.record.protocol import PE
 from kernbench.record.scoreboard import accesses
 from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
-if TYPE_CHECKING:
-    from kernbench.record.pe import PEDriver
 
-
-def _issue_time(pe: PEDriver, engine: Any) -> int:
+def _issue_time(pe: PE, engine: Any) -> int:
     """The kernel's clock once ``engine``'s queue has room (stalling, and letting other
     resident programs run first, while it is full)."""
     queue = pe.queues.get(id(engine))
@@ -38,16 +36,15 @@ def _issue_time(pe: PEDriver, engine: Any) -> int:
             queue.popleft()
         if len(queue) < depth:
             return now
-        pe.carried_wait += queue[len(queue) - depth] - now
-        pe.now = queue[len(queue) - depth]
+        pe.stall(queue[len(queue) - depth])
         pe.maybe_yield()
 
 
-def schedule(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any,
+def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
              t_issue: int) -> tuple[int, int, int]:
     """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
     end)."""
-    program = pe.ctx.program  # type: ignore[union-attr]
+    program = pe.ctx.program
     reads, writes = accesses(cmd)
     start = pe.board.ready(program, reads, writes)
     earliest = t_issue + pe.dispatch_ps
@@ -74,11 +71,10 @@ def schedule(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any,
     return start, busy, t_end
 
 
-def timed(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op (or a load) under ``async``: queue it, go on."""
     t_issue = _issue_time(pe, engine)
-    wait = pe.carried_wait
-    pe.carried_wait = 0
+    wait = pe.take_wait()
     if pe.loop is not None and pe.loop.stages >= 2 and cmd.op in pe.pipelinable:
         pe.loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
@@ -89,7 +85,7 @@ def timed(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
     pe.maybe_yield()
 
 
-def scope_exit(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+def scope_exit(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """The rewind happens at issue; the row is timed when the last earlier op touching the
     rewound range has ended (when Phase 2 invalidates it), and later writers of those bytes
     come after it."""
@@ -97,21 +93,19 @@ def scope_exit(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
     key = ("tcm", pe.index)
     t = max(pe.now, pe.board.touched(key, lo, hi))
     if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
-        pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)  # type: ignore[union-attr]
-    wait = pe.carried_wait
-    pe.carried_wait = 0
+        pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)
+    wait = pe.take_wait()
     pe.record(cmd, pe.now, t, t, 0, wait)
     pe.maybe_yield()
 
 
-def composite(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+def composite(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """A composite GEMM under ``async``: its tiles' DMA reads and dots are issued at once; the
     scoreboard orders them (a staging slot is rewritten after the dot that read it)."""
     t_issue = pe.now
-    wait = pe.carried_wait
-    pe.carried_wait = 0
+    wait = pe.take_wait()
     reads, _ = accesses(cmd)  # the parent starts once ``a`` is visible (Phase 2 reads it)
-    a_ready = pe.board.ready(pe.ctx.program, reads[:1], [])  # type: ignore[union-attr]
+    a_ready = pe.board.ready(pe.ctx.program, reads[:1], [])
     timed = []
     for dma, dot in children(cmd, pe.index, pe.hw.stage_bytes):
         for child, eng in ((dma, pe.dma_rd), (dot, pe.gemm)):
@@ -125,13 +119,10 @@ def composite(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
     pe.maybe_yield()
 
 
-def wait(pe: PEDriver, bufs: list) -> None:
+def wait(pe: PE, bufs: list) -> None:
     """``tl.wait`` under ``async``: stall until the buffers' in-flight ops have ended."""
-    ready = pe.now
     for b in bufs:
-        ready = max(ready, b.ready_ps, b.read_until)
-    pe.carried_wait += ready - pe.now
-    pe.now = ready
+        pe.stall(max(b.ready_ps, b.read_until))
     pe.maybe_yield()
 
 

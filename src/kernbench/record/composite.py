@@ -15,15 +15,11 @@ the whole result (reading it back as ``acc`` from the second tile on).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kernbench.record.commands import Cmd
 from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.record.protocol import PE
 from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
-
-if TYPE_CHECKING:
-    from kernbench.record.pe import PEDriver
 
 
 def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
@@ -58,23 +54,22 @@ def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
     return pairs
 
 
-def run_composite(pe: PEDriver, cmd: Cmd) -> None:
+def run_composite(pe: PE, cmd: Cmd) -> None:
     """Time the streamed tiles in closed form and log the parent row, then the children."""
     ready = pe.now
     for h in cmd.inputs[:1]:
         if h.buf.ready_ps > ready:
             ready = h.buf.ready_ps
-    wait = ready - pe.now + pe.carried_wait
-    pe.carried_wait = 0
+    wait = ready - pe.now + pe.take_wait()
     t_issue = ready + pe.dispatch_ps
     slot_free = [t_issue, t_issue]
     timed = []
     for i, (dma, dot) in enumerate(children(cmd, pe.index, pe.hw.stage_bytes)):
         d_issue = max(t_issue, slot_free[i % 2])
-        d_busy, d_lat = TIMING[OP.DMA_READ](pe, dma)  # type: ignore[arg-type]
+        d_busy, d_lat = TIMING[OP.DMA_READ](pe, dma)
         d_start = pe.dma_rd.occupy(d_issue, d_busy)
         d_end = d_start + d_busy + d_lat
-        g_busy, _ = TIMING[OP.DOT](pe, dot)  # type: ignore[arg-type]
+        g_busy, _ = TIMING[OP.DOT](pe, dot)
         g_start = pe.gemm.occupy(d_end, g_busy)
         g_end = g_start + g_busy
         slot_free[i % 2] = g_end

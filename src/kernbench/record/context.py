@@ -42,6 +42,11 @@ class KernelContext:
         #: ``handler(cmd, model, engine)``, what ``issue(cmd)`` does, one call shorter
         self.by_op: dict[Any, tuple[Any, Any, Callable[..., Any]]] = _NOT_ATTACHED
 
+    def emit(self, cmd: Any) -> None:
+        """Hand one command to the PE machine: the one call through which lowering emits."""
+        model, engine, handler = self.by_op[cmd.op]
+        handler(cmd, model, engine)
+
     @property
     def scope(self) -> Scope | None:
         return self.scopes[-1] if self.scopes else None

@@ -15,18 +15,16 @@ arrival, ``recv`` copies it into TCM.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import simpy
 
 from kernbench.errors import IpcqError
 from kernbench.record.commands import DIRECTIONS, Cmd, Recv, RecvAsync, Resolve, Send
 from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.record.protocol import PE
 from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
-
-if TYPE_CHECKING:
-    from kernbench.record.pe import PEDriver
 
 OPPOSITE = {"next": "prev", "prev": "next"}
 
@@ -60,31 +58,31 @@ class Ring:
         return ((DIRECTIONS.index(incoming) * self.depth) + n % self.depth) * self.slot_bytes
 
 
-def _sync(pe: PEDriver, t: int) -> Generator[simpy.Event, Any, None]:
+def _sync(pe: PE, t: int) -> Generator[simpy.Event, Any, None]:
     if t > pe.env.now:
         yield pe.env.timeout(t - pe.env.now)
 
 
-def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+def run_send(req: Send, pe: PE) -> Generator[simpy.Event, Any, None]:
     """``tl.send``: wait for a credit, occupy the link, queue the message."""
     ring, x = pe.ring, req.x
     start_now = pe.now
     ready = max(start_now, x.buf.ready_ps,
                 pe.data_ready(Cmd(OP.SEND, (x,), None, 0, 0, (), req.src)))
     yield from _sync(pe, ready)
-    dst = ring.neighbour(pe.index, req.direction)  # type: ignore[union-attr]
+    dst = ring.neighbour(pe.index, req.direction)
     incoming = OPPOSITE[req.direction]
     key = (dst, incoming)
-    yield ring.credits[key].get(1)  # type: ignore[union-attr]  # blocks while the receiver's queue is full
+    yield ring.credits[key].get(1)  # blocks while the receiver's queue is full
     t_issue = max(ready, int(pe.env.now))
-    slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,  # type: ignore[union-attr]
+    slot = TensorHandle(Buffer("ipcq", dst, ring.slot(dst, incoming), x.nbytes, None,
                                req.src), x.shape, x.dtype)
     cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src,
               attrs=f'{{"dir":"{req.direction}","to":{dst}}}')
-    busy, latency = TIMING[OP.SEND](pe, cmd)  # type: ignore[arg-type]
+    busy, latency = TIMING[OP.SEND](pe, cmd)
     start = pe.links[req.direction].occupy(t_issue, busy)
     arrival = start + busy + latency
-    ring.queues[key].put(Message(slot, arrival))  # type: ignore[union-attr]
+    ring.queues[key].put(Message(slot, arrival))
     pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
     pe.note_access(cmd, arrival)
     if start + busy > x.buf.read_until:  # the link reads the source until start + busy
@@ -93,14 +91,14 @@ def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     pe.now = t_issue
 
 
-def run_recv(req: Recv, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+def run_recv(req: Recv, pe: PE) -> Generator[simpy.Event, Any, None]:
     """``tl.recv`` (blocking) and the resolution of a ``tl.recv_async`` handle."""
     t_issue = pe.now if req.t_issue is None else req.t_issue
     if req.event is None:  # blocking recv: match now
         yield from _sync(pe, pe.now)
-        msg = yield pe.ring.queues[(pe.index, req.direction)].get()  # type: ignore[union-attr]
+        msg = yield pe.ring.queues[(pe.index, req.direction)].get()
         t_match = int(pe.env.now)
-        pe.ring.credits[(pe.index, req.direction)].put(1)  # type: ignore[union-attr]
+        pe.ring.credits[(pe.index, req.direction)].put(1)
     else:  # recv_async: the matcher process has (or will have) the message
         yield from _sync(pe, pe.now)
         msg, t_match = yield req.event
@@ -122,17 +120,17 @@ def run_recv(req: Recv, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
         out.buf.ready_ps = visible
 
 
-def matcher(pe: PEDriver, direction: str, event: simpy.Event
+def matcher(pe: PE, direction: str, event: simpy.Event
             ) -> Generator[simpy.Event, Any, None]:
     """Background half of recv_async: claim the next message; its credit frees at once (a
     posted receive takes the message out of the queue, which only holds unclaimed ones)."""
     key = (pe.index, direction)
-    msg = yield pe.ring.queues[key].get()  # type: ignore[union-attr]
+    msg = yield pe.ring.queues[key].get()
     event.succeed((msg, int(pe.env.now)))
-    pe.ring.credits[key].put(1)  # type: ignore[union-attr]
+    pe.ring.credits[key].put(1)
 
 
-def run_recv_async(req: RecvAsync, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+def run_recv_async(req: RecvAsync, pe: PE) -> Generator[simpy.Event, Any, None]:
     """``tl.recv_async``: start the background matcher; the handle stays pending."""
     yield from _sync(pe, pe.now)
     event = pe.env.event()
@@ -141,7 +139,7 @@ def run_recv_async(req: RecvAsync, pe: PEDriver) -> Generator[simpy.Event, Any, 
     pe.unresolved.append(req.out.buf)
 
 
-def run_resolve(req: Resolve, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
+def run_resolve(req: Resolve, pe: PE) -> Generator[simpy.Event, Any, None]:
     """Auto-wait on recv_async handles: emit their recv rows once their messages match."""
     for buf in req.bufs:
         if buf.event is not None:
@@ -150,6 +148,6 @@ def run_resolve(req: Resolve, pe: PEDriver) -> Generator[simpy.Event, Any, None]
     pe.unresolved[:] = [b for b in pe.unresolved if b.event is not None]
 
 
-#: the driver's handler of each request type (pe.PEDriver.process dispatches by type)
-RUN: dict[type, Callable[[Any, PEDriver], Generator[simpy.Event, Any, None]]] = {
+#: the driver's handler of each request type (pe.PE.process dispatches by type)
+RUN: dict[type, Callable[[Any, PE], Generator[simpy.Event, Any, None]]] = {
     Send: run_send, Recv: run_recv, RecvAsync: run_recv_async, Resolve: run_resolve}

@@ -50,7 +50,7 @@ def lifetime_scope() -> Iterator[FreeListAllocator]:
                               lambda: driver.now)
     arena.used = arena.cursor = arena.peak = bump.cursor
     arena.slot_note = bump.slot_note
-    driver.scratch = ctx.scratch = arena  # type: ignore[assignment]
+    driver.scratch = ctx.scratch = arena
     try:
         yield arena
     finally:

@@ -103,7 +103,7 @@ class PEDriver:
             self.scratch.rewind(0)
             if self.loop is not None:  # a loop the last program left without closing it
                 self.set_loop(None)
-            ctx = self.ctx = KernelContext(self, program, grid)  # type: ignore[arg-type]
+            ctx = self.ctx = KernelContext(self, program, grid)
             g = ProgramGreenlet(run)
             g.ctx = ctx
             self._switch = greenlet.getcurrent().switch
@@ -171,23 +171,26 @@ class PEDriver:
             self.now = ready + self.dispatch_ps
         else:
             self.now = t_end
-        # the row, inlined from record(): this is the hottest line of Phase 1
-        ctx = self.ctx
-        seq = self.seq
-        self.seq = seq + 1
-        self._times(_PACK(self.index, ctx.program, seq, NO_PARENT, ready, start, t_end, busy,  # type: ignore[union-attr]
-                          wait, self.scratch.cursor, len(ctx.scopes)))  # type: ignore[union-attr]
-        cmds = self._cmds
-        cmds.append(cmd)
-        if len(cmds) >= self.writer.chunk:
-            self.writer.compact()
+        self.row(ready, start, t_end, busy, wait, cmd)
 
-    def row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int, cmd: Cmd) -> None:
-        """Log one op row (the same row ``_timed`` appends inline)."""
+    def timed(self, cmd: Cmd, model: Callable, engine: Any) -> None:
+        """Time one command by the running policy's plain handler (what a pipelined loop's
+        HBM writer wraps)."""
+        self._timed(cmd, model, engine)
+
+    def stall(self, until: int) -> None:
+        """The kernel waits until ``until`` (if later): charged to the next op's wait_ps."""
+        if until > self.now:
+            self.carried_wait += until - self.now
+            self.now = until
+
+    def row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int, cmd: Cmd,
+            parent: int = NO_PARENT) -> None:
+        """Log one op row: the one place a row is built (every policy and request)."""
         ctx = self.ctx
         seq = self.seq
         self.seq = seq + 1
-        self._times(_PACK(self.index, ctx.program, seq, NO_PARENT, t_issue, start, t_end, busy,  # type: ignore[union-attr]
+        self._times(_PACK(self.index, ctx.program, seq, parent, t_issue, start, t_end, busy,  # type: ignore[union-attr]
                           wait, self.scratch.cursor, len(ctx.scopes)))  # type: ignore[union-attr]
         cmds = self._cmds
         cmds.append(cmd)
@@ -248,14 +251,8 @@ class PEDriver:
 
     def record(self, cmd: Cmd, t_issue: int, start: int, t_end: int, busy: int, wait: int,
                parent: int | None = None) -> int:
-        ctx = self.ctx
-        seq = self.seq
-        self.seq = seq + 1
-        writer = self.writer
-        op_id = writer.next_op_id
-        writer.row((self.index, ctx.program, seq, NO_PARENT if parent is None else parent,  # type: ignore[union-attr]
-                    t_issue, start, t_end, busy, wait, self.scratch.cursor,
-                    len(ctx.scopes)), cmd)  # type: ignore[union-attr]
+        op_id = self.writer.next_op_id
+        self.row(t_issue, start, t_end, busy, wait, cmd, NO_PARENT if parent is None else parent)
         return op_id
 
     # -- scopes and explicit waits -----------------------------------------------------

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernbench.errors import KernelError
 from kernbench.record.allocator import FreeListAllocator, Ring
+from kernbench.record.commands import Cmd
 from kernbench.record.context import current
+from kernbench.record.protocol import PE
 from kernbench.schemas.ops import ATOMICS
-
-if TYPE_CHECKING:
-    from kernbench.record.commands import Cmd
-    from kernbench.record.pe import PEDriver
 
 __all__ = ["DEFAULT_NUM_STAGES", "Loop", "adopt", "pipelined", "timed_pipelined",
            "timed_hbm_writer"]
@@ -100,10 +98,10 @@ def pipelined(iterable: Iterable[int], num_stages: int | None, *, src: str) -> I
     stages = DEFAULT_NUM_STAGES if num_stages is None else num_stages
     if type(stages) is not int or stages < 1:
         raise KernelError(f"num_stages must be an int >= 1, got {num_stages!r}", src)
-    return _run(iter(iterable), stages, current().driver)  # type: ignore[arg-type]
+    return _run(iter(iterable), stages, current().driver)
 
 
-def _run(it: Iterator[int], stages: int, driver: PEDriver) -> Iterator[int]:
+def _run(it: Iterator[int], stages: int, driver: PE) -> Iterator[int]:
     loop: Loop | None = None
     outer = driver.loop
     try:
@@ -121,7 +119,7 @@ def _run(it: Iterator[int], stages: int, driver: PEDriver) -> Iterator[int]:
                 arena.dissolve(loop.rings)
 
 
-def adopt(pe: PEDriver, loop: Loop, cmd: Cmd) -> None:
+def adopt(pe: PE, loop: Loop, cmd: Cmd) -> None:
     """First load from a site in lifetime mode: start the site's ring with its buffer."""
     buf = cmd.out.buf  # type: ignore[union-attr]
     lease = buf.owner
@@ -136,23 +134,22 @@ def adopt(pe: PEDriver, loop: Loop, cmd: Cmd) -> None:
     ring.owned += 1
 
 
-def timed_pipelined(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
-    """``PEDriver._timed`` for a load inside a pipelined loop (see the module doc)."""
+def timed_pipelined(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """``PE.timed`` for a load inside a pipelined loop (see the module doc)."""
     loop = pe.loop
     now = pe.now
-    t = loop.target(cmd.src, now)  # type: ignore[union-attr]
+    t = loop.target(cmd.src, now)
     for h in cmd.inputs:
         b = h.buf
         if b.ready_ps > t:
             t = b.ready_ps
-        if b.space == "hbm" and loop.writes:  # type: ignore[union-attr]
-            t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)  # type: ignore[union-attr]
+        if b.space == "hbm" and loop.writes:
+            t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)
     ob = cmd.out.buf  # type: ignore[union-attr]
     t = max(t, ob.ready_ps, ob.read_until, pe.rewound_ps)
     if ob.owner is not None:
-        adopt(pe, loop, cmd)  # type: ignore[arg-type]
-    wait = pe.carried_wait
-    pe.carried_wait = 0
+        adopt(pe, loop, cmd)
+    wait = pe.take_wait()
     if t > now:  # the load cannot even issue at its use: the kernel stalls, as unpipelined
         wait += t - now
         pe.now = t + pe.dispatch_ps
@@ -170,15 +167,15 @@ def timed_pipelined(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> Non
     pe.row(t, start, t_end, busy, wait, cmd)
 
 
-def timed_hbm_writer(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
-    """``PEDriver._timed`` for an op writing HBM inside a pipelined loop: remember the
+def timed_hbm_writer(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """``PE.timed`` for an op writing HBM inside a pipelined loop: remember the
     bytes and when they land, so a later iteration's load is not hoisted above it."""
-    pe._timed(cmd, model, engine)
+    pe.timed(cmd, model, engine)
     out = cmd.out
     landed = pe.now
     if out is not None and out.buf.ready_ps > landed:
         landed = out.buf.ready_ps
-    writes = pe.loop.writes[-1]  # type: ignore[union-attr]
+    writes = pe.loop.writes[-1]
     for h in (*cmd.inputs, out):  # a store writes its output; an atomic its HBM input too
         if h is not None and h.buf.space == "hbm" and (h is out or cmd.op in ATOMICS):
             writes.append((h.buf.addr, _hbm_end(h.buf, cmd), landed))

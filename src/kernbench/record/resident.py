@@ -8,7 +8,7 @@ in program order. A slot frees when the last op of the program holding it has en
 
 The programs of a PE interleave exactly and deterministically: the scheduler always runs
 the program with the earliest clock (ties: the lower program), and a running program hands
-over after any op that moves its clock past the next one's (``PEDriver.maybe_yield``), so
+over after any op that moves its clock past the next one's (``PE.maybe_yield``), so
 every engine of the PE sees its ops in issue-time order. A waiting program counts as a
 program whose clock is its slot's free time. IPCQ kernels run with ``k = 1`` (ADR-0522).
 """
@@ -19,7 +19,7 @@ import dataclasses
 import tempfile
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import simpy
 
@@ -27,10 +27,8 @@ from kernbench.record.allocator import ScratchAllocator
 from kernbench.record.commands import Resolve
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.ipcq import RUN, run_resolve
+from kernbench.record.protocol import PE
 from kernbench.trace.hw import HwConfig
-
-if TYPE_CHECKING:
-    from kernbench.record.pe import PEDriver
 
 #: what a program hands the driver when another resident program's clock is earlier
 YIELD = object()
@@ -86,18 +84,18 @@ def occupancy(hw: HwConfig, n_programs: int,
     return programs_per_pe(hw, peak)
 
 
-def _load(pe: PEDriver, r: Resident) -> None:
+def _load(pe: PE, r: Resident) -> None:
     pe.ctx, pe.scratch, pe.now, pe.pending = r.ctx, r.ctx.scratch, r.now, r.pending
     pe.carried_wait, pe.loop, pe.last_end = r.carried_wait, r.loop, r.last_end
     pe.set_loop(r.loop)
 
 
-def _save(pe: PEDriver, r: Resident) -> None:
+def _save(pe: PE, r: Resident) -> None:
     r.now, r.pending, r.carried_wait, r.loop = pe.now, pe.pending, pe.carried_wait, pe.loop
     r.last_end = pe.last_end
 
 
-def run(pe: PEDriver, programs: list[int], grid: tuple[int, ...], body: Callable[[], Any],
+def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], Any],
         k: int) -> Generator[simpy.Event, Any, None]:
     """The SimPy process of an ``async`` PE: its programs, ``k`` at a time."""
     size = slot_bytes(pe.hw, k)
@@ -155,7 +153,7 @@ def run(pe: PEDriver, programs: list[int], grid: tuple[int, ...], body: Callable
     pe.done = True
 
 
-def _start(pe: PEDriver, program: int, slot: int, at: int, size: int, k: int,
+def _start(pe: PE, program: int, slot: int, at: int, size: int, k: int,
            grid: tuple[int, ...], body: Callable[[], Any]) -> Resident:
     """Program ``program`` takes ``slot`` at ``at``: its own scratch allocator over the slot."""
     hw = pe.hw
@@ -165,7 +163,7 @@ def _start(pe: PEDriver, program: int, slot: int, at: int, size: int, k: int,
                          f"(slot size {size} bytes, k = {k} resident programs per PE, "
                          "from program 0's scratch peak)") if k > 1 else ""
     pe.scratch = scratch
-    ctx = KernelContext(pe, program, grid)  # type: ignore[arg-type]
+    ctx = KernelContext(pe, program, grid)
     ctx.issue = pe.issue
     ctx.by_op = pe.by_op
     g = ProgramGreenlet(body)

@@ -25,8 +25,7 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         scope = self.scope = Scope(ctx.scratch.cursor, src, len(ctx.scopes) + 1)
         ctx.scopes.append(scope)
         cmd = new_cmd(Cmd, (_ENTER, (), None, 0, 0, (), src, 0, f'{{"cursor":{scope.saved}}}'))
-        model, engine, handler = ctx.by_op[_ENTER]  # ctx.issue(cmd), one call shorter
-        handler(cmd, model, engine)
+        ctx.emit(cmd)
         return scope
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
@@ -41,7 +40,6 @@ class scratch_scope:  # noqa: N801 - the tl spelling
         if exc_type is None:
             cmd = new_cmd(Cmd, (_EXIT, (), None, 0, 0, (scope.saved, hi), src_here(), 0,
                                 f'{{"hi":{hi},"lo":{scope.saved}}}'))
-            model, engine, handler = ctx.by_op[_EXIT]
-            handler(cmd, model, engine)
+            ctx.emit(cmd)
         ctx.scopes.pop()
         return False

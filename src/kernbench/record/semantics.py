@@ -107,8 +107,7 @@ def _issue(ctx: KernelContext, cmd: Cmd) -> None:
     """Hand ``cmd`` to the driver, first resolving recv_async inputs still unmatched."""
     if ctx.unresolved:
         _resolve(ctx, cmd)
-    model, engine, handler = ctx.by_op[cmd.op]  # ctx.issue(cmd), one call shorter
-    handler(cmd, model, engine)
+    ctx.emit(cmd)
 
 
 def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
@@ -125,8 +124,7 @@ def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: t
     cmd = new_cmd(Cmd, (op, inputs, out, n, nbytes, work, src, flops, attrs))
     if ctx.unresolved:
         _resolve(ctx, cmd)
-    model, engine, handler = ctx.by_op[op]  # ctx.issue(cmd), one call shorter
-    handler(cmd, model, engine)
+    ctx.emit(cmd)
     return out
 
 

@@ -14,7 +14,7 @@ from kernbench.case import CaseFactory, factory_params
 from kernbench.errors import BadInputError
 from kernbench.kernels.registry import registry
 from kernbench.sweep.spec import Scalar, SweepSpec
-from kernbench.trace.hw import PRESETS, HwConfig
+from kernbench.trace.hw import HwConfig, default_hw, load_hw
 
 ID_CHARS = 16
 
@@ -80,11 +80,11 @@ def _zipped(spec: SweepSpec) -> list[dict[str, Scalar]]:
 def _hardware(spec: SweepSpec) -> list[tuple[dict[str, Scalar], HwConfig]]:
     """(hw columns, config) for every hardware combination."""
     out = []
-    for preset in spec.presets or ("ahbm-v1",):
+    for preset in spec.presets or (default_hw(),):
         for fields in _product(spec.hw):
             cols: dict[str, Scalar] = {"hw.preset": preset} if spec.presets else {}
             cols.update({f"hw.{k}": v for k, v in fields.items()})
-            base = PRESETS[preset].to_dict()
+            base = load_hw(preset).to_dict()
             base.update(fields)
             out.append((cols, HwConfig(**base)))
     return out

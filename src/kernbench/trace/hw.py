@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,21 @@ PRESETS: dict[str, HwConfig] = {
 }
 
 
+#: the preset of a recording that names none (record, sweep, panel, kbt.case, the plugin)
+DEFAULT_PRESET = "ahbm-v2"
+#: the environment variable that overrides ``DEFAULT_PRESET`` (a preset name or a TOML file)
+HW_ENV = "KERNBENCH_HW"
+
+
+def default_hw() -> str:
+    """The hardware a recording uses when none is named: ``$KERNBENCH_HW``, else ahbm-v2."""
+    return os.environ.get(HW_ENV) or DEFAULT_PRESET
+
+
 def load_hw(spec: HwConfig | str | Path | None) -> HwConfig:
-    """A HwConfig from an instance, a preset name, or a TOML file path (None: ahbm-v1)."""
+    """A HwConfig from an instance, a preset name, or a TOML file path (None: ``default_hw``)."""
     if spec is None:
-        return PRESETS["ahbm-v1"]
+        spec = default_hw()
     if isinstance(spec, HwConfig):
         return spec
     if str(spec) in PRESETS:

@@ -23,7 +23,7 @@ _ACTIVE: list[Capture] = []
 class Capture:
     """The active capture: where traces go, which hardware, the traces in launch order."""
 
-    def __init__(self, out_dir: str | Path, hw: Any = "ahbm-v1", pool: Any = None) -> None:
+    def __init__(self, out_dir: str | Path, hw: Any = None, pool: Any = None) -> None:
         self.out_dir, self.hw = Path(out_dir), hw
         self.traces: list[Path] = []
         self._patched: Any = None
@@ -115,7 +115,7 @@ def write_back(host: Any, value: np.ndarray) -> None:
         np.copyto(host, value.reshape(host.shape), casting="unsafe")
 
 
-def capture(out_dir: str | Path, hw: Any = "ahbm-v1", pool: Any = None) -> Capture:
+def capture(out_dir: str | Path, hw: Any = None, pool: Any = None) -> Capture:
     """``with kbt.capture(out_dir) as cap:`` — record and replay every launch inside.
     ``pool``: a ``kb.ReplayPool`` to replay on (default: one of this capture's own)."""
     return Capture(out_dir, hw, pool)
