@@ -19,7 +19,7 @@ from kernbench.schemas.arrow import OPS
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import ENGINE, KIND, Op
-from kernbench.trace.indexed import indexed_findings, indexed_rows
+from kernbench.trace.indexed import TileBudget, indexed_findings, indexed_rows
 
 TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")
@@ -267,6 +267,7 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
     """Check every op-log row, one record batch at a time (``access``: the trace's
     access.parquet, for indexed rows)."""
     offset, seq_next = 0, {}  # type: ignore[var-annotated]
+    budget = TileBudget()
     for batch in batches:
         df = pl.from_arrow(_plain_strings(batch))
         assert isinstance(df, pl.DataFrame)
@@ -276,4 +277,4 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
         _row_rules(df, found, n_pe, seq_next)
         _operand_rules(df, n_pe, regions, found)
         _attrs(df, found)
-        indexed_findings(df, regions, access, found)
+        indexed_findings(df, regions, access, found, budget)

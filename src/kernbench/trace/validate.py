@@ -32,7 +32,7 @@ from kernbench.schemas.arrow import SCHEMAS
 from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.trace import limits
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.indexed import access_table
+from kernbench.trace.indexed import access_table, max_access_rows
 from kernbench.trace.parquet import batches, open_parquet, read
 from kernbench.trace.rows import MAX_VALUE, Findings, ops_findings, tensor_findings
 
@@ -106,7 +106,12 @@ def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
     if "access.parquet" not in (manifest.get("files") or {}):
         return EMPTY
     apath = Path(path) / "access.parquet"
-    return access_table(read(open_parquet(apath, "kernbench-access"), apath), apath)
+    pf = open_parquet(apath, "kernbench-access")
+    rows, cap = pf.metadata.num_rows, max_access_rows(int(manifest.get("n_ops") or 0))
+    if rows > cap:  # read columnar, and never more rows than the op log can name
+        raise limits.TraceLimitError(f"{apath}: {rows:,} rows, over the {cap:,} that "
+                                     f"{manifest.get('n_ops'):,} ops can name")
+    return access_table(read(pf, apath), apath)
 
 
 def _hw_memory(hw: HwConfig) -> int:
