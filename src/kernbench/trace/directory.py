@@ -189,6 +189,11 @@ class Trace:
 
     def _repr_html_(self) -> str:
         from kernbench.notebook import trace_html
+        from kernbench.trace.replayed import replay_status
 
-        return trace_html(self)
+        replay = None
+        if (self.path / "replay").exists():
+            stale = replay_status(self.path, self.manifest)
+            replay = "this trace's replay" if stale is None else f"ignored: {stale}"
+        return trace_html(self, replay)
 

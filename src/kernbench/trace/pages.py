@@ -151,6 +151,8 @@ def decoded_bytes(path: Path, meta: pq.FileMetaData) -> int:
                 group = meta.row_group(g)
                 for c in range(group.num_columns):
                     col = group.column(c)
+                    if col.num_values <= 0 or col.total_compressed_size <= 0:
+                        continue  # an empty chunk: the reader reads no page of it
                     start = col.data_page_offset
                     if col.has_dictionary_page and 0 < col.dictionary_page_offset < start:
                         start = col.dictionary_page_offset
