@@ -151,19 +151,24 @@ def strided(shape: tuple[int, ...], strides: Sequence[int], base: int = 0) -> np
     return np.broadcast_to(out, shape)
 
 
+def strides_of(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> tuple[list[int], int]:
+    """(strides, base) of a strided row; ValueError when they do not fit the tile."""
+    strides = attrs["strides"]
+    if (not isinstance(strides, list) or len(strides) != len(shape)
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in strides)):
+        raise ValueError(f"strides {strides!r} do not fit the tile {list(shape)}")
+    base = attrs.get("base", 0)
+    if not isinstance(base, int) or isinstance(base, bool):
+        raise ValueError(f"base {base!r} is not an integer")
+    return strides, base
+
+
 def elements(attrs: Mapping[str, Any], shape: tuple[int, ...], table: AccessTable = EMPTY
              ) -> tuple[np.ndarray, np.ndarray | None]:
     """(offsets relative to the operand address, mask or None) of an indexed row, in tile
     shape; ValueError when the attrs do not describe the tile."""
     if "strides" in attrs:
-        strides = attrs["strides"]
-        if (not isinstance(strides, list) or len(strides) != len(shape)
-                or not all(isinstance(s, int) and not isinstance(s, bool) for s in strides)):
-            raise ValueError(f"strides {strides!r} do not fit the tile {list(shape)}")
-        base = attrs.get("base", 0)
-        if not isinstance(base, int) or isinstance(base, bool):
-            raise ValueError(f"base {base!r} is not an integer")
-        rel = strided(shape, strides, base)
+        rel = strided(shape, *strides_of(attrs, shape))
     elif "access" in attrs:
         rel = table.get(attrs["access"], "offsets", shape)
     else:

@@ -123,12 +123,7 @@ def _pattern(attrs_text: str, shape: tuple[int, ...], table: ix.AccessTable
         if len(shape) > 8 or off.product(shape, "tile") > MAX_TILE_ELEMENTS:
             return f"tile {list(shape)} is too large for an indexed operand"
         if "strides" in attrs and attrs.get("mask") is None and all(shape):
-            strides, base = attrs["strides"], attrs.get("base", 0)
-            if (not isinstance(strides, list) or len(strides) != len(shape)
-                    or not isinstance(base, int) or isinstance(base, bool)):
-                raise ValueError(f"strides {strides!r} (base {base!r}) do not fit the tile "
-                                 f"{list(shape)}")
-            return off.span(shape, strides, base)
+            return off.span(shape, *ix.strides_of(attrs, shape))
         rel, mask = ix.elements(attrs, shape, table)
     except (ValueError, TypeError, RecursionError, OverflowError) as exc:
         return str(exc)

@@ -182,12 +182,14 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
+    major = int(str(manifest["schema_version"]).split(".")[0])
     ops = None
     if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
         ops = read(opf, o_path, names)
-        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access)
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major)
     else:
-        ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access)
+        ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access,
+                     major)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, found.frame(), ops, tensors)
