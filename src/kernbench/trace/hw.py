@@ -10,7 +10,6 @@ from typing import Any
 from kernbench.errors import BadInputError
 from kernbench.trace.tomlfile import read_toml
 
-
 #: the two engine-issue policies of one PE machine (SPEC §4.1 and §13)
 ENGINE_ISSUE = ("blocking", "async")
 _TEXT_FIELDS = frozenset({"name", "engine_issue"})
