@@ -105,4 +105,4 @@ def test_values_of_an_unchanged_copy_stay_usable(replayed: Path, tmp_path: Path)
     code, out, err = _cli("sql", str(path), "SELECT count(*) AS n FROM values")
     assert code == 0 and not err
     n = pq.read_table(path / "replay" / "values.parquet").num_rows
-    assert n > 0 and f" {n}\n" in out
+    assert n > 0 and f"\n{n}\n" in out
