@@ -54,7 +54,8 @@ def metrics_html(m: Mapping[str, Any], caption: str = "kernbench metrics") -> st
     return table([[k, m[k]] for k in keys], ["metric", "value"], caption)
 
 
-def trace_html(trace: Any) -> str:
+def trace_html(trace: Any, replay: str | None = None) -> str:
+    """The trace's table; ``replay``: what its ``replay/`` is (a stale one says so)."""
     man = trace.manifest
     hw = man.get("hw") or {}
     rows = [["path", str(trace.path)], ["case", man.get("case")], ["kernel", man.get("kernel")],
@@ -62,6 +63,8 @@ def trace_html(trace: Any) -> str:
             ["grid", man.get("grid")], ["ops", man.get("n_ops")],
             ["latency (ps)", man.get("t_end_ps")], ["hardware", hw.get("name")],
             ["scratch peak (bytes)", man.get("scratch_peak_bytes")]]
+    if replay is not None:
+        rows.append(["replay/", replay])
     return table(rows, caption="kernbench Trace")
 
 

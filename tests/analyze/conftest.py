@@ -19,6 +19,7 @@ from kernbench.kernels.registry import build_case
 from kernbench.schemas.arrow import OPS, VALUES
 from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace import file_sha256
+from kernbench.trace.replayed import FILES_KEY, replayed_files
 
 
 @pytest.fixture(scope="session")
@@ -80,8 +81,12 @@ def set_cell(df: pl.DataFrame, op_id: int, **values: Any) -> pl.DataFrame:
 
 
 def write_values(path: Path, checksums: dict[int, int]) -> None:
-    """A ``replay/values.parquet`` with the given op_id -> checksum."""
+    """A ``replay/values.parquet`` with the given op_id -> checksum, and a verdict bound to
+    the trace's contents (readers ignore a replay of other contents, ADR-0538)."""
     (path / "replay").mkdir(exist_ok=True)
+    manifest = json.loads((path / "manifest.json").read_text())
+    (path / "replay" / "verdict.json").write_text(json.dumps(
+        {"ok": True, "reference": None, FILES_KEY: replayed_files(manifest)}))
     ids = sorted(checksums)
     table = pa.Table.from_pydict({
         "op_id": ids, "checksum": [checksums[i] for i in ids], "min": [0.0] * len(ids),

@@ -17,6 +17,7 @@ from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.parquet import open_parquet, scan
+from kernbench.trace.replayed import replay_status
 
 #: element size in bytes of every dtype name a trace may hold
 ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
@@ -62,10 +63,18 @@ def ops_frame(table: pa.Table) -> pl.DataFrame:
 
 
 def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame | None:
-    """``replay/values.parquet`` if Phase 2 wrote one, else None. A corrupt one is None too
-    when ``warnings`` is given (a line naming the file is appended), else TraceFormatError."""
+    """``replay/values.parquet`` if Phase 2 wrote one, else None. A corrupt one, or one of a
+    replay of other contents than the trace's (ADR-0538), is None too when ``warnings`` is
+    given (a line saying why is appended), else TraceFormatError."""
     path = trace.path / VALUES_FILE
     if not path.exists() and not path.is_symlink():
+        return None
+    stale = replay_status(trace.path, trace.manifest)
+    if stale is not None:
+        msg = f"ignoring {path}: not this trace's replay: {stale}"
+        if warnings is None:
+            raise TraceFormatError(msg)
+        warnings.append(msg)
         return None
     try:
         pf = open_parquet(path, "kernbench-values")

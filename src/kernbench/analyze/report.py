@@ -19,6 +19,7 @@ from kernbench.analyze.frames import open_trace, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
 from kernbench.notebook import fmt
 from kernbench.trace import Trace
+from kernbench.trace.replayed import read_verdict, stale_reason
 
 
 def _numeric(value: Any) -> bool:
@@ -83,6 +84,9 @@ class MetricsReport:
     by_op: list[dict[str, Any]] = field(default_factory=list)
     critical: dict[str, Any] = field(default_factory=dict)  # ``critical.summary``
     exit_code: int = 0
+    #: what ``replay/`` says of this trace (None: not replayed); a stale one says so
+    replay: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def engine_rows(self) -> list[list[Any]]:
         m = self.metrics
@@ -98,8 +102,9 @@ class MetricsReport:
     def to_text(self) -> str:
         m = self.metrics
         scratch = sorted(k for k in m if k.startswith("scratch_peak_bytes_pe"))
+        head = f"trace {self.path} (case {self.case})"
         parts = [
-            f"trace {self.path} (case {self.case})",
+            head if self.replay is None else f"{head}\nreplay: {self.replay}",
             format_table(["metric", "value"], [[label, m[key]] for label, key in SUMMARY]),
             "engines",
             format_table(["engine", "busy_ps", "busy_max_ps", "util", "util_mean",
@@ -121,7 +126,7 @@ class MetricsReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
-                "by_op": self.by_op, "critical_path": self.critical}
+                "by_op": self.by_op, "critical_path": self.critical, "replay": self.replay}
 
     def __repr__(self) -> str:
         from kernbench.notebook import report_repr
@@ -141,9 +146,11 @@ def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     """The ``kernbench report`` of a trace."""
     trace = open_trace(trace_or_path)
     m = metrics(trace)
+    replay, warnings = replay_line(trace)
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
                          op_breakdown(trace).to_dicts(),
-                         summary(critical_path(trace), int(m["latency_ps"])))
+                         summary(critical_path(trace), int(m["latency_ps"])),
+                         replay=replay, warnings=warnings)
 
 
 #: the critical-path tables: (title, key, columns)
@@ -159,3 +166,19 @@ def critical_text(c: dict[str, Any]) -> list[str]:
         parts += [f"critical path {title}",
                   format_table(list(cols), [[r[k] for k in cols] for r in c[key]])]
     return parts
+
+
+def replay_line(trace: Trace) -> tuple[str | None, tuple[str, ...]]:
+    """(what the trace's ``replay/`` found, warnings): None without a replay; a replay of
+    other contents is ignored and said so (ADR-0538)."""
+    if not (trace.path / "replay").exists():
+        return None, ()
+    verdict = read_verdict(trace.path)
+    reason = verdict if isinstance(verdict, str) else stale_reason(verdict, trace.manifest)
+    if reason is not None:
+        return f"ignored: {reason}", (f"ignoring {trace.path / 'replay'}: {reason}",)
+    assert isinstance(verdict, dict)
+    if verdict.get("reference") is None:
+        return "replayed, not verified (no reference)", ()
+    return ("verified" if verdict.get("ok") is True else "WRONG") + \
+        f" against {verdict.get('reference')}", ()

@@ -24,6 +24,7 @@ from kernbench.replay.binding import BindContext, Executor, need, reader, same
 from kernbench.replay.convert import BF16, as_dtype, to_f32
 from kernbench.replay.store import NP_DTYPES, Memory, MemoryStore, Operand
 from kernbench.schemas import indexed as ix
+from kernbench.schemas import offsets as off
 from kernbench.schemas.ops import ATOMICS, OPS, Op
 
 
@@ -71,7 +72,11 @@ class ElementOperand(Operand):
         if len(moved) and region is None:
             self.error = f"address {raw.addr} is inside no tensor of {raw.space}"
             return
-        addrs = raw.addr + moved * isz
+        try:  # checked, never wrapped (ADR-0535)
+            addrs = off.addresses(raw.addr, moved, isz)
+        except off.OffsetError as exc:
+            self.error = str(exc)
+            return
         if len(moved):
             lo, hi = region[0], region[1]  # type: ignore[index]
             bad = (addrs < lo) | (addrs + isz > hi)

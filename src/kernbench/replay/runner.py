@@ -42,7 +42,9 @@ from kernbench.replay.verdict import (
 from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace, atomic_dir
+from kernbench.trace.directory import read_manifest, verify_files
 from kernbench.trace.parquet import read_table
+from kernbench.trace.replayed import FILES_KEY, replayed_files, stale_reason
 
 OUTPUT_ROLES = frozenset({"output", "inout"})
 INPUT_ROLES = frozenset({"input", "inout"})
@@ -181,6 +183,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             del store  # the memories go before the reference runs
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
+            verdict[FILES_KEY] = replayed_files(manifest)  # what was replayed (ADR-0538)
             # one binary value per output: min/max statistics and a dictionary would copy
             # and compare the whole array (10x the write time of a large output)
             pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
@@ -236,8 +239,15 @@ def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> p
 
 def load_result(path: str | Path, run_id: str | None = None) -> ReplayResult:
     """The ReplayResult of a replay already written to ``path/replay/``; with ``run_id``,
-    only that run's (ReplayError if ``replay/`` holds no verdict of that run)."""
+    only that run's (ReplayError if ``replay/`` holds no verdict of that run). A replay of
+    other contents than the trace's (edited since) is refused (TraceFormatError)."""
     verdict = load_verdict(path, run_id)
+    manifest = read_manifest(Path(path))
+    if run_id is None:  # a result read back later: the data files are the manifest's
+        verify_files(Path(path), manifest)
+    reason = stale_reason(verdict, manifest)
+    if reason is not None:
+        raise TraceFormatError(f"{Path(path) / 'replay'}: not this trace's replay: {reason}")
     table = read_table(Path(path) / "replay" / "outputs.parquet", "kernbench-outputs")
     raw, dtypes = {}, {}
     for row in table.to_pylist():

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
 
 KINDS = ("offsets", "mask", "values")
@@ -52,16 +53,12 @@ def encode(kind: str, arr: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
     return name, shape, a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
-def decode(kind: str, dtype: str, shape: Sequence[int], data: bytes) -> np.ndarray:
+def decode(kind: str, dtype: str, shape: Sequence[int], data: Any) -> np.ndarray:
     """The array of one access.parquet row; ValueError when its bytes do not fit."""
     if kind not in KINDS:
         raise ValueError(f"access kind {kind!r} is not one of {KINDS}")
     shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"access shape {list(shape)} is negative")
-    n = 1
-    for s in shape:
-        n *= s
+    n = off.product(shape, "access shape")
     if kind == "mask":
         if dtype != "bool" or len(data) != (n + 7) // 8:
             raise ValueError(f"mask {dtype} {list(shape)} has {len(data)} bytes, expected "
@@ -79,12 +76,19 @@ def decode(kind: str, dtype: str, shape: Sequence[int], data: bytes) -> np.ndarr
     return np.frombuffer(data, npd).astype(npd.newbyteorder("="), copy=False).reshape(shape)
 
 
-class AccessTable:
-    """The rows of ``access.parquet`` by id, decoded on first use (and cached)."""
+#: decoded access arrays kept for reuse, in bytes (beyond it they are decoded per use)
+CACHE_BYTES = 64 << 20
 
-    def __init__(self, rows: Mapping[int, tuple[str, str, tuple[int, ...], bytes]]) -> None:
-        self.rows = dict(rows)
+
+class AccessTable:
+    """The rows of ``access.parquet`` by id (a mapping to ``(kind, dtype, shape, bytes)``,
+    kept as given), decoded on first use; up to ``CACHE_BYTES`` of decoded arrays are
+    cached."""
+
+    def __init__(self, rows: Mapping[int, tuple[str, str, tuple[int, ...], Any]]) -> None:
+        self.rows = rows
         self._arrays: dict[int, np.ndarray] = {}
+        self._cached = 0
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -99,8 +103,11 @@ class AccessTable:
             raise ValueError(f"access id {ref} is a {k!r} array, expected {kind!r}")
         arr = self._arrays.get(ref)
         if arr is None:
-            arr = self._arrays[ref] = decode(k, dtype, shp, data)
+            arr = decode(k, dtype, shp, data)
             arr.flags.writeable = False
+            if self._cached + arr.nbytes <= CACHE_BYTES:
+                self._arrays[ref] = arr
+                self._cached += arr.nbytes
         if shape is not None and arr.shape != tuple(shape):
             raise ValueError(f"access id {ref} ({kind}) has shape {list(arr.shape)}, the "
                              f"operand {list(shape)}")
@@ -132,7 +139,10 @@ def affine(offsets: np.ndarray) -> tuple[int, list[int]] | None:
 
 
 def strided(shape: tuple[int, ...], strides: Sequence[int], base: int = 0) -> np.ndarray:
-    """``base + sum(idx_i * s_i)`` over the tile, int64."""
+    """``base + sum(idx_i * s_i)`` over the tile, int64; OffsetError (before any array is
+    built) when an offset would leave the format's range (``schemas.offsets.span``)."""
+    if all(n > 0 for n in shape):
+        off.span(shape, strides, base)
     out = np.full((1,) * len(shape), int(base), np.int64)
     for ax, (n, s) in enumerate(zip(shape, strides, strict=True)):
         dims = [1] * len(shape)
@@ -141,24 +151,32 @@ def strided(shape: tuple[int, ...], strides: Sequence[int], base: int = 0) -> np
     return np.broadcast_to(out, shape)
 
 
+def strides_of(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> tuple[list[int], int]:
+    """(strides, base) of a strided row; ValueError when they do not fit the tile."""
+    strides = attrs["strides"]
+    if (not isinstance(strides, list) or len(strides) != len(shape)
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in strides)):
+        raise ValueError(f"strides {strides!r} do not fit the tile {list(shape)}")
+    base = attrs.get("base", 0)
+    if not isinstance(base, int) or isinstance(base, bool):
+        raise ValueError(f"base {base!r} is not an integer")
+    return strides, base
+
+
 def elements(attrs: Mapping[str, Any], shape: tuple[int, ...], table: AccessTable = EMPTY
              ) -> tuple[np.ndarray, np.ndarray | None]:
     """(offsets relative to the operand address, mask or None) of an indexed row, in tile
     shape; ValueError when the attrs do not describe the tile."""
     if "strides" in attrs:
-        strides = attrs["strides"]
-        if (not isinstance(strides, list) or len(strides) != len(shape)
-                or not all(isinstance(s, int) and not isinstance(s, bool) for s in strides)):
-            raise ValueError(f"strides {strides!r} do not fit the tile {list(shape)}")
-        base = attrs.get("base", 0)
-        if not isinstance(base, int) or isinstance(base, bool):
-            raise ValueError(f"base {base!r} is not an integer")
-        rel = strided(shape, strides, base)
+        rel = strided(shape, *strides_of(attrs, shape))
     elif "access" in attrs:
         rel = table.get(attrs["access"], "offsets", shape)
     else:
         raise ValueError("an indexed row needs 'strides' or 'access' in its attrs")
-    return rel, mask_of(attrs, shape, table)
+    mask = mask_of(attrs, shape, table)
+    if "access" in attrs:  # the moved offsets of a stored array, bounded before any product
+        off.check_array(moved(rel, mask))
+    return rel, mask
 
 
 def mask_of(attrs: Mapping[str, Any], shape: tuple[int, ...], table: AccessTable = EMPTY

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,21 @@ def read_manifest(path: Path) -> dict[str, Any]:
     from kernbench.trace.validate import check_manifest
 
     check_manifest(manifest, str(mpath))
+    check_version_files(Path(path), manifest, major)
     return manifest
+
+
+def check_version_files(path: Path, manifest: dict[str, Any], major: int) -> None:
+    """The manifest's version against the files present: a version-1 trace lists no
+    version-2 file, and no optional data file is present without being listed (ADR-0539)."""
+    files = manifest.get("files") or {}
+    for name in OPTIONAL_FILES:
+        if name in files and major < 2:
+            raise TraceFormatError(f"{path}: the manifest says schema_version {major} but "
+                                   f"lists {name}, a version-2 file")
+        if name not in files and os.path.lexists(path / name):
+            raise TraceFormatError(f"{path / name}: present but not listed in the manifest's "
+                                   "files; the trace was modified or is corrupt")
 
 
 def verify_files(path: Path, manifest: dict[str, Any]) -> None:
@@ -202,6 +217,11 @@ class Trace:
 
     def _repr_html_(self) -> str:
         from kernbench.notebook import trace_html
+        from kernbench.trace.replayed import replay_status
 
-        return trace_html(self)
+        replay = None
+        if (self.path / "replay").exists():
+            stale = replay_status(self.path, self.manifest)
+            replay = "this trace's replay" if stale is None else f"ignored: {stale}"
+        return trace_html(self, replay)
 

@@ -3,7 +3,8 @@
 
 ``open_parquet`` checks the footer before any data is allocated (a regular file, UTF-8
 schema metadata, the ``kernbench`` format and major version, every column with its contract
-type, the uncompressed size within ``kernbench.trace.limits``); ``read``, ``batches`` and
+type, the uncompressed size within ``kernbench.trace.limits``, as the footer and as the
+page headers say: ``kernbench.trace.pages``); ``read``, ``batches`` and
 ``scan`` then read the opened file, turning a corrupt page into ``TraceFormatError``.
 """
 
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import META_KEY, SCHEMAS, SUPPORTED_MAJOR
 from kernbench.trace import limits
+from kernbench.trace.pages import decoded_bytes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -105,6 +107,8 @@ def open_parquet(path: Path, fmt: str) -> pq.ParquetFile:
     check_metadata(schema.metadata, fmt, path)
     check_types(schema, fmt, path)
     limits.require(f"{path} (uncompressed)", raw)
+    # the page headers size the decompression buffers, whatever the footer says
+    limits.require(f"{path} (decoded pages)", decoded_bytes(path, meta))
     return pf
 
 

@@ -19,7 +19,8 @@ from kernbench.schemas.arrow import OPS
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.schemas.ops import ENGINE, KIND, Op
-from kernbench.trace.indexed import indexed_findings, indexed_rows
+from kernbench.trace.attrs import attrs_findings, version_findings
+from kernbench.trace.indexed import TileBudget, indexed_findings, indexed_rows
 
 TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")
@@ -263,10 +264,11 @@ def _plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None, n_pe: int,
-                 found: Findings, access: AccessTable = EMPTY) -> None:
+                 found: Findings, access: AccessTable = EMPTY, major: int = 2) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
-    access.parquet, for indexed rows)."""
+    access.parquet, for indexed rows; ``major``: the manifest's schema version)."""
     offset, seq_next = 0, {}  # type: ignore[var-annotated]
+    budget = TileBudget()
     for batch in batches:
         df = pl.from_arrow(_plain_strings(batch))
         assert isinstance(df, pl.DataFrame)
@@ -276,4 +278,6 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
         _row_rules(df, found, n_pe, seq_next)
         _operand_rules(df, n_pe, regions, found)
         _attrs(df, found)
-        indexed_findings(df, regions, access, found)
+        attrs_findings(df, found)
+        version_findings(df, major, indexed_rows(df), found)
+        indexed_findings(df, regions, access, found, budget)

@@ -32,7 +32,7 @@ from kernbench.schemas.arrow import SCHEMAS
 from kernbench.schemas.indexed import EMPTY, AccessTable
 from kernbench.trace import limits
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.indexed import access_table
+from kernbench.trace.indexed import access_table, max_access_rows
 from kernbench.trace.parquet import batches, open_parquet, read
 from kernbench.trace.rows import MAX_VALUE, Findings, ops_findings, tensor_findings
 
@@ -106,7 +106,12 @@ def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
     if "access.parquet" not in (manifest.get("files") or {}):
         return EMPTY
     apath = Path(path) / "access.parquet"
-    return access_table(read(open_parquet(apath, "kernbench-access"), apath), apath)
+    pf = open_parquet(apath, "kernbench-access")
+    rows, cap = pf.metadata.num_rows, max_access_rows(int(manifest.get("n_ops") or 0))
+    if rows > cap:  # read columnar, and never more rows than the op log can name
+        raise limits.TraceLimitError(f"{apath}: {rows:,} rows, over the {cap:,} that "
+                                     f"{manifest.get('n_ops'):,} ops can name")
+    return access_table(read(pf, apath), apath)
 
 
 def _hw_memory(hw: HwConfig) -> int:
@@ -177,12 +182,14 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
+    major = int(str(manifest["schema_version"]).split(".")[0])
     ops = None
     if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
         ops = read(opf, o_path, names)
-        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access)
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major)
     else:
-        ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access)
+        ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access,
+                     major)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, found.frame(), ops, tensors)

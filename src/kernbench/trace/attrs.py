@@ -1,0 +1,171 @@
+"""The validator's rules for ``attrs``: every field Phase 2 reads, per op family (ADR-0539).
+
+``FIELDS[family]`` lists the attrs keys replay's executors of that family read, each with
+its kind (``KINDS``: a type and range test); ``REQUIRED`` the keys an op cannot replay
+without; ``INPUTS`` how many inputs an op's attrs imply, for the families whose inputs
+depend on them (gather, scatter, atomics). A row whose attrs break these is a ``schema``
+finding: every command but ``check`` refuses the trace (exit 2) before anything runs, where
+replay would otherwise fail mid-run ("could not convert string to float", exit 1).
+Attrs are JSON; nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.ops import OPS, Family, Op
+
+INPUT = "input"
+INT32 = 1 << 31
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _scalar(v: Any) -> bool:
+    """A Python scalar a kernel may store or compare (bool, int in int64, float)."""
+    return isinstance(v, bool) or (_int(v) and -(1 << 63) <= v < 1 << 64) or (
+        isinstance(v, float) and (math.isfinite(v) or math.isinf(v) or math.isnan(v)))
+
+
+def _scalars(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(p, list) and len(p) == 2 and _int(p[0]) and 0 <= p[0] < 3 and _scalar(p[1])
+        for p in v)
+
+
+#: kind name -> (test, what it must be)
+KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "scalar": (_scalar, "a number or bool"),
+    "id": (lambda v: _int(v) and 0 <= v < 1 << 62, "an access.parquet id"),
+    "id_or_input": (lambda v: v == INPUT or (_int(v) and 0 <= v < 1 << 62),
+                    "an access.parquet id or \"input\""),
+    "input": (lambda v: v == INPUT, "\"input\""),
+    "ints": (lambda v: isinstance(v, list) and len(v) <= 8 and all(map(_int, v)),
+             "a list of at most 8 integers"),
+    "int": (_int, "an integer"),
+    "int32": (lambda v: _int(v) and -INT32 <= v < INT32, "an int32"),
+    "axis": (lambda v: v is None or (_int(v) and -8 <= v < 8), "an axis or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "pair": (lambda v: isinstance(v, list) and len(v) == 2 and all(map(_int, v))
+             and 0 <= v[0] < v[1], "[k0, k1] with 0 <= k0 < k1"),
+    "scalars": (_scalars, "a list of [position, scalar]"),
+    "dtype": (lambda v: v in DTYPES, f"one of {sorted(DTYPES)}"),
+    "offset": (lambda v: _int(v) and 0 <= v < 1 << 62, "a non-negative offset"),
+}
+
+_ELEMENTS = {"strides": "ints", "base": "int", "access": "id", "mask": "id"}
+_ELEMENTWISE = {"scalars": "scalars"}
+#: family -> {attrs key replay reads: its kind}
+FIELDS: dict[Family, dict[str, str]] = {
+    Family.MEMORY: {**_ELEMENTS, "other": "scalar"},
+    Family.GATHER: {"mask": "id_or_input", "other": "scalar"},
+    Family.SCATTER: {"mask": "id_or_input"},
+    Family.ATOMIC: {**_ELEMENTS, "mask": "id_or_input", "offsets": "input", "value": "scalar"},
+    Family.CONST: {"values": "id"},
+    Family.FILL: {"value": "scalar"},
+    Family.ARANGE: {"start": "int32"},
+    Family.REDUCE: {"axis": "axis", "keepdims": "bool"},
+    Family.ARG: {"axis": "axis", "keepdims": "bool"},
+    Family.SCAN: {"axis": "axis", "reverse": "bool"},
+    Family.SOFTMAX: {"axis": "axis"},
+    Family.DOT: {"a_cols": "pair"},
+    Family.BROADCAST: {"shape": "ints"},
+    Family.CAST: {"dtype": "dtype"},
+    Family.BINARY: _ELEMENTWISE, Family.TERNARY: _ELEMENTWISE, Family.WHERE: _ELEMENTWISE,
+    Family.UNARY: _ELEMENTWISE,
+    Family.SCOPE: {"lo": "offset", "hi": "offset"},
+}
+#: family -> keys (or alternatives, ``a|b``) an op cannot replay without
+REQUIRED: dict[Family, tuple[str, ...]] = {
+    Family.ATOMIC: ("strides|access|offsets",), Family.CONST: ("values",),
+    Family.FILL: ("value",),
+}
+#: ops of a family that need more keys than the family
+REQUIRED_BY_OP: dict[Op, tuple[str, ...]] = {Op.SCOPE_EXIT: ("lo", "hi")}
+
+
+def _inputs_gather(a: dict) -> int:
+    return 2 + (a.get("mask") == INPUT)
+
+
+def _inputs_atomic(a: dict) -> int:
+    return 1 + ("value" not in a) + (a.get("offsets") == INPUT) + (a.get("mask") == INPUT)
+
+
+#: family -> the number of inputs an op's attrs imply
+INPUTS: dict[Family, Callable[[dict], int]] = {
+    Family.GATHER: _inputs_gather, Family.SCATTER: _inputs_gather,
+    Family.ATOMIC: _inputs_atomic,
+}
+_FAMILY = {op.value: spec.family for op, spec in OPS.items()}
+
+
+def problem(name: str, attrs_text: str, n_inputs: int) -> str | None:
+    """What is wrong with one op's attrs (None: nothing this table checks)."""
+    family = _FAMILY.get(name)
+    if family is None:
+        return None  # an unknown op name is its own finding
+    try:
+        attrs = json.loads(attrs_text)
+    except (ValueError, RecursionError):
+        return None  # unparseable attrs are their own finding
+    if not isinstance(attrs, dict):
+        return None
+    for key, kind in FIELDS.get(family, {}).items():
+        if key in attrs:
+            test, what = KINDS[kind]
+            if not test(attrs[key]):
+                return f"attrs {key!r} is {_short(attrs[key])}, expected {what}"
+    need = REQUIRED.get(family, ()) + REQUIRED_BY_OP.get(Op(name), ())
+    for keys in need:
+        if not any(k in attrs for k in keys.split("|")):
+            return f"attrs lack {' or '.join(repr(k) for k in keys.split('|'))}"
+    if family is Family.SCOPE and "lo" in attrs and "hi" in attrs and attrs["lo"] > attrs["hi"]:
+        return f"attrs rewind [{attrs['lo']}, {attrs['hi']})"
+    count = INPUTS.get(family)
+    if count is not None and n_inputs != count(attrs):
+        return f"its attrs imply {count(attrs)} inputs, it has {n_inputs}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def attrs_findings(df: pl.DataFrame, found) -> None:
+    """Check the attrs of one op-log batch (``df`` has ``row`` and plain strings)."""
+    keys = df.select("name", "attrs", n=pl.col("inputs").list.len().fill_null(0)).unique()
+    bad = [(n, a, k, p) for n, a, k in keys.iter_rows()
+           if n is not None and a is not None and (p := problem(n, a, k)) is not None]
+    if not bad:
+        return
+    probs = pl.DataFrame(bad, schema={"name": pl.String, "attrs": pl.String, "n": pl.UInt32,
+                                      "problem": pl.String}, orient="row")
+    hits = df.with_columns(n=pl.col("inputs").list.len().fill_null(0)).join(
+        probs, on=["name", "attrs", "n"])
+    found.add("schema", hits.sort("row"), pl.format("op {} ({}): {}", "op_id", "name",
+                                                    "problem"), "row")
+
+
+#: the op families a version-2 trace introduced (indexed memory)
+V2_FAMILIES = frozenset({Family.GATHER, Family.SCATTER, Family.ATOMIC, Family.CONST})
+_V2_NAMES = sorted(op.value for op, spec in OPS.items() if spec.family in V2_FAMILIES)
+
+
+def version_findings(df: pl.DataFrame, major: int, indexed: pl.Expr, found) -> None:
+    """A version-1 manifest over version-2 rows (indexed memory): the rows it cannot hold."""
+    if major >= 2:
+        return
+    hits = df.filter(pl.col("name").is_in(_V2_NAMES) | indexed)
+    found.add("schema", hits, pl.format("op {} ({}) is indexed memory, a version-2 row in a "
+                                        "trace whose manifest says schema_version {}",
+                                        "op_id", "name", pl.lit(major)), "row")
