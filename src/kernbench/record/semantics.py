@@ -26,7 +26,7 @@ from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, rules
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import OP, Op
-from kernbench.schemas.rules import RESULT_DTYPE as _RESULT_DTYPE
+from kernbench.schemas.policy import scalar_dtype
 
 __all__ = ["src_here"]
 
@@ -261,7 +261,7 @@ _SCALAR_ATTRS: dict[tuple, str] = {}
 
 
 def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
-                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], DType, str]:
+                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], _Operands, str]:
     """One handle and one Python scalar at argument position ``pos``."""
     s = h.buf.scope
     if s is not None and not s.alive:
@@ -272,10 +272,43 @@ def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
         if len(_SCALAR_ATTRS) > 4096:
             _SCALAR_ATTRS.clear()
         attrs = _SCALAR_ATTRS[key] = _attrs(scalars=((pos, v),))
-    dt = h.dtype
-    if not dt.is_float and type(v) is float:
-        dt = dtypes.float32
-    return (h,), h.shape, dt, attrs
+    scalar = (scalar_dtype(v), True)
+    return (h,), h.shape, ((scalar, (h.dtype.name, False)) if pos == 0 else
+                           ((h.dtype.name, False), scalar)), attrs
+
+
+_Operands = tuple[tuple[str, bool], ...]
+_COUNT = {1: "one", 2: "two", 3: "three"}
+
+
+def arguments(op: Op, args: tuple[Any, ...], src: str
+               ) -> tuple[tuple[TensorHandle, ...], tuple[tuple[int, Any], ...], _Operands]:
+    """The handles, the Python scalars ``(position, value)`` and every argument's
+    ``(dtype name, is a scalar)`` of an elementwise op; a KernelError for anything else."""
+    hs, scalars, operands = [], [], []
+    for pos, v in enumerate(args):
+        if type(v) is TensorHandle:
+            hs.append(_live(v, src))
+            operands.append((v.dtype.name, False))
+        elif isinstance(v, _SCALARS) or hasattr(v, "item"):
+            value = v.item() if hasattr(v, "item") else v
+            scalars.append((pos, value))
+            operands.append((scalar_dtype(value), True))
+        else:
+            raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar"
+                              f"{hints.operand(v)}", src)
+    if not hs:
+        raise KernelError(f"{op.value} of {_COUNT[len(args)]} scalars needs no kernel op", src)
+    return tuple(hs), tuple(scalars), tuple(operands)
+
+
+def result_dtype(op: Op, operands: _Operands, src: str) -> DType:
+    """The op table's result dtype (``schemas/semantics.py``, KERNBENCH policy) or a
+    DtypeError at the kernel line (an integer-only op meeting floats)."""
+    try:
+        return rules.result_dtype(op, operands)
+    except ValueError as exc:
+        raise DtypeError(str(exc), src) from None
 
 
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
@@ -288,33 +321,19 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             _live(y, src)
         handles: tuple[TensorHandle, ...] = (x, y)
         shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
-        dt = x.dtype if x.dtype is y.dtype else dtypes.promote(x.dtype, y.dtype)
+        operands: _Operands = ((x.dtype.name, False), (y.dtype.name, False))
         attrs = "{}"
     elif type(x) is TensorHandle and type(y) in _PLAIN:  # handle (op) scalar
-        handles, shape, dt, attrs = _with_scalar(x, 1, y, src)
+        handles, shape, operands, attrs = _with_scalar(x, 1, y, src)
     elif type(y) is TensorHandle and type(x) in _PLAIN:  # scalar (op) handle
-        handles, shape, dt, attrs = _with_scalar(y, 0, x, src)
+        handles, shape, operands, attrs = _with_scalar(y, 0, x, src)
     else:
-        hs, scalars = [], []
-        for pos, v in enumerate((x, y)):
-            if type(v) is TensorHandle:
-                hs.append(_live(v, src))
-            elif isinstance(v, _SCALARS) or hasattr(v, "item"):
-                scalars.append((pos, v.item() if hasattr(v, "item") else v))
-            else:
-                raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar"
-                                  f"{hints.operand(v)}", src)
-        if not hs:
-            raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
-        handles = tuple(hs)
-        shape, dt = hs[0].shape, hs[0].dtype
-        if not dt.is_float and isinstance(scalars[0][1], float):
-            dt = dtypes.float32
-        attrs = _attrs(scalars=tuple(scalars))
-    try:  # free unless an integer-only op meets floats
-        dt = _RESULT_DTYPE[op](dt)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
+        handles, scalars, operands = arguments(op, (x, y), src)
+        shape = handles[0].shape
+        for h in handles[1:]:
+            shape = broadcast_shapes(shape, h.shape, src)
+        attrs = _attrs(scalars=scalars)
+    dt = result_dtype(op, operands, src)
     n = 1
     for d in shape:
         n *= d
@@ -327,30 +346,23 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
     _live(cond, src, "where cond")
     if cond.dtype is not dtypes.bool_:
         raise DtypeError(f"where cond must be bool, got {cond.dtype.name}", src)
-    handles, scalars, shape, dt = [cond], [], cond.shape, None
-    for pos, v in ((1, x), (2, y)):
-        if isinstance(v, TensorHandle):
-            handles.append(_live(v, src))
-            shape = broadcast_shapes(shape, v.shape, src)
-            dt = v.dtype if dt is None else dtypes.promote(dt, v.dtype)
-        elif isinstance(v, _SCALARS):
-            scalars.append((pos, v))
-        else:
+    for v in (x, y):
+        if not isinstance(v, TensorHandle | int | float | bool):
             raise KernelError(f"where: operand {v!r} is neither a handle nor a scalar", src)
-    if dt is None:
-        dt = dtypes.float32
-    return _emit(ctx, OP.WHERE, tuple(handles), shape, dt, (_prod(shape),), src,
-                 _attrs(scalars=tuple(scalars)) if scalars else "{}")
+    handles, scalars, operands = arguments(OP.WHERE, (cond, x, y), src)
+    shape = cond.shape
+    for h in handles[1:]:
+        shape = broadcast_shapes(shape, h.shape, src)
+    dt = result_dtype(OP.WHERE, operands, src)
+    return _emit(ctx, OP.WHERE, handles, shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=scalars) if scalars else "{}")
 
 
 def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    try:
-        dt = _RESULT_DTYPE[op](x.dtype)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
+    dt = result_dtype(op, ((x.dtype.name, False),), src)
     return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
 
 
@@ -362,11 +374,27 @@ def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
     return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
 
 
-def _axis(x: TensorHandle, axis: int, src: str) -> int:
+def axis_for(x: TensorHandle, ax: int, src: str) -> int:
+    """``ax`` normalised for ``x`` (the op table's rule), or a ShapeError at the kernel line."""
     try:
-        return rules.axis_of(x.shape, axis)
+        return rules.axis_of(x.shape, int(ax))
     except ValueError as exc:
         raise ShapeError(str(exc), src) from None
+
+
+def infer(op: Op, x: TensorHandle, attrs: dict[str, Any], src: str
+          ) -> tuple[tuple[int, ...], DType]:
+    """The op table's output ``(shape, dtype)`` of a one-input op (``schemas/semantics.py``,
+    KERNBENCH policy); a ShapeError (DtypeError for refused dtypes) at the kernel line."""
+    try:
+        got = rules.infer(op, [x.shape], [x.dtype], attrs)
+    except rules.PromotionError as exc:
+        raise DtypeError(str(exc), src) from None
+    except ValueError as exc:
+        raise ShapeError(str(exc), src) from None
+    if got is None:  # pragma: no cover - every one-input family of the table infers
+        raise KernelError(f"{op.value} has no inferred output", src)
+    return got
 
 
 def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
@@ -374,20 +402,20 @@ def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = Fa
     ctx = current()
     src = src_here()
     _live(x, src)
-    if axis is not None:
-        axis = _axis(x, axis, src)
-    shape = rules.reduce_shape(x.shape, axis, keepdims)
-    return _emit(ctx, op, (x,), shape, _RESULT_DTYPE[op](x.dtype), (x.numel,), src,
-                 _attrs(axis=axis, keepdims=bool(keepdims)))
+    ax = None if axis is None else axis_for(x, axis, src)
+    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
+                 _attrs(axis=ax, keepdims=bool(keepdims)))
 
 
 def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    ax = _axis(x, axis, src)
-    dt = _RESULT_DTYPE[OP.SOFTMAX](x.dtype)
-    return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
+    ax = axis_for(x, axis, src)
+    shape, dt = infer(OP.SOFTMAX, x, {"axis": ax}, src)
+    return _emit(ctx, OP.SOFTMAX, (x,), shape, dt, (x.numel,), src, _attrs(axis=ax))
+
 
 
 _handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module

@@ -13,7 +13,6 @@ import numpy as np
 from kernbench.replay.convert import BF16, bf16_to_f32
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
 from kernbench.schemas.indexed import EMPTY, AccessTable
-from kernbench.schemas.ops import OPS, Family, Op
 
 F32 = np.dtype(np.float32)
 #: float dtypes computed in float32
@@ -60,11 +59,13 @@ def need(cond: bool, message: str) -> None:
 
 
 def arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
-           name: str) -> None:
+           name: str) -> Operand:
+    """The output operand, once the op has one and ``n_in`` inputs (else ShapeMismatch)."""
     if len(ins) not in n_in:
         need(False, f"{name} takes {' or '.join(map(str, n_in))} inputs, got {len(ins)}")
     if out is None:
-        need(False, f"{name} has no output operand")
+        raise ShapeMismatch(f"Shape mismatch: {name} has no output operand")
+    return out
 
 
 def compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
@@ -145,15 +146,6 @@ def elementwise_step(fn: Callable[..., Any], slots: list, taken: list[bool]) -> 
 
 def call_read(fn: Callable[..., Any], readers: list) -> Any:
     return fn(*[r() for r in readers])
-
-
-# -- the numpy implementations, from the op table (schemas/ops.py) -------------------------
-UFUNCS: dict[Op, Callable[..., np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.BINARY}  # type: ignore[misc]
-UNARY_FNS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.UNARY}  # type: ignore[misc]
-REDUCE_UFUNCS: dict[Op, np.ufunc] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.REDUCE}  # type: ignore[misc]
 
 
 def numel(o: Operand) -> int:

@@ -50,8 +50,8 @@ bool_ = DType("bool", np.bool_)  # type: ignore[arg-type]
 
 DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
 
-# promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
-_RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+#: promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
+RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
 
 
 def by_name(name: str | DType) -> DType:
@@ -64,11 +64,17 @@ def by_name(name: str | DType) -> DType:
         raise KeyError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
 
 
+def promote_names(a: str, b: str) -> str:
+    """The trace format's promotion of two dtype names: the higher rank; bfloat16 with
+    float16 is float32 (the one rule; ``schemas/policy.py``'s KERNBENCH policy uses it)."""
+    if a == b:
+        return a
+    ra, rb = RANK[a], RANK[b]
+    if ra == rb:  # bfloat16 with float16
+        return "float32"
+    return a if ra > rb else b
+
+
 def promote(a: DType, b: DType) -> DType:
     """The result dtype of an elementwise op between ``a`` and ``b``."""
-    if a is b:
-        return a
-    ra, rb = _RANK[a.name], _RANK[b.name]
-    if ra == rb:  # bfloat16 with float16
-        return float32
-    return a if ra > rb else b
+    return a if a is b else DTYPES[promote_names(a.name, b.name)]
