@@ -213,11 +213,16 @@ class Cast:
 @dataclass(frozen=True, slots=True)
 class Reduce:
     """``ufunc.reduce`` over ``attrs["axis"]`` (None: every axis), ``keepdims``; the input
-    widened to the policy's accumulator first."""
+    read in the accumulator dtype first (``attrs["dtype"]`` or the policy's widening)."""
 
     name: str
     fn: Fn
     rule: Callable[[str, Policy], str]
+
+    def accumulator(self, dt: str, attrs: Mapping[str, Any], policy: Policy) -> str:
+        """The dtype the input is read in: ``attrs["dtype"]`` (Triton's ``dtype=``) or the
+        policy's widening of ``dt``."""
+        return str(attrs.get("dtype") or policy.accumulator(self.name, dt))
 
     def infer(self, shapes: Sequence[Shape], dtypes: Sequence[str], attrs: Mapping[str, Any],
               policy: Policy) -> tuple[Shape, str]:
@@ -225,7 +230,7 @@ class Reduce:
         shape = policy.reduce_shape(_shape0(shapes, self.name),
                                     None if axis is None else int(axis),
                                     bool(attrs.get("keepdims", False)))
-        return shape, self.rule(policy.accumulator(self.name, dtypes[0]), policy)
+        return shape, self.rule(self.accumulator(dtypes[0], attrs, policy), policy)
 
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
         axis = attrs.get("axis")
@@ -235,7 +240,7 @@ class Reduce:
                  ) -> np.ndarray:
         x = np.asarray(arrays[0])
         shape, dt = self.infer([x.shape], [_name(x)], attrs, policy)
-        x = policy.load(x, policy.accumulator(self.name, _name(x)))
+        x = policy.load(x, self.accumulator(_name(x), attrs, policy))
         with np.errstate(all="ignore"):
             return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
 
@@ -267,11 +272,14 @@ class Scan:
     fn: Fn
     rule: Callable[[str, Policy], str]
 
+    def accumulator(self, dt: str, attrs: Mapping[str, Any], policy: Policy) -> str:
+        return str(attrs.get("dtype") or policy.accumulator(self.name, dt))
+
     def infer(self, shapes: Sequence[Shape], dtypes: Sequence[str], attrs: Mapping[str, Any],
               policy: Policy) -> tuple[Shape, str]:
         shape = _shape0(shapes, self.name)
         axis_of(shape, int(attrs.get("axis", 0)))
-        return shape, self.rule(policy.accumulator(self.name, dtypes[0]), policy)
+        return shape, self.rule(self.accumulator(dtypes[0], attrs, policy), policy)
 
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
         return partial(_scan, self.fn, int(attrs.get("axis", 0)), bool(attrs.get("reverse")))
@@ -280,7 +288,7 @@ class Scan:
                  ) -> np.ndarray:
         x = np.asarray(arrays[0])
         shape, dt = self.infer([x.shape], [_name(x)], attrs, policy)
-        x = policy.load(x, policy.accumulator(self.name, _name(x)))
+        x = policy.load(x, self.accumulator(_name(x), attrs, policy))
         with np.errstate(all="ignore"):
             return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
 
