@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -19,6 +19,7 @@ F32 = np.dtype(np.float32)
 LOW_FLOATS = frozenset({BF16, np.dtype(np.float16)})
 
 Step = Callable[[], "np.ndarray | None"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def upcast(v: np.ndarray) -> Callable[[], np.ndarray]:
     return partial(bf16_to_f32, v) if v.dtype == BF16 else partial(v.astype, F32)
 
 
-def same(v: np.ndarray) -> np.ndarray:
+def same(v: T) -> T:
+    """The value itself (a step returning a live view, or a bound constant)."""
     return v
 
 

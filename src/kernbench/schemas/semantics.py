@@ -203,11 +203,16 @@ class Cast:
         return _shape0(shapes, self.name), str(attrs["dtype"])
 
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
-        return partial(policy.store, dt=np_dtype(str(attrs["dtype"])))
+        return partial(_cast, policy.store, np_dtype(str(attrs["dtype"])))
 
     def evaluate(self, arrays: Sequence[Any], attrs: Mapping[str, Any], policy: Policy
                  ) -> np.ndarray:
         return self.evaluator(attrs, policy)(np.asarray(arrays[0]))
+
+
+def _cast(store: Callable[[np.ndarray, np.dtype], np.ndarray], dt: np.dtype, v: Any
+          ) -> np.ndarray:
+    return store(np.asarray(v), dt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +250,7 @@ class Reduce:
             return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
 
 
-def _reduce(fn: Fn, axis: int | None, x: np.ndarray) -> np.ndarray:
+def _reduce(fn: Any, axis: int | None, x: np.ndarray) -> np.ndarray:
     return np.asarray(fn.reduce(x, axis=axis, keepdims=True))
 
 

@@ -105,7 +105,7 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
     sem = OPS[kop].sem
     if not isinstance(sem, Reduce):  # pragma: no cover - the names above are reductions
         raise KernelError(f"tl.{op} is not a reduction", src)
-    attrs = {"axis": ax, "keepdims": bool(keep_dims)}
+    attrs: dict[str, Any] = {"axis": ax, "keepdims": bool(keep_dims)}
     if plain(dtype) is not None:
         attrs["dtype"] = d.by_name(plain(dtype)).name
     shape, out = sem.infer([x.shape], [x.dtype.name], attrs, TRITON)
