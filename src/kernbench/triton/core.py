@@ -226,7 +226,7 @@ def broadcast(a: Any, b: Any) -> tuple[tensor, tensor]:
 def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
     try:
         from kernbench.record.pipeline import pipelined
-    except ImportError:  # Part C's pipelining not present: loads issue at use
+    except ImportError:  # no load pipelining (record/pipeline.py): loads issue at use
         return iter(it)
     return pipelined(it, num_stages, src=src)
 

@@ -28,7 +28,7 @@ def table_op(name: str, src: str) -> Op:
 
 
 def indexed(src: str) -> Any:
-    """Part A's indexed-memory module (``record/indexed.py``)."""
+    """The indexed-memory module (``record/indexed.py``)."""
     try:
         from kernbench.record import indexed as mod
     except ImportError:

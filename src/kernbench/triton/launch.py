@@ -149,7 +149,7 @@ def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
          outputs: Sequence[str] | str | None = None,
          reference: Callable[..., dict[str, np.ndarray]] | None = None, num_warps: int = 4,
          num_stages: int | None = None, config: int | None = None, **meta: Any) -> Case:
-    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (SPEC §12)."""
+    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (docs/triton.md)."""
     launch = bind(unwrap(kernel), grid, args, dict(meta), num_warps, num_stages, config)
     name = name or launch.info.fn.__name__
     if outputs == ALL:
