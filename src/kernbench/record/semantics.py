@@ -193,7 +193,7 @@ def reshape(x: TensorHandle, shape: Any) -> TensorHandle:
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
     if shape.count(-1) == 1:
-        rest = _prod(s for s in shape if s != -1)  # type: ignore[arg-type]
+        rest = _prod([s for s in shape if s != -1])
         if rest > 0 and x.numel % rest == 0:
             shape = tuple(x.numel // rest if s == -1 else s for s in shape)
     shape = _shape(shape, src, "reshape target")

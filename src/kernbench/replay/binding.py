@@ -72,7 +72,9 @@ def arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
 def compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
     """The operand's live view and whether it must be converted to float32 when read."""
     v = o.view
-    return v, (v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)  # type: ignore[return-value, union-attr]
+    if v is None:
+        raise ShapeMismatch(f"Shape mismatch: operand {o.space}:{o.addr} is not placed")
+    return v, bool(v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)
 
 
 def reader(o: Operand, force_f32: bool = False) -> Callable[[], np.ndarray]:

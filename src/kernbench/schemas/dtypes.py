@@ -10,6 +10,7 @@ replay never needs it).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 
 class DType:
@@ -17,7 +18,7 @@ class DType:
 
     __slots__ = ("name", "_np", "storage", "itemsize", "is_float")
 
-    def __init__(self, name: str, np_dtype: np.dtype | None, storage: np.dtype | None = None
+    def __init__(self, name: str, np_dtype: DTypeLike | None, storage: DTypeLike | None = None
                  ) -> None:
         self.name = name
         self._np = None if np_dtype is None else np.dtype(np_dtype)
@@ -41,12 +42,12 @@ class DType:
         return (by_name, (self.name,))
 
 
-float32 = DType("float32", np.float32)  # type: ignore[arg-type]
-float16 = DType("float16", np.float16)  # type: ignore[arg-type]
-bfloat16 = DType("bfloat16", None, np.uint16)  # type: ignore[arg-type]
-int32 = DType("int32", np.int32)  # type: ignore[arg-type]
-int8 = DType("int8", np.int8)  # type: ignore[arg-type]
-bool_ = DType("bool", np.bool_)  # type: ignore[arg-type]
+float32 = DType("float32", np.float32)
+float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", None, np.uint16)
+int32 = DType("int32", np.int32)
+int8 = DType("int8", np.int8)
+bool_ = DType("bool", np.bool_)
 
 DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
 

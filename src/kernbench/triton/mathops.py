@@ -181,7 +181,7 @@ def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: boo
     ax = 0 if plain(dim) is None else _axis(x, dim, src)
     if x.kind != SYMBOLIC:
         raise KernelError("tl.softmax of concrete values is not supported", src)
-    return data.symbolic(sem_.softmax(x.value, ax))  # type: ignore[arg-type]
+    return data.symbolic(sem_.softmax(x.value, ax or 0))
 
 
 # -- dot -----------------------------------------------------------------------------------
