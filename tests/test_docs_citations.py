@@ -1,6 +1,7 @@
 """Code and docs cite only documents the repository holds: every ``docs/...`` path named in
-the source, the tests and the docs (the ADRs aside) exists, every relative Markdown link resolves, and no
-comment cites the external specification ("SPEC §N") or a build part ("Part A")."""
+the source, the tests and the docs (the ADRs aside) exists, every relative Markdown link
+resolves, and no comment cites the external specification ("SPEC §N") or a build part
+("Part A")."""
 
 from __future__ import annotations
 

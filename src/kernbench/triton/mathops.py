@@ -32,7 +32,7 @@ def _value(x: Any, src: str) -> tensor:
 
 
 def _math1(op: str) -> Callable[[Any], tensor]:
-    def fn(x: Any, *_rounding: Any, **_kw: Any) -> tensor:
+    def fn(x: Any, *_rounding: object, **_kw: object) -> tensor:
         src = src_here()
         x = _value(x, src)
         if op in _FP32_ONLY and x.dtype.name not in ("float32", "float64"):
@@ -48,15 +48,15 @@ MATH1 = {name: _math1(name) for name in (
     "ceil", "cos", "sin")}
 
 
-def maximum(x: Any, y: Any, propagate_nan: Any = None) -> tensor:
+def maximum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
     return arith.binary("maximum", x, y)
 
 
-def minimum(x: Any, y: Any, propagate_nan: Any = None) -> tensor:
+def minimum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
     return arith.binary("minimum", x, y)
 
 
-def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> tensor:  # noqa: A002
+def clamp(x: Any, min: Any, max: Any, propagate_nan: object = None) -> tensor:  # noqa: A002
     return minimum(maximum(x, min), max)
 
 
@@ -105,7 +105,7 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
     sem = OPS[kop].sem
     if not isinstance(sem, Reduce):  # pragma: no cover - the names above are reductions
         raise KernelError(f"tl.{op} is not a reduction", src)
-    attrs: dict[str, Any] = {"axis": ax, "keepdims": bool(keep_dims)}
+    attrs: dict[str, object] = {"axis": ax, "keepdims": bool(keep_dims)}
     if plain(dtype) is not None:
         attrs["dtype"] = d.by_name(plain(dtype)).name
     shape, out = sem.infer([x.shape], [x.dtype.name], attrs, TRITON)
@@ -157,13 +157,14 @@ def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     sem = OPS[kop].sem
     if not isinstance(sem, Scan) or ax is None:
         raise KernelError(f"tl.{op} needs a scan axis", src)
-    attrs: dict[str, Any] = {"axis": ax, "reverse": bool(plain(reverse))}
+    rev = bool(plain(reverse))
+    attrs: dict[str, object] = {"axis": ax, "reverse": rev}
     if plain(dtype) is not None:
         attrs["dtype"] = d.by_name(plain(dtype)).name
     x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
     if x.kind == CONCRETE:
         return concrete(sem.evaluate([x.value], attrs, TRITON), x.dtype)
-    return data.symbolic(sem2.scan(kop, x.value, ax, attrs["reverse"]))
+    return data.symbolic(sem2.scan(kop, x.value, ax, rev))
 
 
 def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
@@ -188,8 +189,8 @@ def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: boo
 _DOT_IN = ("int8", "float16", "bfloat16", "float32")
 
 
-def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,
-        allow_tf32: Any = None, max_num_imprecise_acc: Any = None, out_dtype: Any = None
+def dot(input: Any, other: Any, acc: Any = None, input_precision: object = None,
+        allow_tf32: object = None, max_num_imprecise_acc: object = None, out_dtype: Any = None
         ) -> tensor:
     src = src_here()
     a, b = _value(input, src), _value(other, src)

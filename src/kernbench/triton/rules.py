@@ -7,8 +7,6 @@ is defined here; this module converts between Triton dtypes and the policy's dty
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kernbench.schemas import policy
@@ -38,7 +36,7 @@ def truediv_type(a: dtype, a_scalar: bool, b: dtype, b_scalar: bool) -> dtype:
     return result_types("div", a, a_scalar, b, b_scalar)[0]
 
 
-def check_scalar(x: Any, t: dtype) -> None:
+def check_scalar(x: object, t: dtype) -> None:
     """A Python integer that meets an integer type must fit it (Triton raises otherwise)."""
     if t.is_int() and not t.is_bool() and isinstance(x, int | np.integer) and not isinstance(
             x, bool):
