@@ -232,7 +232,7 @@ def test_int32_wraps_on_overflow() -> None:
     (TRITON, "uint8", "int32", None, "int32"),
     (TRITON, "uint32", "int32", None, "uint32"),
     (TRITON, "bfloat16", "float16", None, "float32"),
-], ids=str)
+], ids=lambda v: v.name if isinstance(v, Policy) else str(v))
 def test_mixed_promotion(policy: Policy, a: str, b: str | None, scalar: float | None,
                          want: str) -> None:
     x = np.ones(3, np_dtype(a))

@@ -226,9 +226,10 @@ def repeat(x: TensorHandle, axis: int, n: int) -> TensorHandle:
     src = src_here()
     _live(x, src)
     nd = x.ndim + 1
-    if not -nd <= axis < nd:
-        raise ShapeError(f"repeat axis {axis} out of range for {list(x.shape)}", src)
-    axis %= nd
+    try:  # the new axis: positions of an (ndim + 1)-axis result
+        axis = rules.axis_of((1,) * nd, int(axis))
+    except ValueError:
+        raise ShapeError(f"repeat axis {axis} out of range for {list(x.shape)}", src) from None
     expanded = reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
     return broadcast(expanded, x.shape[:axis] + (int(n),) + x.shape[axis:])
 
