@@ -13,7 +13,6 @@ from typing import Any
 from kernbench.errors import (
     DtypeError,
     KernelError,
-    ScratchScopeError,
     ShapeError,
     SpaceError,
 )
@@ -22,6 +21,14 @@ from kernbench.record import hints
 from kernbench.record.commands import Cmd, Resolve, new_cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
+from kernbench.record.operands import (
+    Operands,
+    arguments,
+    axis_for,
+    infer,
+    result_dtype,
+)
+from kernbench.record.operands import live as _live
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, rules
 from kernbench.schemas.dtypes import DType
@@ -72,17 +79,6 @@ def _dtype(dtype: Any, src: str) -> DType:
         return dtypes.by_name(dtype)
     except (KeyError, TypeError):
         raise DtypeError(f"unknown dtype {dtype!r}", src) from None
-
-
-def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
-    if type(h) is not TensorHandle:
-        raise KernelError(f"{what} must be a TensorHandle, got {type(h).__name__} {h!r}", src)
-    s = h.buf.scope
-    if s is not None and not s.alive:
-        raise ScratchScopeError(
-            f"{what} {list(h.shape)} {h.dtype.name} was allocated at {h.buf.src} inside a "
-            f"scratch_scope (entered at {s.src}) that has exited; used here after the scope", src)
-    return h
 
 
 def into(out: Any, shape: tuple[int, ...], dt: DType, what: str, src: str) -> TensorHandle:
@@ -262,7 +258,7 @@ _SCALAR_ATTRS: dict[tuple, str] = {}
 
 
 def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
-                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], _Operands, str]:
+                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], Operands, str]:
     """One handle and one Python scalar at argument position ``pos``."""
     s = h.buf.scope
     if s is not None and not s.alive:
@@ -278,40 +274,6 @@ def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
                            ((h.dtype.name, False), scalar)), attrs
 
 
-_Operands = tuple[tuple[str, bool], ...]
-_COUNT = {1: "one", 2: "two", 3: "three"}
-
-
-def arguments(op: Op, args: tuple[Any, ...], src: str
-               ) -> tuple[tuple[TensorHandle, ...], tuple[tuple[int, Any], ...], _Operands]:
-    """The handles, the Python scalars ``(position, value)`` and every argument's
-    ``(dtype name, is a scalar)`` of an elementwise op; a KernelError for anything else."""
-    hs, scalars, operands = [], [], []
-    for pos, v in enumerate(args):
-        if type(v) is TensorHandle:
-            hs.append(_live(v, src))
-            operands.append((v.dtype.name, False))
-        elif isinstance(v, _SCALARS) or hasattr(v, "item"):
-            value = v.item() if hasattr(v, "item") else v
-            scalars.append((pos, value))
-            operands.append((scalar_dtype(value), True))
-        else:
-            raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar"
-                              f"{hints.operand(v)}", src)
-    if not hs:
-        raise KernelError(f"{op.value} of {_COUNT[len(args)]} scalars needs no kernel op", src)
-    return tuple(hs), tuple(scalars), tuple(operands)
-
-
-def result_dtype(op: Op, operands: _Operands, src: str) -> DType:
-    """The op table's result dtype (``schemas/semantics.py``, KERNBENCH policy) or a
-    DtypeError at the kernel line (an integer-only op meeting floats)."""
-    try:
-        return rules.result_dtype(op, operands)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
-
-
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
     ctx = current()
     src = src_here()
@@ -322,7 +284,7 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             _live(y, src)
         handles: tuple[TensorHandle, ...] = (x, y)
         shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
-        operands: _Operands = ((x.dtype.name, False), (y.dtype.name, False))
+        operands: Operands = ((x.dtype.name, False), (y.dtype.name, False))
         attrs = "{}"
     elif type(x) is TensorHandle and type(y) in _PLAIN:  # handle (op) scalar
         handles, shape, operands, attrs = _with_scalar(x, 1, y, src)
@@ -335,10 +297,7 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             shape = broadcast_shapes(shape, h.shape, src)
         attrs = _attrs(scalars=scalars)
     dt = result_dtype(op, operands, src)
-    n = 1
-    for d in shape:
-        n *= d
-    return _emit(ctx, op, handles, shape, dt, (n,), src, attrs)
+    return _emit(ctx, op, handles, shape, dt, (_prod(shape),), src, attrs)
 
 
 def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
@@ -347,9 +306,6 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
     _live(cond, src, "where cond")
     if cond.dtype is not dtypes.bool_:
         raise DtypeError(f"where cond must be bool, got {cond.dtype.name}", src)
-    for v in (x, y):
-        if not isinstance(v, TensorHandle | int | float | bool):
-            raise KernelError(f"where: operand {v!r} is neither a handle nor a scalar", src)
     handles, scalars, operands = arguments(OP.WHERE, (cond, x, y), src)
     shape = cond.shape
     for h in handles[1:]:
@@ -375,29 +331,6 @@ def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
     return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
 
 
-def axis_for(x: TensorHandle, ax: int, src: str) -> int:
-    """``ax`` normalised for ``x`` (the op table's rule), or a ShapeError at the kernel line."""
-    try:
-        return rules.axis_of(x.shape, int(ax))
-    except ValueError as exc:
-        raise ShapeError(str(exc), src) from None
-
-
-def infer(op: Op, x: TensorHandle, attrs: dict[str, Any], src: str
-          ) -> tuple[tuple[int, ...], DType]:
-    """The op table's output ``(shape, dtype)`` of a one-input op (``schemas/semantics.py``,
-    KERNBENCH policy); a ShapeError (DtypeError for refused dtypes) at the kernel line."""
-    try:
-        got = rules.infer(op, [x.shape], [x.dtype], attrs)
-    except rules.PromotionError as exc:
-        raise DtypeError(str(exc), src) from None
-    except ValueError as exc:
-        raise ShapeError(str(exc), src) from None
-    if got is None:  # pragma: no cover - every one-input family of the table infers
-        raise KernelError(f"{op.value} has no inferred output", src)
-    return got
-
-
 def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
            ) -> TensorHandle:
     ctx = current()
@@ -416,7 +349,6 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     ax = axis_for(x, axis, src)
     shape, dt = infer(OP.SOFTMAX, x, {"axis": ax}, src)
     return _emit(ctx, OP.SOFTMAX, (x,), shape, dt, (x.numel,), src, _attrs(axis=ax))
-
 
 
 _handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module

@@ -12,17 +12,8 @@ from typing import Any
 from kernbench.errors import KernelError
 from kernbench.record.context import current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.semantics import (
-    _attrs,
-    _emit,
-    _live,
-    _prod,
-    arguments,
-    axis_for,
-    broadcast_shapes,
-    infer,
-    result_dtype,
-)
+from kernbench.record.operands import arguments, axis_for, infer, live, result_dtype
+from kernbench.record.semantics import _attrs, _emit, _prod, broadcast_shapes
 from kernbench.record.source import src_here
 from kernbench.schemas.ops import OPS, Family, Op
 
@@ -52,7 +43,7 @@ def scan(op: Op, x: TensorHandle, axis: int = 0, reverse: bool = False) -> Tenso
     ctx = current()
     src = src_here()
     _family(op, Family.SCAN, src)
-    _live(x, src)
+    live(x, src)
     ax = axis_for(x, axis, src)
     attrs = _attrs(axis=ax, reverse=True) if reverse else _attrs(axis=ax)
     shape, dt = infer(op, x, {"axis": ax}, src)
@@ -66,7 +57,7 @@ def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool 
     ctx = current()
     src = src_here()
     _family(op, Family.ARG, src)
-    _live(x, src)
+    live(x, src)
     ax = None if axis is None else axis_for(x, axis, src)
     shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
     return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
