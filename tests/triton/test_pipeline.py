@@ -1,4 +1,4 @@
-"""A Triton case goes through the whole pipeline like any other (SPEC §12): the command line
+"""A Triton case goes through the whole pipeline like any other (docs/triton.md): the command line
 records and replays it (``--case module:factory`` rebuilds it), a sweep over an autotuned
 kernel's ``config`` is one line of a spec, and ``diff`` and ``plot`` read the results."""
 

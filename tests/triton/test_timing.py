@@ -1,4 +1,4 @@
-"""DMA timing of Triton loads and stores (SPEC §12, docs/hardware-model.md): a transfer is a
+"""DMA timing of Triton loads and stores (docs/triton.md, docs/hardware-model.md): a transfer is a
 set of contiguous runs; one run costs its bytes at ``hbm_gbps``, k > 1 runs cost their bursts
 plus ``k - 1`` run overheads; masked-off elements move nothing. Expected costs are the closed
 forms over the ``ahbm-v1`` fields (integer picoseconds, rounded up)."""

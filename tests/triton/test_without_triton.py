@@ -1,5 +1,5 @@
 """The same kernel modules on a machine without Triton: ``import triton`` resolves to
-kernbench's stand-in modules (SPEC §12), and every kernel still records, replays and matches
+kernbench's stand-in modules (docs/triton.md), and every kernel still records, replays and matches
 numpy.
 
 A child process puts a meta-path finder first on ``sys.meta_path`` that raises

@@ -17,6 +17,7 @@ from kernbench.analyze import metrics
 from kernbench.errors import BadInputError
 from kernbench.kernels.registry import build_case
 from kernbench.record.runner import record
+from kernbench.trace import writing
 from kernbench.trace.hw import HwConfig, load_hw
 
 LLAMA = {"H_q": 64, "H_kv": 8, "D": 128}
@@ -140,7 +141,7 @@ def run_panel(full: bool = False, out: str | Path | None = None,
             rows.append(run_config(cfg, Path(tmp)))
     frame = pl.DataFrame(rows)
     if out is not None:
-        frame.write_parquet(out / "panel.parquet")
+        writing.write_frame(frame, "panel", out / "panel.parquet")
         frame.write_csv(out / "panel.csv")
         from kernbench.plot.panel_figure import save_panel_chart  # matplotlib only when asked
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from kernbench.schemas.arrow import ACCESS
 from kernbench.schemas.indexed import encode
+from kernbench.trace import writing
 
 #: bytes of array data held before a batch is written
 BATCH_BYTES = 4 << 20
@@ -64,8 +65,7 @@ class AccessWriter:
             pa.array([r[4] for r in rows], pa.binary()),
         ], schema=ACCESS)
         if self._pq is None:
-            self._pq = pq.ParquetWriter(self.path, ACCESS, compression="zstd",
-                                        write_statistics=False, store_schema=True)
+            self._pq = writing.open_writer(self.path, ACCESS, "access")
         self._pq.write_batch(batch)
         self._rows, self._held = [], 0
 

@@ -166,7 +166,7 @@ def _const_offsets(offs: np.ndarray, what: str, src: str) -> TensorHandle:
     return constant(offs.astype(np.int32), dtypes.int32, src=src)
 
 
-# -- the interface (docs/triton-design.md, "A -> B") -----------------------------------------
+# -- the interface the Triton front end uses (docs/triton.md) -------------------------------
 def load_indexed(tensor: HbmTensor, offsets: np.ndarray, mask: Mask = None,
                  other: int | float | bool | None = None, *, src: str) -> TensorHandle:
     """Lazy DMA read of ``tensor``'s elements at ``offsets`` (any shape) into a fresh TCM

@@ -13,7 +13,6 @@ from typing import Any
 from kernbench.errors import (
     DtypeError,
     KernelError,
-    ScratchScopeError,
     ShapeError,
     SpaceError,
 )
@@ -22,11 +21,19 @@ from kernbench.record import hints
 from kernbench.record.commands import Cmd, Resolve, new_cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
+from kernbench.record.operands import (
+    Operands,
+    arguments,
+    axis_for,
+    infer,
+    result_dtype,
+)
+from kernbench.record.operands import live as _live
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, rules
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import OP, Op
-from kernbench.schemas.rules import RESULT_DTYPE as _RESULT_DTYPE
+from kernbench.schemas.policy import scalar_dtype
 
 __all__ = ["src_here"]
 
@@ -72,17 +79,6 @@ def _dtype(dtype: Any, src: str) -> DType:
         return dtypes.by_name(dtype)
     except (KeyError, TypeError):
         raise DtypeError(f"unknown dtype {dtype!r}", src) from None
-
-
-def _live(h: Any, src: str, what: str = "operand") -> TensorHandle:
-    if type(h) is not TensorHandle:
-        raise KernelError(f"{what} must be a TensorHandle, got {type(h).__name__} {h!r}", src)
-    s = h.buf.scope
-    if s is not None and not s.alive:
-        raise ScratchScopeError(
-            f"{what} {list(h.shape)} {h.dtype.name} was allocated at {h.buf.src} inside a "
-            f"scratch_scope (entered at {s.src}) that has exited; used here after the scope", src)
-    return h
 
 
 def into(out: Any, shape: tuple[int, ...], dt: DType, what: str, src: str) -> TensorHandle:
@@ -191,7 +187,7 @@ def reshape(x: TensorHandle, shape: Any) -> TensorHandle:
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
     if shape.count(-1) == 1:
-        rest = _prod(s for s in shape if s != -1)  # type: ignore[arg-type]
+        rest = _prod([s for s in shape if s != -1])
         if rest > 0 and x.numel % rest == 0:
             shape = tuple(x.numel // rest if s == -1 else s for s in shape)
     shape = _shape(shape, src, "reshape target")
@@ -224,9 +220,10 @@ def repeat(x: TensorHandle, axis: int, n: int) -> TensorHandle:
     src = src_here()
     _live(x, src)
     nd = x.ndim + 1
-    if not -nd <= axis < nd:
-        raise ShapeError(f"repeat axis {axis} out of range for {list(x.shape)}", src)
-    axis %= nd
+    try:  # the new axis: positions of an (ndim + 1)-axis result
+        axis = rules.axis_of((1,) * nd, int(axis))
+    except ValueError:
+        raise ShapeError(f"repeat axis {axis} out of range for {list(x.shape)}", src) from None
     expanded = reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
     return broadcast(expanded, x.shape[:axis] + (int(n),) + x.shape[axis:])
 
@@ -259,7 +256,7 @@ _SCALAR_ATTRS: dict[tuple, str] = {}
 
 
 def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
-                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], DType, str]:
+                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], Operands, str]:
     """One handle and one Python scalar at argument position ``pos``."""
     s = h.buf.scope
     if s is not None and not s.alive:
@@ -270,10 +267,9 @@ def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
         if len(_SCALAR_ATTRS) > 4096:
             _SCALAR_ATTRS.clear()
         attrs = _SCALAR_ATTRS[key] = _attrs(scalars=((pos, v),))
-    dt = h.dtype
-    if not dt.is_float and type(v) is float:
-        dt = dtypes.float32
-    return (h,), h.shape, dt, attrs
+    scalar = (scalar_dtype(v), True)
+    return (h,), h.shape, ((scalar, (h.dtype.name, False)) if pos == 0 else
+                           ((h.dtype.name, False), scalar)), attrs
 
 
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
@@ -286,37 +282,20 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             _live(y, src)
         handles: tuple[TensorHandle, ...] = (x, y)
         shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
-        dt = x.dtype if x.dtype is y.dtype else dtypes.promote(x.dtype, y.dtype)
+        operands: Operands = ((x.dtype.name, False), (y.dtype.name, False))
         attrs = "{}"
     elif type(x) is TensorHandle and type(y) in _PLAIN:  # handle (op) scalar
-        handles, shape, dt, attrs = _with_scalar(x, 1, y, src)
+        handles, shape, operands, attrs = _with_scalar(x, 1, y, src)
     elif type(y) is TensorHandle and type(x) in _PLAIN:  # scalar (op) handle
-        handles, shape, dt, attrs = _with_scalar(y, 0, x, src)
+        handles, shape, operands, attrs = _with_scalar(y, 0, x, src)
     else:
-        hs, scalars = [], []
-        for pos, v in enumerate((x, y)):
-            if type(v) is TensorHandle:
-                hs.append(_live(v, src))
-            elif isinstance(v, _SCALARS) or hasattr(v, "item"):
-                scalars.append((pos, v.item() if hasattr(v, "item") else v))
-            else:
-                raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar"
-                                  f"{hints.operand(v)}", src)
-        if not hs:
-            raise KernelError(f"{op.value} of two scalars needs no kernel op", src)
-        handles = tuple(hs)
-        shape, dt = hs[0].shape, hs[0].dtype
-        if not dt.is_float and isinstance(scalars[0][1], float):
-            dt = dtypes.float32
-        attrs = _attrs(scalars=tuple(scalars))
-    try:  # free unless an integer-only op meets floats
-        dt = _RESULT_DTYPE[op](dt)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
-    n = 1
-    for d in shape:
-        n *= d
-    return _emit(ctx, op, handles, shape, dt, (n,), src, attrs)
+        handles, scalars, operands = arguments(op, (x, y), src)
+        shape = handles[0].shape
+        for h in handles[1:]:
+            shape = broadcast_shapes(shape, h.shape, src)
+        attrs = _attrs(scalars=scalars)
+    dt = result_dtype(op, operands, src)
+    return _emit(ctx, op, handles, shape, dt, (_prod(shape),), src, attrs)
 
 
 def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
@@ -325,30 +304,20 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
     _live(cond, src, "where cond")
     if cond.dtype is not dtypes.bool_:
         raise DtypeError(f"where cond must be bool, got {cond.dtype.name}", src)
-    handles, scalars, shape, dt = [cond], [], cond.shape, None
-    for pos, v in ((1, x), (2, y)):
-        if isinstance(v, TensorHandle):
-            handles.append(_live(v, src))
-            shape = broadcast_shapes(shape, v.shape, src)
-            dt = v.dtype if dt is None else dtypes.promote(dt, v.dtype)
-        elif isinstance(v, _SCALARS):
-            scalars.append((pos, v))
-        else:
-            raise KernelError(f"where: operand {v!r} is neither a handle nor a scalar", src)
-    if dt is None:
-        dt = dtypes.float32
-    return _emit(ctx, OP.WHERE, tuple(handles), shape, dt, (_prod(shape),), src,
-                 _attrs(scalars=tuple(scalars)) if scalars else "{}")
+    handles, scalars, operands = arguments(OP.WHERE, (cond, x, y), src)
+    shape = cond.shape
+    for h in handles[1:]:
+        shape = broadcast_shapes(shape, h.shape, src)
+    dt = result_dtype(OP.WHERE, operands, src)
+    return _emit(ctx, OP.WHERE, handles, shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=scalars) if scalars else "{}")
 
 
 def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    try:
-        dt = _RESULT_DTYPE[op](x.dtype)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
+    dt = result_dtype(op, ((x.dtype.name, False),), src)
     return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
 
 
@@ -360,32 +329,24 @@ def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
     return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
 
 
-def _axis(x: TensorHandle, axis: int, src: str) -> int:
-    try:
-        return rules.axis_of(x.shape, axis)
-    except ValueError as exc:
-        raise ShapeError(str(exc), src) from None
-
-
 def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
            ) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    if axis is not None:
-        axis = _axis(x, axis, src)
-    shape = rules.reduce_shape(x.shape, axis, keepdims)
-    return _emit(ctx, op, (x,), shape, _RESULT_DTYPE[op](x.dtype), (x.numel,), src,
-                 _attrs(axis=axis, keepdims=bool(keepdims)))
+    ax = None if axis is None else axis_for(x, axis, src)
+    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
+                 _attrs(axis=ax, keepdims=bool(keepdims)))
 
 
 def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    ax = _axis(x, axis, src)
-    dt = _RESULT_DTYPE[OP.SOFTMAX](x.dtype)
-    return _emit(ctx, OP.SOFTMAX, (x,), x.shape, dt, (x.numel,), src, _attrs(axis=ax))
+    ax = axis_for(x, axis, src)
+    shape, dt = infer(OP.SOFTMAX, x, {"axis": ax}, src)
+    return _emit(ctx, OP.SOFTMAX, (x,), shape, dt, (x.numel,), src, _attrs(axis=ax))
 
 
 _handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module

@@ -2,19 +2,19 @@
 ``scan(op, x, axis, reverse)`` (cumsum, cumprod) and ``arg_reduce(op, x, axis, keepdims)``
 (argmax, argmin). Elementwise unary/binary ops of the table (``floor``, ``and_``, ``mod``
 ...) and reductions go through ``semantics.unary/binary/reduce`` as before. Shapes and
-dtypes follow the op table's rules (``schemas/rules.py``); errors are KernelErrors naming
+dtypes follow the op table's semantics (``schemas/semantics.py``); errors are KernelErrors naming
 the kernel line."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import DtypeError, KernelError, ShapeError
+from kernbench.errors import KernelError
 from kernbench.record.context import current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.semantics import _SCALARS, _attrs, _emit, _live, _prod, broadcast_shapes
+from kernbench.record.operands import arguments, axis_for, infer, live, result_dtype
+from kernbench.record.semantics import _attrs, _emit, _prod, broadcast_shapes
 from kernbench.record.source import src_here
-from kernbench.schemas import dtypes, rules
 from kernbench.schemas.ops import OPS, Family, Op
 
 
@@ -29,33 +29,13 @@ def ternary(op: Op, x: Any, y: Any, z: Any) -> TensorHandle:
     ctx = current()
     src = src_here()
     _family(op, Family.TERNARY, src)
-    handles, scalars, shape, dt = [], [], None, None
-    for pos, v in enumerate((x, y, z)):
-        if isinstance(v, TensorHandle):
-            handles.append(_live(v, src))
-            shape = v.shape if shape is None else broadcast_shapes(shape, v.shape, src)
-            dt = v.dtype if dt is None else dtypes.promote(dt, v.dtype)
-        elif isinstance(v, _SCALARS) or hasattr(v, "item"):
-            scalars.append((pos, v.item() if hasattr(v, "item") else v))
-        else:
-            raise KernelError(f"{op.value}: operand {v!r} is neither a handle nor a scalar", src)
-    if shape is None or dt is None:
-        raise KernelError(f"{op.value} of three scalars needs no kernel op", src)
-    if not dt.is_float and any(isinstance(v, float) for _, v in scalars):
-        dt = dtypes.float32
-    try:
-        dt = rules.RESULT_DTYPE[op](dt)
-    except ValueError as exc:
-        raise DtypeError(str(exc), src) from None
-    return _emit(ctx, op, tuple(handles), shape, dt, (_prod(shape),), src,
-                 _attrs(scalars=tuple(scalars)) if scalars else "{}")
-
-
-def _axis(x: TensorHandle, axis: int, src: str) -> int:
-    try:
-        return rules.axis_of(x.shape, int(axis))
-    except ValueError as exc:
-        raise ShapeError(str(exc), src) from None
+    handles, scalars, operands = arguments(op, (x, y, z), src)
+    shape = handles[0].shape
+    for h in handles[1:]:
+        shape = broadcast_shapes(shape, h.shape, src)
+    dt = result_dtype(op, operands, src)
+    return _emit(ctx, op, handles, shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=scalars) if scalars else "{}")
 
 
 def scan(op: Op, x: TensorHandle, axis: int = 0, reverse: bool = False) -> TensorHandle:
@@ -63,11 +43,11 @@ def scan(op: Op, x: TensorHandle, axis: int = 0, reverse: bool = False) -> Tenso
     ctx = current()
     src = src_here()
     _family(op, Family.SCAN, src)
-    _live(x, src)
-    ax = _axis(x, axis, src)
+    live(x, src)
+    ax = axis_for(x, axis, src)
     attrs = _attrs(axis=ax, reverse=True) if reverse else _attrs(axis=ax)
-    return _emit(ctx, op, (x,), x.shape, rules.RESULT_DTYPE[op](x.dtype), (x.numel,), src,
-                 attrs)
+    shape, dt = infer(op, x, {"axis": ax}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)
 
 
 def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
@@ -77,9 +57,8 @@ def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool 
     ctx = current()
     src = src_here()
     _family(op, Family.ARG, src)
-    _live(x, src)
-    if axis is not None:
-        axis = _axis(x, axis, src)
-    shape = rules.reduce_shape(x.shape, axis, keepdims)
-    return _emit(ctx, op, (x,), shape, dtypes.int32, (x.numel,), src,
-                 _attrs(axis=axis, keepdims=bool(keepdims)))
+    live(x, src)
+    ax = None if axis is None else axis_for(x, axis, src)
+    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
+                 _attrs(axis=ax, keepdims=bool(keepdims)))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kernbench.case import Case
 from kernbench.record.handle import HbmTensor
 from kernbench.schemas.arrow import TENSORS
+from kernbench.trace import writing
 
 #: above this many bytes of ``kb.data`` contents the file is written for speed (the small
 #: files, every golden among them, keep the settings they always had: byte-identical)
@@ -31,10 +31,5 @@ def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None
         rows["data"].append(
             spec.init.make(spec.shape, spec.dtype).tobytes() if spec.init.kind == "data" else None)
     table = pa.Table.from_pydict(rows, schema=TENSORS)
-    if sum(len(b) for b in rows["data"] if b) <= LARGE_DATA:
-        pq.write_table(table, path, compression="zstd")
-    else:  # array contents: no dictionary and no min/max statistics of megabyte-long
-        # values (each costs seconds at 100 MB), and lz4, which squeezes zeros and passes
-        # random floats through at memory speed (zstd level 1: 4x slower, 10% smaller)
-        pq.write_table(table, path, compression="lz4", use_dictionary=False,
-                       write_statistics=False)
+    large = sum(len(b) for b in rows["data"] if b) > LARGE_DATA
+    writing.write_table(table, path, "tensors-large" if large else "tensors")

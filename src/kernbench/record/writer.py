@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kernbench.record.access import AccessWriter
 from kernbench.record.columns import (
@@ -42,6 +41,7 @@ from kernbench.record.columns import (
 )
 from kernbench.record.commands import Cmd
 from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPS, SCHEMA_VERSION
+from kernbench.trace import writing
 
 BATCH_ROWS = 1 << 14
 
@@ -92,13 +92,7 @@ class OpWriter:
         #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
         #: record/indexed.py sets it for the latter)
         self.indexed = False
-        self._pq = pq.ParquetWriter(
-            self.path, OPS, compression="zstd",
-            use_dictionary=["kind", "name", "engine", "src", "attrs",
-                            "inputs.list.element.space", "inputs.list.element.dtype",
-                            "output.space", "output.dtype"],
-            write_statistics=False, store_schema=True, memory_pool=POOL,
-        )
+        self._pq = writing.open_writer(self.path, OPS, "ops", memory_pool=POOL)
 
     def _reset_columns(self) -> None:
         """The batch's compacted command columns: numpy chunks and interned references."""

@@ -6,20 +6,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from kernbench.replay.convert import BF16, bf16_to_f32
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
 from kernbench.schemas.indexed import EMPTY, AccessTable
-from kernbench.schemas.ops import OPS, Family, Op
 
 F32 = np.dtype(np.float32)
 #: float dtypes computed in float32
 LOW_FLOATS = frozenset({BF16, np.dtype(np.float16)})
 
 Step = Callable[[], "np.ndarray | None"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -60,17 +60,21 @@ def need(cond: bool, message: str) -> None:
 
 
 def arity(ins: Sequence[Operand], out: Operand | None, n_in: tuple[int, ...],
-           name: str) -> None:
+           name: str) -> Operand:
+    """The output operand, once the op has one and ``n_in`` inputs (else ShapeMismatch)."""
     if len(ins) not in n_in:
         need(False, f"{name} takes {' or '.join(map(str, n_in))} inputs, got {len(ins)}")
     if out is None:
-        need(False, f"{name} has no output operand")
+        raise ShapeMismatch(f"Shape mismatch: {name} has no output operand")
+    return out
 
 
 def compute_view(o: Operand, force_f32: bool = False) -> tuple[np.ndarray, bool]:
     """The operand's live view and whether it must be converted to float32 when read."""
     v = o.view
-    return v, (v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)  # type: ignore[return-value, union-attr]
+    if v is None:
+        raise ShapeMismatch(f"Shape mismatch: operand {o.space}:{o.addr} is not placed")
+    return v, bool(v.dtype != F32) if force_f32 else (v.dtype in LOW_FLOATS)
 
 
 def reader(o: Operand, force_f32: bool = False) -> Callable[[], np.ndarray]:
@@ -83,7 +87,8 @@ def upcast(v: np.ndarray) -> Callable[[], np.ndarray]:
     return partial(bf16_to_f32, v) if v.dtype == BF16 else partial(v.astype, F32)
 
 
-def same(v: np.ndarray) -> np.ndarray:
+def same(v: T) -> T:
+    """The value itself (a step returning a live view, or a bound constant)."""
     return v
 
 
@@ -145,15 +150,6 @@ def elementwise_step(fn: Callable[..., Any], slots: list, taken: list[bool]) -> 
 
 def call_read(fn: Callable[..., Any], readers: list) -> Any:
     return fn(*[r() for r in readers])
-
-
-# -- the numpy implementations, from the op table (schemas/ops.py) -------------------------
-UFUNCS: dict[Op, Callable[..., np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.BINARY}  # type: ignore[misc]
-UNARY_FNS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.UNARY}  # type: ignore[misc]
-REDUCE_UFUNCS: dict[Op, np.ufunc] = {
-    op: s.numpy for op, s in OPS.items() if s.family is Family.REDUCE}  # type: ignore[misc]
 
 
 def numel(o: Operand) -> int:

@@ -1,16 +1,20 @@
-"""Executors of the version-2 math families, derived from the op table: ternary
-elementwise (``fma``), scans (``cumsum``) and arg-reductions (``argmax``)."""
+"""Executors of the version-2 math families, thin over the op table's semantics
+(``OPS[op].sem``): ternary elementwise (``fma``), scans (``cumsum``) and arg-reductions
+(``argmax``); and the helpers every family's binder shares (``sem``, ``infer``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
 
 from kernbench.replay.binding import (
     Bind,
+    BindContext,
     Executor,
+    ShapeMismatch,
+    Step,
     arity,
     check_broadcast,
     elementwise_step,
@@ -19,62 +23,77 @@ from kernbench.replay.binding import (
     reader,
     template,
 )
+from kernbench.replay.store import Operand
 from kernbench.schemas.ops import ARG_REDUCTIONS, OPS, SCANS, TERNARY, Op
+from kernbench.schemas.policy import KERNBENCH
+from kernbench.schemas.semantics import Semantics
+
+Ins = Sequence[Operand]
+Array = Callable[[np.ndarray], np.ndarray]
+
+
+def sem(op: Op) -> Semantics:
+    """The op's semantics object (every op bound here has one)."""
+    s = OPS[op].sem
+    if s is None:  # pragma: no cover - the table gives every math family one
+        raise ShapeMismatch(f"Shape mismatch: {op.value} has no semantics")
+    return s
+
+
+def infer(op: Op, attrs: dict, ins: Ins) -> tuple[int, ...]:
+    """The output shape the op's semantics infers for these inputs, or ShapeMismatch."""
+    try:
+        return sem(op).infer([o.shape for o in ins], [o.dtype for o in ins], attrs,
+                             KERNBENCH)[0]
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ShapeMismatch(f"Shape mismatch: {op.value}: {exc}") from None
+
+
+def reduce_step(fn: Array, read: Callable[[], np.ndarray], shape: tuple[int, ...]) -> Step:
+    """A step reducing the input read by ``read`` with ``fn``, in the output's shape."""
+    return partial(_reshaped, fn, read, shape)
+
+
+def _reshaped(fn: Array, read: Callable[[], np.ndarray], shape: tuple[int, ...]
+              ) -> np.ndarray:
+    return fn(read()).reshape(shape)
 
 
 def _bind_ternary(op: Op) -> Bind:
-    def bind(attrs, ins, out, ctx):
-        arity(ins, out, (1, 2, 3), op.value)
+    def bind(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+        o = arity(ins, out, (1, 2, 3), op.value)
         slots, taken = template(attrs, ins, 3, op.value)
-        check_broadcast(ins, out, op.value)
-        return elementwise_step(OPS[op].numpy, slots, taken)
+        check_broadcast(ins, o, op.value)
+        return elementwise_step(sem(op).evaluator(attrs, KERNBENCH), slots, taken)
 
     return bind
 
 
 def _bind_scan(op: Op) -> Bind:
-    ufunc = OPS[op].numpy
-
-    def bind(attrs, ins, out, ctx):
-        arity(ins, out, (1,), op.value)
-        nd = len(ins[0].shape)
-        axis = int(attrs.get("axis", 0))
-        need(-nd <= axis < nd, f"{op.value} axis {axis} for {list(ins[0].shape)}")
-        need(ins[0].shape == out.shape, f"{op.value} of {list(ins[0].shape)} writes "
-             f"{list(out.shape)}")
-        return partial(_scan, ufunc, reader(ins[0]), axis, bool(attrs.get("reverse", False)))
+    def bind(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+        o = arity(ins, out, (1,), op.value)
+        infer(op, attrs, ins)
+        need(ins[0].shape == o.shape, f"{op.value} of {list(ins[0].shape)} writes "
+             f"{list(o.shape)}")
+        return partial(_call, sem(op).evaluator(attrs, KERNBENCH), reader(ins[0]))
 
     return bind
 
 
-def _scan(ufunc: np.ufunc, read: Callable[[], np.ndarray], axis: int, reverse: bool
-          ) -> np.ndarray:
-    x = read()
-    if reverse:
-        return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
-    return ufunc.accumulate(x, axis=axis)
+def _call(fn: Array, read: Callable[[], np.ndarray]) -> np.ndarray:
+    return fn(read())
 
 
 def _bind_arg(op: Op) -> Bind:
-    fn = OPS[op].numpy
-
-    def bind(attrs, ins, out, ctx):
-        arity(ins, out, (1,), op.value)
-        axis = attrs.get("axis")  # keepdims only changes the output shape, which is given
-        nd = len(ins[0].shape)
-        need(axis is None or -nd <= int(axis) < nd, f"axis {axis} for {list(ins[0].shape)}")
-        need(numel(out) == (1 if axis is None else numel(ins[0]) // ins[0].shape[int(axis)]),
-             f"{op.value}(axis={axis}) of {list(ins[0].shape)} writes {list(out.shape)}")
-        return partial(_arg, fn, reader(ins[0]), None if axis is None else int(axis),
-                       out.shape)
+    def bind(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+        o = arity(ins, out, (1,), op.value)
+        shape = infer(op, attrs, ins)  # keepdims only changes the output shape, which is given
+        need(int(np.prod(shape)) == numel(o),
+             f"{op.value}(axis={attrs.get('axis')}) of {list(ins[0].shape)} writes "
+             f"{list(o.shape)}")
+        return reduce_step(sem(op).evaluator(attrs, KERNBENCH), reader(ins[0]), o.shape)
 
     return bind
-
-
-def _arg(fn: Callable, read: Callable[[], np.ndarray], axis: int | None,
-         shape: tuple[int, ...]) -> np.ndarray:
-    """numpy's argmax/argmin: the first index of the extreme (Triton's tie rule)."""
-    return np.asarray(fn(read(), axis=axis)).astype(np.int32).reshape(shape)
 
 
 def math_executors() -> dict[Op, Executor]:

@@ -247,6 +247,8 @@ def _scatter(pending: _Pending, table: tuple[int, int], offsets: np.ndarray,
 
 def _bind_atomic(op: Op) -> Callable:
     combine = OPS[op].numpy
+    if combine is None:  # pragma: no cover - the op table gives every atomic its combine
+        raise TypeError(f"{op.value} has no combine function")
 
     def bind(attrs, ins, out, ctx):
         need(len(ins) >= 1 and out is not None, f"{op.value} needs the tensor and an output")

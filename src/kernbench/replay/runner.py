@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kernbench.case import Init, init_from_json
 from kernbench.case.recorded import replaying_roles
@@ -41,7 +40,7 @@ from kernbench.replay.verdict import (
 )
 from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
-from kernbench.trace import Trace, atomic_dir
+from kernbench.trace import Trace, atomic_dir, writing
 from kernbench.trace.directory import read_manifest, verify_files
 from kernbench.trace.parquet import read_table
 from kernbench.trace.replayed import FILES_KEY, replayed_files, stale_reason
@@ -167,8 +166,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:
-            writer = pq.ParquetWriter(tmp / "values.parquet", VALUES, compression="zstd",
-                                      compression_level=1)
+            writer = writing.open_writer(tmp / "values.parquet", VALUES, "values")
             bar = Progress(trace.n_ops, enabled=progress)
             try:
                 values = ValueLog(sink=writer.write_batch)
@@ -184,11 +182,8 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
             verdict[FILES_KEY] = replayed_files(manifest)  # what was replayed (ADR-0538)
-            # one binary value per output: min/max statistics and a dictionary would copy
-            # and compare the whole array (10x the write time of a large output)
-            pq.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
-                           compression="zstd", compression_level=1, use_dictionary=False,
-                           write_statistics=False)
+            writing.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
+                                "outputs")
             (tmp / "verdict.json").write_text(json.dumps(verdict, indent=2, sort_keys=True)
                                               + "\n")
     except OSError as exc:

@@ -10,6 +10,7 @@ replay never needs it).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 
 class DType:
@@ -17,7 +18,7 @@ class DType:
 
     __slots__ = ("name", "_np", "storage", "itemsize", "is_float")
 
-    def __init__(self, name: str, np_dtype: np.dtype | None, storage: np.dtype | None = None
+    def __init__(self, name: str, np_dtype: DTypeLike | None, storage: DTypeLike | None = None
                  ) -> None:
         self.name = name
         self._np = None if np_dtype is None else np.dtype(np_dtype)
@@ -41,17 +42,17 @@ class DType:
         return (by_name, (self.name,))
 
 
-float32 = DType("float32", np.float32)  # type: ignore[arg-type]
-float16 = DType("float16", np.float16)  # type: ignore[arg-type]
-bfloat16 = DType("bfloat16", None, np.uint16)  # type: ignore[arg-type]
-int32 = DType("int32", np.int32)  # type: ignore[arg-type]
-int8 = DType("int8", np.int8)  # type: ignore[arg-type]
-bool_ = DType("bool", np.bool_)  # type: ignore[arg-type]
+float32 = DType("float32", np.float32)
+float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", None, np.uint16)
+int32 = DType("int32", np.int32)
+int8 = DType("int8", np.int8)
+bool_ = DType("bool", np.bool_)
 
 DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
 
-# promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
-_RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+#: promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
+RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
 
 
 def by_name(name: str | DType) -> DType:
@@ -64,11 +65,17 @@ def by_name(name: str | DType) -> DType:
         raise KeyError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
 
 
+def promote_names(a: str, b: str) -> str:
+    """The trace format's promotion of two dtype names: the higher rank; bfloat16 with
+    float16 is float32 (the one rule; ``schemas/policy.py``'s KERNBENCH policy uses it)."""
+    if a == b:
+        return a
+    ra, rb = RANK[a], RANK[b]
+    if ra == rb:  # bfloat16 with float16
+        return "float32"
+    return a if ra > rb else b
+
+
 def promote(a: DType, b: DType) -> DType:
     """The result dtype of an elementwise op between ``a`` and ``b``."""
-    if a is b:
-        return a
-    ra, rb = _RANK[a.name], _RANK[b.name]
-    if ra == rb:  # bfloat16 with float16
-        return float32
-    return a if ra > rb else b
+    return a if a is b else DTYPES[promote_names(a.name, b.name)]

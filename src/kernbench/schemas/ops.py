@@ -15,10 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
-from kernbench.schemas.oracles import erf, floordiv, fma, mod, rsqrt, sigmoid, xchg
+from kernbench.schemas import semantics as sm
+from kernbench.schemas.oracles import erf, fma, rsqrt, sigmoid, xchg
+from kernbench.schemas.policy import c_floordiv, c_mod
 
 
 class Kind(StrEnum):
@@ -183,14 +186,44 @@ class OpSpec:
     tl: bool = False
     #: integer (and bool) operands only: a float operand is a DtypeError at emit time
     ints: bool = False
+    #: the family's semantics (shape/dtype inference, evaluation; ``schemas/semantics.py``),
+    #: None where the output is not a function of the inputs
+    sem: sm.Semantics | None = None
 
 
-def _spec(op: Op, family: Family, dtype: Dt, arity: int, doc: str, numpy=None, *,
-          cost: Cost = Cost.MATH, tl: bool = False, kind: Kind = Kind.MATH,
-          engine: Engine = Engine.MATH, ints: bool = False) -> OpSpec:
+def _semantics(op: Op, family: Family, dtype: Dt, numpy: Callable[..., Any] | None,
+               ints: bool) -> sm.Semantics | None:
+    """The semantics object of one row: the family's class, the row's function and rule."""
+    name = op.value
+    rule = sm.result_rule(name, dtype.value, ints) if dtype.value in sm.RULES else None
+    make = _SEMANTICS.get(family)
+    return None if make is None else make(name, numpy, rule, op in _DIVIDES)
+
+
+_DIVIDES = frozenset({"div", "floordiv", "mod"})
+_SEMANTICS: dict[Family, Callable[..., sm.Semantics]] = {
+    Family.BINARY: lambda n, f, r, d: sm.Elementwise(n, f, r, 2, divides=d),
+    Family.TERNARY: lambda n, f, r, d: sm.Elementwise(n, f, r, 3),
+    Family.WHERE: lambda n, f, r, d: sm.Elementwise(n, f, r, 3, where=True),
+    Family.UNARY: lambda n, f, r, d: sm.Elementwise(n, f, r, 1),
+    Family.CAST: lambda n, f, r, d: sm.Cast(n),
+    Family.REDUCE: lambda n, f, r, d: sm.Reduce(n, f, r),
+    Family.ARG: lambda n, f, r, d: sm.Arg(n, f, r),
+    Family.SCAN: lambda n, f, r, d: sm.Scan(n, f, r),
+    Family.SOFTMAX: lambda n, f, r, d: sm.Softmax(n, r),
+    Family.BROADCAST: lambda n, f, r, d: sm.Broadcast(n),
+    Family.COPY: lambda n, f, r, d: sm.Copy(n),
+}
+
+
+def _spec(op: Op, family: Family, dtype: Dt, arity: int, doc: str,
+          numpy: Callable[..., Any] | None = None, *, cost: Cost = Cost.MATH,
+          tl: bool = False, kind: Kind = Kind.MATH, engine: Engine = Engine.MATH,
+          ints: bool = False) -> OpSpec:
     if family in _NUMPY_DEFINED and not callable(numpy):
         raise TypeError(f"op {op.value!r} of family {family.value} needs its numpy function")
-    return OpSpec(op, kind, engine, cost, family, dtype, arity, doc, numpy, tl, ints)
+    return OpSpec(op, kind, engine, cost, family, dtype, arity, doc, numpy, tl, ints,
+                  _semantics(op, family, dtype, numpy, ints))
 
 
 #: families whose Phase 2 semantics is the entry's numpy function (required in the table)
@@ -268,9 +301,10 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
                                 (Op.ATOMIC_OR, "old | v", np.bitwise_or, True),
                                 (Op.ATOMIC_XOR, "old ^ v", np.bitwise_xor, True))],
     _spec(Op.FMA, Family.TERNARY, _S, 3, "x * y + z, rounded once", fma),
-    _spec(Op.FLOORDIV, _B, _S, 2, "x // y, C semantics (truncates toward zero)", floordiv,
+    _spec(Op.FLOORDIV, _B, _S, 2, "x // y, C semantics (truncates toward zero)", c_floordiv,
           cost=_T, ints=True),
-    _spec(Op.MOD, _B, _S, 2, "x % y, C semantics (sign of the dividend; fmod)", mod, cost=_T),
+    _spec(Op.MOD, _B, _S, 2, "x % y, C semantics (sign of the dividend; fmod)", c_mod,
+          cost=_T),
     _spec(Op.AND, _B, _S, 2, "x & y (bitwise; logical for bool)", np.bitwise_and, ints=True),
     _spec(Op.OR, _B, _S, 2, "x | y (bitwise; logical for bool)", np.bitwise_or, ints=True),
     _spec(Op.XOR, _B, _S, 2, "x ^ y (bitwise; logical for bool)", np.bitwise_xor, ints=True),

@@ -15,6 +15,7 @@ from kernbench.errors import TraceFormatError
 from kernbench.sweep.points import Point
 from kernbench.sweep.spec import SweepSpec
 from kernbench.sweep.store import POINTS_FILE, write_atomic
+from kernbench.trace import writing
 
 #: columns after the metrics, in order
 TAIL = ("replay_ok", "replay_max_abs_err", "check_ok", "check_violations", "wall_s",
@@ -80,11 +81,7 @@ def frame(spec: SweepSpec, rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
 
 def write_points(root: Path, table: pl.DataFrame) -> None:
     """Write ``points.parquet`` atomically (temporary sibling, then rename)."""
-    import io
-
-    buf = io.BytesIO()
-    table.write_parquet(buf, compression="zstd", statistics=False)
-    write_atomic(Path(root) / POINTS_FILE, buf.getvalue())
+    write_atomic(Path(root) / POINTS_FILE, writing.write_frame(table, "points"))
 
 
 def read_points(root: Path) -> pl.DataFrame:

@@ -11,7 +11,7 @@ from typing import Any
 from kernbench.errors import BadInputError
 from kernbench.trace.tomlfile import read_toml
 
-#: the two engine-issue policies of one PE machine (SPEC §4.1 and §13)
+#: the two engine-issue policies of one PE machine (docs/hardware-model.md)
 ENGINE_ISSUE = ("blocking", "async")
 _TEXT_FIELDS = frozenset({"name", "engine_issue"})
 
@@ -49,7 +49,8 @@ class HwConfig:
     link_latency_ns: int = 1000
     ipcq_depth: int = 2
     ipcq_slot_kib: int = 4096  # largest message; the receiver holds depth slots per direction
-    # Concurrency (SPEC §13): "blocking" engines (v1) or "async" issue through a scoreboard
+    # Concurrency (docs/hardware-model.md): "blocking" engines (v1) or "async" issue through a
+    # scoreboard
     engine_issue: str = "blocking"
     engine_queue_depth: int = 8  # issued-but-not-started ops one engine of one PE holds (async)
     max_programs_per_pe: int = 1  # resident programs per PE, capped further by scratch peak

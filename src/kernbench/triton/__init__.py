@@ -1,4 +1,4 @@
-"""Triton kernels on kernbench (SPEC §12): ``kbt.case``, ``kbt.capture``, ``kbt.install``.
+"""Triton kernels on kernbench (docs/triton.md): ``kbt.case``, ``kbt.capture``, ``kbt.install``.
 
 A ``@triton.jit`` kernel's Python body runs against kernbench's own ``triton.language``
 (``kernbench.triton.language``); Triton's compiler and interpreter never run. Importing this

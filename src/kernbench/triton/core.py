@@ -228,7 +228,7 @@ def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
     bounded = bounds.loop(it, src)  # a loop nest beyond KERNBENCH_MAX_OPS is refused here
     try:
         from kernbench.record.pipeline import pipelined
-    except ImportError:  # Part C's pipelining not present: loads issue at use
+    except ImportError:  # no load pipelining (record/pipeline.py): loads issue at use
         return bounded
     return pipelined(bounded, num_stages, src=src)
 

@@ -28,7 +28,7 @@ def table_op(name: str, src: str) -> Op:
 
 
 def indexed(src: str) -> Any:
-    """Part A's indexed-memory module (``record/indexed.py``)."""
+    """The indexed-memory module (``record/indexed.py``)."""
     try:
         from kernbench.record import indexed as mod
     except ImportError:
@@ -128,18 +128,22 @@ def unary(op: str, x: tensor, src: str) -> tensor:
 
 
 def unary_concrete(op: str, x: tensor, src: str) -> tensor:
-    """A math function of concrete values: the op table's numpy function, Triton's dtype."""
+    """A math function of concrete values: the op table's semantics, Triton's policy."""
     from kernbench.schemas.ops import OPS
-    from kernbench.schemas.rules import RESULT_DTYPE
+    from kernbench.schemas.policy import TRITON
 
-    kop = table_op(op, src)
-    fn = OPS[kop].numpy
-    if fn is None:
+    semantics = OPS[table_op(op, src)].sem
+    if semantics is None:  # pragma: no cover - every unary table op has its semantics
         raise KernelError(f"{op} of concrete values is not supported by kernbench", src)
-    out = d.from_kb(RESULT_DTYPE[kop](d.to_kb(x.dtype))) if x.dtype.name in (
-        "float32", "float16", "bfloat16", "int32", "int8") else x.dtype
-    with np.errstate(all="ignore"):
-        return tensor(CONCRETE, out, x.shape, rules.cast(np.asarray(fn(x.value)), out))
+    try:
+        out = semantics.evaluate([x.value], {}, TRITON)
+    except ValueError as exc:
+        raise KernelError(f"{op}: {exc}", src) from None
+    return tensor(CONCRETE, d.by_name(_name(out)), x.shape, out)
+
+
+def _name(v: np.ndarray) -> str:
+    return "bfloat16" if v.dtype.kind == "V" else str(v.dtype)
 
 
 def cast(x: tensor, t: dtype, src: str) -> tensor:

@@ -189,7 +189,7 @@ def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
          reference: Callable[..., dict[str, np.ndarray]] | None = None,
          num_warps: int | None = None, num_stages: int | None = None,
          config: int | None = None, **meta: Any) -> Case:
-    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (SPEC §12).
+    """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (docs/triton.md).
     ``num_warps=`` / ``num_stages=`` are the kernel's arguments when it declares parameters
     of those names (as Triton decides), launch options otherwise."""
     meta = dict(meta)

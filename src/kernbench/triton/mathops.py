@@ -10,9 +10,12 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
-from kernbench.record import semantics as sem
+from kernbench.record import semantics as sem_
 from kernbench.record import semantics_v2 as sem2
 from kernbench.record.source import src_here
+from kernbench.schemas.ops import OPS
+from kernbench.schemas.policy import TRITON, axis_of
+from kernbench.schemas.semantics import Reduce, Scan
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import constexpr_int
@@ -29,7 +32,7 @@ def _value(x: Any, src: str) -> tensor:
 
 
 def _math1(op: str) -> Callable[[Any], tensor]:
-    def fn(x: Any, *_rounding: Any, **_kw: Any) -> tensor:
+    def fn(x: Any, *_rounding: object, **_kw: object) -> tensor:
         src = src_here()
         x = _value(x, src)
         if op in _FP32_ONLY and x.dtype.name not in ("float32", "float64"):
@@ -45,15 +48,15 @@ MATH1 = {name: _math1(name) for name in (
     "ceil", "cos", "sin")}
 
 
-def maximum(x: Any, y: Any, propagate_nan: Any = None) -> tensor:
+def maximum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
     return arith.binary("maximum", x, y)
 
 
-def minimum(x: Any, y: Any, propagate_nan: Any = None) -> tensor:
+def minimum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
     return arith.binary("minimum", x, y)
 
 
-def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> tensor:  # noqa: A002
+def clamp(x: Any, min: Any, max: Any, propagate_nan: object = None) -> tensor:  # noqa: A002
     return minimum(maximum(x, min), max)
 
 
@@ -77,41 +80,17 @@ def fma(x: Any, y: Any, z: Any) -> tensor:
     return arith.binary("add", arith.binary("mul", vals[0], vals[1]), vals[2])
 
 
-# -- reductions ------------------------------------------------------------------------------
+# -- reductions: the op table's semantics under the TRITON policy ----------------------------
 def _axis(x: tensor, axis: Any, src: str) -> int | None:
     axis = plain(axis)
     if axis is None:
         return None
     if type(axis) is tensor:
         raise KernelError(f"reduction axis must be a tl.constexpr, got a tensor {axis!r}", src)
-    ax = constexpr_int(axis, "reduction axis", src)
-    if not -len(x.shape) <= ax < len(x.shape):
-        raise ShapeError(f"axis {ax} out of range for a {list(x.shape)} block", src)
-    return ax % len(x.shape)
-
-
-def _out_shape(shape: tuple[int, ...], axis: int | None, keep: bool) -> tuple[int, ...]:
-    if axis is None:
-        return (1,) * len(shape) if keep else ()
-    if keep:
-        return tuple(1 if i == axis else s for i, s in enumerate(shape))
-    return shape[:axis] + shape[axis + 1:]
-
-
-def _sum_dtype(t: d.dtype) -> d.dtype:
-    return d.int32 if t.is_int() and t.bits < 32 else t
-
-
-def _minmax_dtype(t: d.dtype) -> d.dtype:
-    if t.bits < 32 or t.name == "bfloat16":
-        return d.float32 if t.is_floating() else d.int32
-    return t
-
-
-_NP_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "argmax": np.argmax,
-              "argmin": np.argmin}
-_PROMOTE = {"sum": _sum_dtype, "max": _minmax_dtype, "min": _minmax_dtype,
-            "argmax": _minmax_dtype, "argmin": _minmax_dtype}
+    try:
+        return axis_of(x.shape, constexpr_int(axis, "reduction axis", src))
+    except ValueError as exc:
+        raise ShapeError(str(exc), src) from None
 
 
 def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> tensor:
@@ -122,15 +101,19 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
     ax = _axis(x, axis, src)
     if op in ("argmax", "argmin") and ax is None:
         raise KernelError(f"tl.{op} needs an axis", src)
-    t = d.by_name(plain(dtype)) if plain(dtype) is not None else _PROMOTE[op](x.dtype)
-    x = arith.cast(x, t)
-    shape = _out_shape(x.shape, ax, bool(keep_dims))
+    kop = data.table_op(op, src)
+    sem = OPS[kop].sem
+    if not isinstance(sem, Reduce):  # pragma: no cover - the names above are reductions
+        raise KernelError(f"tl.{op} is not a reduction", src)
+    attrs: dict[str, object] = {"axis": ax, "keepdims": bool(keep_dims)}
+    if plain(dtype) is not None:
+        attrs["dtype"] = d.by_name(plain(dtype)).name
+    shape, out = sem.infer([x.shape], [x.dtype.name], attrs, TRITON)
+    x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
     if x.kind == CONCRETE:
-        r = _NP_REDUCE[op](x.value, axis=ax)  # type: ignore[operator]
-        out = d.int32 if op.startswith("arg") else t
-        return concrete(np.asarray(r).reshape(shape), out)
-    fn = sem2.arg_reduce if op.startswith("arg") else sem.reduce
-    h = fn(data.table_op(op, src), x.value, ax, bool(keep_dims))
+        return concrete(sem.evaluate([x.value], attrs, TRITON), d.by_name(out))
+    fn = sem2.arg_reduce if op.startswith("arg") else sem_.reduce
+    h = fn(kop, x.value, ax, bool(keep_dims))
     r = data.symbolic(h)
     return r if tuple(h.shape) == shape else data.reshape(r, shape)
 
@@ -166,22 +149,22 @@ def argmin(input: Any, axis: Any, tie_break_left: bool = True, keep_dims: bool =
     return _reduce("argmin", input, axis, keep_dims)
 
 
-_SCANS: dict[str, Callable[..., np.ndarray]] = {"cumsum": np.cumsum, "cumprod": np.cumprod}
-
-
 def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     src = src_here()
     x = _value(input, src)
     ax = _axis(x, axis, src)
-    x = arith.cast(x, d.by_name(plain(dtype)) if plain(dtype) is not None else
-                   _sum_dtype(x.dtype))
+    kop = data.table_op(op, src)
+    sem = OPS[kop].sem
+    if not isinstance(sem, Scan) or ax is None:
+        raise KernelError(f"tl.{op} needs a scan axis", src)
     rev = bool(plain(reverse))
+    attrs: dict[str, object] = {"axis": ax, "reverse": rev}
+    if plain(dtype) is not None:
+        attrs["dtype"] = d.by_name(plain(dtype)).name
+    x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
     if x.kind == CONCRETE:
-        v = np.flip(x.value, ax) if rev else x.value
-        with np.errstate(over="ignore"):
-            v = _SCANS[op](v, axis=ax).astype(x.dtype.np)
-        return concrete(np.flip(v, ax) if rev else v, x.dtype)
-    return data.symbolic(sem2.scan(data.table_op(op, src), x.value, ax, rev))  # type: ignore[arg-type]
+        return concrete(sem.evaluate([x.value], attrs, TRITON), x.dtype)
+    return data.symbolic(sem2.scan(kop, x.value, ax, rev))
 
 
 def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
@@ -199,15 +182,15 @@ def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: boo
     ax = 0 if plain(dim) is None else _axis(x, dim, src)
     if x.kind != SYMBOLIC:
         raise KernelError("tl.softmax of concrete values is not supported by kernbench", src)
-    return data.symbolic(sem.softmax(x.value, ax))  # type: ignore[arg-type]
+    return data.symbolic(sem_.softmax(x.value, ax or 0))
 
 
 # -- dot -----------------------------------------------------------------------------------
 _DOT_IN = ("int8", "float16", "bfloat16", "float32")
 
 
-def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,
-        allow_tf32: Any = None, max_num_imprecise_acc: Any = None, out_dtype: Any = None
+def dot(input: Any, other: Any, acc: Any = None, input_precision: object = None,
+        allow_tf32: object = None, max_num_imprecise_acc: object = None, out_dtype: Any = None
         ) -> tensor:
     src = src_here()
     a, b = _value(input, src), _value(other, src)
@@ -236,7 +219,7 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,
         if acc.kind == CONCRETE and data.uniform(acc.value) and not acc.value.reshape(-1)[0]:
             acc = None  # tl.zeros accumulator: the product is the sum
     hacc = None if acc is None else data.handle(acc, out, src)
-    h = sem.dot(ha.value, hb.value, None if hacc is None else hacc.value, d.to_kb(out))
+    h = sem_.dot(ha.value, hb.value, None if hacc is None else hacc.value, d.to_kb(out))
     return data.symbolic(h, out)
 
 

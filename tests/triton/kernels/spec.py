@@ -1,7 +1,7 @@
 """One launch of a Triton kernel, described once and run two ways.
 
 ``Launch`` holds what ``kernel[grid](*args, **meta)`` needs plus a numpy reference.
-``Launch.case()`` turns it into a kernbench case through ``kernbench.triton.case`` (SPEC §12);
+``Launch.case()`` turns it into a kernbench case through ``kernbench.triton.case`` (docs/triton.md);
 ``interpret_main`` runs the same launches under Triton's interpreter (``TRITON_INTERPRET=1``,
 torch CPU tensors) in a process of their own, npz in and npz out, so the test process never
 imports torch.
