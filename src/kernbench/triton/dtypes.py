@@ -11,10 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import DtypeError, KernelError
+from kernbench.errors import DtypeError, KernelError, UnsupportedError
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes as kb_dtypes
 from kernbench.schemas.dtypes import DType
+
+
+def missing(owner: str, name: str, known: bool) -> UnsupportedError:
+    """``x.name`` kernbench's tensor or dtype lacks: a KernelError at the kernel's line (an
+    UnsupportedError is an AttributeError too, so ``hasattr`` keeps working)."""
+    why = ("kernbench's Triton front end does not implement it" if known else
+           f"Triton's {owner} has no attribute {name!r} either")
+    return UnsupportedError(f"{owner}.{name} is not supported by kernbench: {why}", src_here())
 
 
 class dtype:  # noqa: N801 - Triton's spelling
@@ -116,8 +124,6 @@ class dtype:  # noqa: N801 - Triton's spelling
             return self.np
         if name.startswith("__") or name in dtype.__slots__:
             raise AttributeError(name)
-        from kernbench.triton.value import missing
-
         raise missing("tl.dtype", name, name in _TRITON_DTYPE_API)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

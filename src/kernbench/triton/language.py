@@ -173,3 +173,13 @@ from kernbench.triton.standard import (  # noqa: E402
 for _name in ("reduce_or", "xor_sum", "sort"):
     setattr(tensor, _name, globals()[_name])
 del _name
+
+
+def _from_language(name: str) -> Any:
+    """``triton.language.standard.NAME`` for a name the language defines (or refuses)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return globals()[name] if name in globals() else __getattr__(name)
+
+
+setattr(standard, "__getattr__", _from_language)  # noqa: B010 - a module's PEP 562 hook

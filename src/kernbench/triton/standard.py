@@ -136,9 +136,6 @@ flip, interleave = blocks.flip, blocks.interleave
 sort, topk = sorting.sort, sorting.topk
 
 
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from kernbench.triton import language
-
-    return getattr(language, name)
+# The language's other names are this module's too (Triton's standard is where many of them
+# live): kernbench.triton.language installs that look-up when it loads, so this module never
+# imports the language (no import cycle).

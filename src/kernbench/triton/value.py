@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import KernelError, UnsupportedError
+from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.triton import dtypes as d
-from kernbench.triton.dtypes import dtype, pointer_type
+from kernbench.triton.dtypes import dtype, missing, pointer_type
 
 CONCRETE, POINTER, SYMBOLIC = "concrete", "pointer", "symbolic"
 mark_internal_dir(os.path.dirname(__file__))  # src lines name the kernel, not this package
@@ -38,16 +38,6 @@ TRITON_TENSOR_API = frozenset({
     "logical_or", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
     "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
-
-
-def missing(owner: str, name: str, known: bool) -> UnsupportedError:
-    """``x.name`` kernbench's tensor or dtype lacks: a KernelError at the kernel's line (an
-    UnsupportedError is an AttributeError too, so ``hasattr`` keeps working)."""
-    why = ("kernbench's Triton front end does not implement it" if known else
-           f"Triton's {owner} has no attribute {name!r} either")
-    return UnsupportedError(f"{owner}.{name} is not supported by kernbench: {why}", src_here())
-
-
 
 
 class tensor:  # noqa: N801 - Triton's spelling
