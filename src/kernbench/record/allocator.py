@@ -16,12 +16,14 @@ from kernbench.record.hints import _size, drop_from, live_sites, scratch_overflo
 class ScratchAllocator:
     """16-byte aligned bump allocation; the cursor only moves back by ``rewind``."""
 
-    __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live")
+    __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live", "slot_note")
 
     def __init__(self, space: str, pe: int, budget: int, align: int) -> None:
         self.space, self.pe, self.budget, self.align = space, pe, budget, align
         self.cursor = 0
         self.peak = 0
+        #: what an overflow adds about the resident program's slot (record/resident.py)
+        self.slot_note = ""
         self.live: list[Buffer] = []  # the allocations below the cursor (overflow hints)
 
     def alloc(self, nbytes: int, scope: Scope | None, src: str) -> Buffer:
@@ -74,7 +76,7 @@ class FreeListAllocator:
     (live values and pipeline rings), ``peak`` its maximum."""
 
     __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live", "free", "used",
-                 "clock", "rings", "loop", "closed")
+                 "clock", "rings", "loop", "closed", "slot_note")
 
     def __init__(self, space: str, pe: int, budget: int, align: int,
                  clock: Callable[[], int]) -> None:
@@ -87,6 +89,7 @@ class FreeListAllocator:
         self.rings: dict[str, Ring] = {}  # pipelined load sites of the running loops, by src
         self.loop: Any = None  # the innermost running pipelined loop (record/pipeline.py)
         self.closed = False
+        self.slot_note = ""  # what an overflow adds about a resident program's slot
 
     def alloc(self, nbytes: int, scope: Scope | None, src: str) -> Buffer:
         size = max(self.align, -(-nbytes // self.align) * self.align)
@@ -218,6 +221,7 @@ def lifetime_overflow(alloc: FreeListAllocator, nbytes: int, addr: int,
     held = sum(b.owner.size for b in alloc.live)
     return ScratchOverflowError(
         f"scratch overflow: requested {nbytes} bytes at {addr} with budget {alloc.budget} "
-        f"bytes (allocation at {src}); {held} bytes held by {len(alloc.live)} live "
-        f"allocations: {shown}{more}; hint: smaller BLOCK sizes, fewer num_stages, or let "
-        "values die sooner (values stay in scratch while any tensor refers to them)", src)
+        f"bytes (allocation at {src}){alloc.slot_note}; {held} bytes held by "
+        f"{len(alloc.live)} live allocations: {shown}{more}; hint: smaller BLOCK sizes, "
+        "fewer num_stages, or let values die sooner (values stay in scratch while any tensor "
+        "refers to them)", src)

@@ -49,7 +49,7 @@ def scratch_overflow(alloc: Any, nbytes: int, cursor: int, src: str) -> ScratchO
     live = f"; live allocations: {shown}{more}" if shown else ""
     return ScratchOverflowError(
         f"scratch overflow: requested {nbytes} bytes at cursor {cursor} with budget "
-        f"{alloc.budget} bytes (allocation at {src}){live}; hint: {fix}", src)
+        f"{alloc.budget} bytes (allocation at {src}){alloc.slot_note}{live}; hint: {fix}", src)
 
 
 def drop_from(live: list[Any], cursor: int) -> None:

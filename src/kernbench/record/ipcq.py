@@ -69,7 +69,8 @@ def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     """``tl.send``: wait for a credit, occupy the link, queue the message."""
     ring, x = pe.ring, req.x
     start_now = pe.now
-    ready = max(start_now, x.buf.ready_ps)
+    ready = max(start_now, x.buf.ready_ps,
+                pe.data_ready(Cmd(OP.SEND, (x,), None, 0, 0, (), req.src)))
     yield from _sync(pe, ready)
     dst = ring.neighbour(pe.index, req.direction)  # type: ignore[union-attr]
     incoming = OPPOSITE[req.direction]
@@ -85,6 +86,7 @@ def run_send(req: Send, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
     arrival = start + busy + latency
     ring.queues[key].put(Message(slot, arrival))  # type: ignore[union-attr]
     pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())
+    pe.note_access(cmd, arrival)
     if start + busy > x.buf.read_until:  # the link reads the source until start + busy
         x.buf.read_until = start + busy
         pe.pending.append(x.buf)
@@ -107,11 +109,12 @@ def run_recv(req: Recv, pe: PEDriver) -> Generator[simpy.Event, Any, None]:
         raise IpcqError(f"recv from {req.direction!r} expects {list(out.shape)} "
                         f"{out.dtype.name}, the message is {list(msg.shape)} "
                         f"{msg.dtype.name}", req.src)
-    visible = max(t_match, msg.arrival)
     cmd = Cmd(OP.RECV, (msg.operand,), out, out.numel, out.nbytes, (out.nbytes,), req.src,
               attrs=f'{{"dir":"{req.direction}"}}')
+    visible = max(t_match, msg.arrival, pe.data_ready(cmd))  # async: out's earlier readers
     wait = (max(pe.now, visible) - pe.now) + pe.take_wait() if req.event is None else 0
     pe.record(cmd, t_issue, visible, visible, 0, wait)
+    pe.note_access(cmd, visible)
     out.buf.event = None
     if req.event is None:
         pe.now = max(pe.now, visible)

@@ -49,6 +49,7 @@ def lifetime_scope() -> Iterator[FreeListAllocator]:
     arena = FreeListAllocator(bump.space, bump.pe, bump.budget, bump.align,
                               lambda: driver.now)
     arena.used = arena.cursor = arena.peak = bump.cursor
+    arena.slot_note = bump.slot_note
     driver.scratch = ctx.scratch = arena  # type: ignore[assignment]
     try:
         yield arena

@@ -10,19 +10,23 @@ the same as switching and yielding on every op, because PEs share nothing but IP
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any
 
 import simpy
 from greenlet import greenlet
 
+from kernbench.record import asynchronous, resident
 from kernbench.record.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.commands import Cmd, Resolve, Wait
 from kernbench.record.composite import run_composite
 from kernbench.record.context import KernelContext, ProgramGreenlet
 from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine, NoEngine
 from kernbench.record.ipcq import RUN, Ring, run_resolve
-from kernbench.record.pipeline import Loop, timed_hbm_writer, timed_pipelined
+from kernbench.record.pipeline import Loop, adopt, timed_hbm_writer, timed_pipelined
+from kernbench.record.scoreboard import Scoreboard, accesses
 from kernbench.record.timing import TIMING
 from kernbench.record.writer import NO_PARENT, ROW, OpWriter
 from kernbench.schemas import ops
@@ -71,11 +75,30 @@ class PEDriver:
         self.done = False  # set when every program of this PE has finished
         self.blocked_at: Any = None  # the SimPy request this PE is waiting in, if any
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
+        #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (SPEC §13)
+        self.is_async = hw.engine_issue == "async"
+        self.board = Scoreboard()  # the async policy's in-flight accesses
+        self.queues: dict[int, deque[int]] = {}  # the async policy's engine queues (starts)
+        self.last_end = 0  # the end of the running program's last op (async)
+        self.switch_at = resident.NEVER  # hand over to another resident program from then on
+        self.peak = 0  # the scratch peak over this PE's slots (async)
+        self.pipelinable = _PIPELINABLE
+        self.by_op = self._by_op
+        if self.is_async:
+            self.queues = {id(e): deque() for e in (self.dma_rd, self.dma_wr, self.gemm,
+                                                    self.math)}
+            for op, (model, engine, _) in self._by_op.items():
+                self._by_op[op] = (model, engine, partial(
+                    asynchronous.SPECIAL.get(op, asynchronous.timed), self))
+            self._plain = dict(self._by_op)
 
     # -- the SimPy process -------------------------------------------------------------
     def process(self, programs: list[int], grid: tuple[int, ...],
-                run: Callable[[], Any]) -> Generator[simpy.Event, Any, None]:
+                run: Callable[[], Any], k: int = 1) -> Generator[simpy.Event, Any, None]:
         self.blocked_at = None
+        if self.is_async:
+            yield from resident.run(self, programs, grid, run, k)
+            return
         for program in programs:
             self.scratch.rewind(0)
             if self.loop is not None:  # a loop the last program left without closing it
@@ -107,6 +130,8 @@ class PEDriver:
             model, engine, handler = self._by_op[msg.op]
             return handler(msg, model, engine)
         if type(msg) is Wait:
+            if self.is_async:
+                return asynchronous.wait(self, msg.bufs)
             return self._wait(msg.bufs)
         return self._switch(msg)
 
@@ -176,6 +201,8 @@ class PEDriver:
         if type(self.scratch) is FreeListAllocator:
             self.scratch.loop = loop if loop is not None and loop.stages >= 2 else None
         by_op = self._by_op
+        if self.is_async:  # async loads are not hoisted: the kernel runs ahead by itself
+            return
         by_op.update(self._plain)
         if loop is not None and loop.stages >= 2:
             for op in _PIPELINABLE:
@@ -185,6 +212,28 @@ class PEDriver:
                 model, engine, handler = by_op[op]
                 if handler == self._timed:
                     by_op[op] = (model, engine, self._hbm_writer)
+
+    def adopt(self, cmd: Cmd) -> None:
+        """A pipelined load site's first load in lifetime mode starts its buffer ring."""
+        adopt(self, self.loop, cmd)  # type: ignore[arg-type]
+
+    def maybe_yield(self) -> None:
+        """Hand over to the scheduler when another resident program's clock is earlier."""
+        if self.now >= self.switch_at:
+            self._switch(resident.YIELD)
+
+    def data_ready(self, cmd: Cmd) -> int:
+        """When the scoreboard lets ``cmd`` touch its data (0 under the blocking policy)."""
+        if not self.is_async:
+            return 0
+        return self.board.ready(self.ctx.program, *accesses(cmd))  # type: ignore[union-attr]
+
+    def note_access(self, cmd: Cmd, t_end: int) -> None:
+        """Tell the scoreboard about an op timed elsewhere (IPCQ), in flight until ``t_end``."""
+        if self.is_async:
+            self.board.note(self.ctx.program, *accesses(cmd), t_end)  # type: ignore[union-attr]
+            if t_end > self.last_end:
+                self.last_end = t_end
 
     def _pipelined(self, cmd: Cmd, model: Callable, engine: Any) -> None:
         timed_pipelined(self, cmd, model, engine)

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from kernbench.record.commands import Cmd
     from kernbench.record.pe import PEDriver
 
-__all__ = ["DEFAULT_NUM_STAGES", "Loop", "pipelined", "timed_pipelined", "timed_hbm_writer"]
+__all__ = ["DEFAULT_NUM_STAGES", "Loop", "adopt", "pipelined", "timed_pipelined",
+           "timed_hbm_writer"]
 
 #: the pipelining depth of a loop when neither the launch nor ``tl.range`` gives one
 #: (Triton's default on NVIDIA GPUs)
@@ -120,7 +121,7 @@ def _run(it: Iterator[int], stages: int, driver: PEDriver) -> Iterator[int]:
                 arena.dissolve(loop.rings)
 
 
-def _adopt(pe: PEDriver, loop: Loop, cmd: Cmd) -> None:
+def adopt(pe: PEDriver, loop: Loop, cmd: Cmd) -> None:
     """First load from a site in lifetime mode: start the site's ring with its buffer."""
     buf = cmd.out.buf  # type: ignore[union-attr]
     lease = buf.owner
@@ -149,7 +150,7 @@ def timed_pipelined(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> Non
     ob = cmd.out.buf  # type: ignore[union-attr]
     t = max(t, ob.ready_ps, ob.read_until, pe.rewound_ps)
     if ob.owner is not None:
-        _adopt(pe, loop, cmd)  # type: ignore[arg-type]
+        adopt(pe, loop, cmd)  # type: ignore[arg-type]
     wait = pe.carried_wait
     pe.carried_wait = 0
     if t > now:  # the load cannot even issue at its use: the kernel stalls, as unpipelined

@@ -19,6 +19,7 @@ from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
 from kernbench.record.pe import PEDriver
+from kernbench.record.resident import occupancy
 from kernbench.record.tensors import write_tensors
 from kernbench.record.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
@@ -46,26 +47,30 @@ def _check_params(case: Case) -> None:
 
 
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
-                 tensors: dict[str, HbmTensor]) -> list[PEDriver]:
-    """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program."""
+                 tensors: dict[str, HbmTensor], k: int = 1,
+                 alone: bool = False) -> list[PEDriver]:
+    """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
+    ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
+    occupancy dry run, record/resident.py)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
     grid = tuple(int(g) for g in case.grid)
     env = simpy.Environment()
-    drivers = [PEDriver(i, hw, env, writer) for i in range(hw.n_pe)]
+    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
 
     def run() -> None:
         fn(*ptrs, **params)
 
-    n_programs = math.prod(grid)
-    ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
-    for d in drivers:
-        d.ring = ring
+    n_programs = 1 if alone else math.prod(grid)
+    if not alone:
+        ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
+        for d in drivers:
+            d.ring = ring
     for d in drivers:
         programs = list(range(d.index, n_programs, hw.n_pe))
         if programs:
-            env.process(d.process(programs, grid, run))
+            env.process(d.process(programs, grid, run, k))
     # The per-op path allocates many small acyclic objects; the cyclic GC would rescan the
     # pending row batch again and again. Nothing on that path makes cycles, so pause it.
     was_enabled = gc.isenabled()
@@ -93,6 +98,16 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     return drivers
 
 
+def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor]) -> int:
+    """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
+    writer = OpWriter(path)
+    try:
+        drivers = run_programs(case, hw, writer, tensors, alone=True)
+    finally:
+        writer.abort()
+    return max(drivers[0].scratch.peak, drivers[0].peak)
+
+
 def _check_out(out: Path) -> None:
     """A trace never goes inside another trace (that would change the outer one)."""
     try:
@@ -118,9 +133,11 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     out = Path(out)
     _check_out(out)
     with atomic_dir(out) as tmp:
+        k = occupancy(hw, math.prod(int(g) for g in case.grid),
+                      lambda alone, path: _peak_alone(case, alone, path, tensors))
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
-            drivers = run_programs(case, hw, writer, tensors)
+            drivers = run_programs(case, hw, writer, tensors, k)
             writer.close()
         except BaseException:
             writer.abort()
@@ -141,7 +158,8 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "hw": hw.to_dict(),
             "n_ops": writer.n_ops,
             "t_end_ps": writer.t_end_ps,
-            "scratch_peak_bytes": max(d.scratch.peak for d in drivers),
+            "scratch_peak_bytes": max(max(d.scratch.peak, d.peak) for d in drivers),
+            "programs_per_pe": k,
             "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
                       if n in DATA_FILES or (tmp / n).is_file()},
         }

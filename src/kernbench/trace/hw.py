@@ -10,7 +10,6 @@ from typing import Any
 from kernbench.errors import BadInputError
 from kernbench.trace.tomlfile import read_toml
 
-
 #: the two engine-issue policies of one PE machine (SPEC §4.1 and §13)
 ENGINE_ISSUE = ("blocking", "async")
 _TEXT_FIELDS = frozenset({"name", "engine_issue"})
@@ -113,7 +112,7 @@ class HwConfig:
 PRESETS: dict[str, HwConfig] = {
     "ahbm-v1": HwConfig(),
     "ahbm-v2": HwConfig(name="ahbm-v2", engine_issue="async", engine_queue_depth=8,
-                        max_programs_per_pe=4),
+                        max_programs_per_pe=32),
 }
 
 

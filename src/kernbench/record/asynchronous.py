@@ -1,0 +1,139 @@
+"""The ``async`` engine-issue policy of the PE machine (SPEC §13): op handlers.
+
+Every engine op is queued on its engine and the kernel goes on at once: it stalls only when
+the engine's queue already holds ``engine_queue_depth`` issued-but-not-started ops (until the
+oldest starts; that stall is the op's ``wait_ps``), on an explicit ``tl.wait`` and in IPCQ
+requests. The op starts when the scoreboard (``record/scoreboard.py``) and its engine allow.
+After every op the PE hands over to another resident program if that one's clock is now
+earlier (``PEDriver.maybe_yield``), so each engine sees its ops in issue-time order.
+
+The blocking policy (``ahbm-v1``) stays in ``record/pe.py``, untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kernbench.record.commands import Cmd
+from kernbench.record.composite import children
+from kernbench.record.scoreboard import accesses
+from kernbench.record.timing import TIMING
+from kernbench.schemas.ops import OP
+
+if TYPE_CHECKING:
+    from kernbench.record.pe import PEDriver
+
+
+def _issue_time(pe: PEDriver, engine: Any) -> int:
+    """The kernel's clock once ``engine``'s queue has room (stalling, and letting other
+    resident programs run first, while it is full)."""
+    queue = pe.queues.get(id(engine))
+    if queue is None:
+        return pe.now
+    depth = pe.hw.engine_queue_depth
+    while True:
+        now = pe.now
+        while queue and queue[0] <= now:
+            queue.popleft()
+        if len(queue) < depth:
+            return now
+        pe.carried_wait += queue[len(queue) - depth] - now
+        pe.now = queue[len(queue) - depth]
+        pe.maybe_yield()
+
+
+def schedule(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any,
+             t_issue: int) -> tuple[int, int, int]:
+    """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
+    end)."""
+    program = pe.ctx.program  # type: ignore[union-attr]
+    reads, writes = accesses(cmd)
+    start = pe.board.ready(program, reads, writes)
+    earliest = t_issue + pe.dispatch_ps
+    if earliest > start:
+        start = earliest
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    pe.board.note(program, reads, writes, t_end)
+    queue = pe.queues.get(id(engine))
+    if queue is not None and start > t_issue:
+        queue.append(start)
+    out = cmd.out
+    if out is not None and out.buf.ready_ps < t_end:  # what tl.wait and lifetime frees see
+        out.buf.ready_ps = t_end
+    for h in cmd.inputs:
+        if h.buf.read_until < t_end:
+            h.buf.read_until = t_end
+    if t_end > pe.last_end:
+        pe.last_end = t_end
+    return start, busy, t_end
+
+
+def timed(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """An engine op (or a load) under ``async``: queue it, go on."""
+    t_issue = _issue_time(pe, engine)
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    if pe.loop is not None and pe.loop.stages >= 2 and cmd.op in pe.pipelinable:
+        pe.loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
+        if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
+            pe.adopt(cmd)
+    start, busy, t_end = schedule(pe, cmd, model, engine, t_issue)
+    pe.row(t_issue, start, t_end, busy, wait, cmd)
+    pe.now = t_issue + pe.dispatch_ps
+    pe.maybe_yield()
+
+
+def scope_exit(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """The rewind happens at issue; the row is timed when the last earlier op touching the
+    rewound range has ended (when Phase 2 invalidates it), and later writers of those bytes
+    come after it."""
+    lo, hi = cmd.work
+    key = ("tcm", pe.index)
+    t = max(pe.now, pe.board.touched(key, lo, hi))
+    if hi > lo:
+        pe.board.note(pe.ctx.program, [], [(key, lo, hi)], t)  # type: ignore[union-attr]
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    pe.record(cmd, pe.now, t, t, 0, wait)
+    pe.maybe_yield()
+
+
+def composite(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """A composite GEMM under ``async``: its tiles' DMA reads and dots are issued at once; the
+    scoreboard orders them (a staging slot is rewritten after the dot that read it)."""
+    t_issue = pe.now
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    reads, _ = accesses(cmd)  # the parent starts once ``a`` is visible (Phase 2 reads it)
+    a_ready = pe.board.ready(pe.ctx.program, reads[:1], [])  # type: ignore[union-attr]
+    timed = []
+    for dma, dot in children(cmd, pe.index, pe.hw.stage_bytes):
+        for child, eng in ((dma, pe.dma_rd), (dot, pe.gemm)):
+            timed.append((child, *schedule(pe, child, TIMING[child.op], eng, t_issue)))
+    t_end = max(row[3] for row in timed)
+    cmd.out.buf.ready_ps = max(cmd.out.buf.ready_ps, t_end)  # type: ignore[union-attr]
+    parent = pe.record(cmd, t_issue, max(timed[0][1], a_ready, t_issue), t_end, 0, wait)
+    for child, start, busy, end in timed:
+        pe.record(child, t_issue, start, end, busy, 0, parent)
+    pe.now = t_issue + pe.dispatch_ps
+    pe.maybe_yield()
+
+
+def wait(pe: PEDriver, bufs: list) -> None:
+    """``tl.wait`` under ``async``: stall until the buffers' in-flight ops have ended."""
+    ready = pe.now
+    for b in bufs:
+        ready = max(ready, b.ready_ps, b.read_until)
+    pe.carried_wait += ready - pe.now
+    pe.now = ready
+    pe.maybe_yield()
+
+
+#: the async handler of the ops that are not plain engine ops
+SPECIAL = {OP.SCOPE_EXIT: scope_exit, OP.GEMM: composite}

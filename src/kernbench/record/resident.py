@@ -1,0 +1,173 @@
+"""Resident programs (SPEC §13): several programs of the grid share one ``async`` PE.
+
+A PE holds ``k = min(max_programs_per_pe, floor(kernel_scratch / P))`` programs at once
+(``k >= 1``), where ``P`` is the kernel-scratch peak of program 0 recorded alone first
+(``occupancy``). Each resident program owns a slot of ``kernel_scratch / k`` bytes (aligned
+down); program ``p`` runs on PE ``p % n_pe`` and takes the first slot that frees on its PE,
+in program order. A slot frees when the last op of the program holding it has ended.
+
+The programs of a PE interleave exactly and deterministically: the scheduler always runs
+the program with the earliest clock (ties: the lower program), and a running program hands
+over after any op that moves its clock past the next one's (``PEDriver.maybe_yield``), so
+every engine of the PE sees its ops in issue-time order. A waiting program counts as a
+program whose clock is its slot's free time. IPCQ kernels run with ``k = 1`` (ADR-0522).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from kernbench.record.allocator import ScratchAllocator
+from kernbench.record.commands import Resolve
+from kernbench.record.context import KernelContext, ProgramGreenlet
+from kernbench.record.ipcq import RUN, run_resolve
+from kernbench.trace.hw import HwConfig
+
+if TYPE_CHECKING:
+    from kernbench.record.pe import PEDriver
+
+#: what a program hands the driver when another resident program's clock is earlier
+YIELD = object()
+NEVER = 1 << 62
+
+
+class UsesIpcq(Exception):  # noqa: N818 - a control-flow signal of the dry run, not an error
+    """Program 0's dry run reached an IPCQ request: the kernel communicates (k = 1)."""
+
+
+class Resident:
+    """One resident program: its greenlet, slot and the PE machine state it carries."""
+
+    __slots__ = ("program", "greenlet", "slot", "ctx", "now", "pending", "carried_wait",
+                 "loop", "last_end", "started")
+
+    def __init__(self, program: int, slot: int, ctx: KernelContext, g: ProgramGreenlet,
+                 now: int) -> None:
+        self.program, self.slot, self.ctx, self.greenlet = program, slot, ctx, g
+        self.now = self.last_end = now
+        self.pending: list = []
+        self.carried_wait = 0
+        self.loop: Any = None
+        self.started = False
+
+
+def slot_bytes(hw: HwConfig, k: int) -> int:
+    """The bytes of one of ``k`` slots of kernel scratch (aligned down)."""
+    return hw.kernel_scratch_bytes // k // hw.tcm_align * hw.tcm_align
+
+
+def programs_per_pe(hw: HwConfig, peak: int | None) -> int:
+    """``k`` from program 0's scratch peak (None: the kernel communicates, k = 1)."""
+    if peak is None or hw.engine_issue != "async":
+        return 1
+    fits = hw.kernel_scratch_bytes // peak if peak > 0 else hw.max_programs_per_pe
+    return max(1, min(hw.max_programs_per_pe, fits))
+
+
+def occupancy(hw: HwConfig, n_programs: int,
+              run_alone: Callable[[HwConfig, Path], int]) -> int:
+    """``k`` for a launch: 1 unless some PE holds 2+ programs under ``async`` issue; else
+    from the scratch peak ``run_alone`` measures recording program 0 alone (into a throwaway
+    op log) with every slot's budget."""
+    if hw.engine_issue != "async" or hw.max_programs_per_pe <= 1 or n_programs <= hw.n_pe:
+        return 1
+    alone = dataclasses.replace(hw, max_programs_per_pe=1)
+    with tempfile.TemporaryDirectory(prefix="kb-occupancy-") as tmp:
+        try:
+            peak = run_alone(alone, Path(tmp) / "ops.parquet")
+        except UsesIpcq:
+            return 1
+    return programs_per_pe(hw, peak)
+
+
+def _load(pe: PEDriver, r: Resident) -> None:
+    pe.ctx, pe.scratch, pe.now, pe.pending = r.ctx, r.ctx.scratch, r.now, r.pending
+    pe.carried_wait, pe.loop, pe.last_end = r.carried_wait, r.loop, r.last_end
+    pe.set_loop(r.loop)
+
+
+def _save(pe: PEDriver, r: Resident) -> None:
+    r.now, r.pending, r.carried_wait, r.loop = pe.now, pe.pending, pe.carried_wait, pe.loop
+    r.last_end = pe.last_end
+
+
+def run(pe: PEDriver, programs: list[int], grid: tuple[int, ...], body: Callable[[], Any],
+        k: int) -> Generator[simpy.Event, Any, None]:
+    """The SimPy process of an ``async`` PE: its programs, ``k`` at a time."""
+    size = slot_bytes(pe.hw, k)
+    free_at = [pe.now] * k  # when each slot frees
+    free = list(range(k))  # the slots nobody holds
+    waiting = list(reversed(programs))
+    running: list[Resident] = []
+    peak = 0
+    while waiting or running:
+        nxt = None
+        if waiting and free:
+            slot = min(free, key=lambda s: (free_at[s], s))
+            nxt = (free_at[slot], waiting[-1])
+        cur = min(running, key=lambda r: (r.now, r.program), default=None)
+        if cur is None or (nxt is not None and nxt < (cur.now, cur.program)):
+            cur = _start(pe, waiting.pop(), slot, free_at[slot], size, k, grid, body)
+            free.remove(slot)
+            running.append(cur)
+            nxt = None
+            if waiting and free:
+                s2 = min(free, key=lambda s: (free_at[s], s))
+                nxt = (free_at[s2], waiting[-1])
+        others = [(r.now, r.program) for r in running if r is not cur]
+        if nxt is not None:
+            others.append(nxt)
+        h = min(others, default=None)
+        pe.switch_at = NEVER if h is None else h[0] + (1 if cur.program < h[1] else 0)
+        _load(pe, cur)
+        value: Any = None
+        while True:
+            msg = cur.greenlet.switch(value) if cur.started else cur.greenlet.switch()
+            cur.started = True
+            if cur.greenlet.dead or msg is YIELD:
+                break
+            if pe.ring is None:  # program 0 alone (occupancy): it communicates
+                raise UsesIpcq
+            pe.blocked_at = msg
+            value = yield from RUN[type(msg)](msg, pe)  # type: ignore[func-returns-value]
+            pe.blocked_at = None
+        if cur.greenlet.dead:
+            if pe.unresolved:  # recv_async handles never consumed
+                yield from run_resolve(Resolve(list(pe.unresolved)), pe)
+            pe.drain()
+            end = max(pe.now, pe.last_end)
+            peak = max(peak, cur.ctx.scratch.peak)
+            free_at[cur.slot] = end
+            free.append(cur.slot)
+            running.remove(cur)
+        _save(pe, cur)
+    pe.set_loop(None)
+    pe.peak = max(pe.peak, peak)
+    pe.now = max(free_at)
+    if pe.now > pe.env.now:
+        yield pe.env.timeout(pe.now - pe.env.now)
+    pe.done = True
+
+
+def _start(pe: PEDriver, program: int, slot: int, at: int, size: int, k: int,
+           grid: tuple[int, ...], body: Callable[[], Any]) -> Resident:
+    """Program ``program`` takes ``slot`` at ``at``: its own scratch allocator over the slot."""
+    hw = pe.hw
+    scratch = ScratchAllocator("tcm", pe.index, slot * size + size, hw.tcm_align)
+    scratch.cursor = scratch.peak = slot * size
+    scratch.slot_note = (f"; this program holds slot {slot} of {k} on PE {pe.index} "
+                         f"(slot size {size} bytes, k = {k} resident programs per PE, "
+                         "from program 0's scratch peak)") if k > 1 else ""
+    pe.scratch = scratch
+    ctx = KernelContext(pe, program, grid)  # type: ignore[arg-type]
+    ctx.issue = pe.issue
+    ctx.by_op = pe.by_op
+    g = ProgramGreenlet(body)
+    g.ctx = ctx
+    return Resident(program, slot, ctx, g, at)
