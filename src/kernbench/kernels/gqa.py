@@ -96,6 +96,15 @@ def pipelined_softmax_step(s_raw, vt, m, l, acc, scale, ahead: Lookahead,  # noq
     ahead.keep()
 
 
+def store_normalized(buf: Prefetch, ptr, acc, l, shape: tuple[int, ...]) -> None:  # noqa: E741
+    """``tl.store(ptr, acc / l)`` through a persistent f32 buffer (``Prefetch`` role "o",
+    reserved by the kernel): under async engines the store then reads no byte that the
+    enclosing scope rewinds, so the next query tile's first ops need not wait for it."""
+    out = buf.take("o", tuple(acc.shape))
+    tl.copy_to(out, acc / l)
+    tl.store(ptr, tl.reshape(out, shape))
+
+
 def running_state(rows: int, d: int):
     """The persistent (m, l, acc) of a flash sweep, allocated outside every scope."""
     return (tl.full((rows, 1), NEG_BIG, tl.float32), tl.zeros((rows, 1), tl.float32),
@@ -262,6 +271,7 @@ def gqa_prefill_pipelined(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int,  #
         buf.reserve("k", (st.tkv, D))
         buf.reserve("v", (st.tkv, D))
         buf.reserve("s", (st.tq * G, st.tkv), tl.float32)
+        buf.reserve("o", (st.tq * G, D), tl.float32, ways=1)
     qk: list[tuple] = []  # (Q rows, K tile) of step i
     vs: list = []
 
@@ -298,7 +308,7 @@ def gqa_prefill_pipelined(q, k, v, o, *, S: int, T_q: int, T_kv: int, G: int,  #
                     mask = causal_mask(q0, st.k0, st.tq, st.tkv, G) if st.needs_mask else None
                     pipelined_softmax_step(s_raw, vs[i], m, l, acc, scale, ahead, mask)
                 i += 1
-            tl.store(o + (h * S + q0) * G * D, tl.reshape(acc / l, (st.tq, G, D)))
+            store_normalized(buf, o + (h * S + q0) * G * D, acc, l, (st.tq, G, D))
 
 
 #: schedule -> the causal prefill kernel (docs/adr/0530)

@@ -32,6 +32,7 @@ from kernbench.kernels.gqa import (
     online_softmax_step,
     pipelined_softmax_step,
     running_state,
+    store_normalized,
 )
 from kernbench.kernels.ring_decode import COMBINES, ring_decode
 from kernbench.kernels.tiles import Prefetch
@@ -134,11 +135,15 @@ def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,
             tl.store(o + (r * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
 
 
-def _chunk_buffers(rows: int, C: int, D: int) -> Prefetch:  # noqa: N803
-    buf = Prefetch()  # three K/V pairs: a chunk is loaded into the pair sent two steps ago
+def _chunk_buffers(rows: int, C: int, D: int, tiles: bool) -> Prefetch:  # noqa: N803
+    """Three K/V pairs (a chunk is loaded into the pair sent two steps ago), two score
+    buffers, and (``tiles``: one store per query tile) the output buffer."""
+    buf = Prefetch()
     buf.reserve("k", (C, D), ways=3)
     buf.reserve("v", (C, D), ways=3)
     buf.reserve("s", (rows, C), tl.float32)
+    if tiles:
+        buf.reserve("o", (rows, D), tl.float32, ways=1)
     return buf
 
 
@@ -167,7 +172,7 @@ def ring_prefill_pipelined(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: i
     rows = T_q * G
     qt = tl.reshape(tl.load(q + r * rows * D, (T_q, G, D), tl.bfloat16), (rows, D))
     m, l, acc = running_state(rows, D)  # noqa: E741
-    buf = _chunk_buffers(rows, C, D)
+    buf = _chunk_buffers(rows, C, D, tiles=False)
     kbase, vbase = k + r * S * D, v + r * S * D
     kt, vt = buf.load("k", kbase, (C, D)), buf.load("v", vbase, (C, D))
     ahead = Lookahead(buf)
@@ -192,7 +197,7 @@ def ring_prefill_causal_pipelined(q, k, v, o, *, n: int, S: int, C: int, T_q: in
     skipped one (or the first of a query tile) computes its own Q·Kᵀ."""
     r = tl.program_id(0)
     rows = T_q * G
-    buf = _chunk_buffers(rows, C, D)
+    buf = _chunk_buffers(rows, C, D, tiles=True)
     kbase, vbase = k + r * S * D, v + r * S * D
     shifts = [visible_shift(layout, r, (r - i) % n, n, S) for i in range(n)]
     ahead = Lookahead(buf)
@@ -221,7 +226,7 @@ def ring_prefill_causal_pipelined(q, k, v, o, *, n: int, S: int, C: int, T_q: in
                             pipelined_softmax_step(s_raw, vt, m, l, acc, scale, ahead, mask)
                         ahead.flush()
                     kt, vt = nk, nv
-            tl.store(o + (r * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
+            store_normalized(buf, o + (r * S + q0) * G * D, acc, l, (T_q, G, D))
 
 
 #: (causal, schedule) -> the prefill kernel (docs/adr/0530)
