@@ -3,6 +3,7 @@ efficiency ``kernbench report`` prints (checked on the figure's data, not its pi
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from matplotlib.figure import Figure
 
@@ -62,8 +63,45 @@ def test_hbm_bound_point_sits_on_the_diagonal_at_efficiency_of_it():
     assert m["roofline_frac"] == pytest.approx(m["efficiency"], rel=1e-6)
 
 
-def test_roofline_of_a_trace_without_flops_places_no_point():
+def test_roofline_places_a_math_only_kernel_by_its_element_results():
+    """stream-sum does no GEMM flop: its point counts the MATH engine's element results per
+    HBM byte, under the MATH ceiling at its efficiency."""
     trace = kb.Trace.open(GOLDEN / "stream-sum.ktrace")
     m = kb.analyze.metrics(trace)
-    assert m["flops"] == 0
-    assert "point" not in _drawn(trace, m)
+    assert m["flops"] == 0 and m["roofline_bound"] == "math"
+    ops = trace.ops.filter((pl.col("engine") == "math") & (pl.col("kind") != "composite"))
+    results = int(ops["num_elements"].sum())
+    moved = m["dma_read_bytes"] + m["dma_write_bytes"]
+    r = data.roofline(trace, m)
+    assert r.unit == "element result"
+    assert r.intensity == pytest.approx(results / moved, rel=1e-12)
+    assert r.achieved_gflops == pytest.approx(results / (m["latency_ps"] / 1000), rel=1e-12)
+    lines = _drawn(trace, m)
+    (px,), (py,) = lines["point"]
+    assert px == pytest.approx(r.intensity)
+    assert py == pytest.approx(m["efficiency"] * lines["math (binds)"][1][0], rel=1e-12)
+    assert "machine GEMM peak" not in lines  # a flop roof does not apply
+
+
+def test_roofline_places_a_copy_kernel_by_its_bytes(tmp_path):
+    """A kernel with neither GEMM nor MATH work is placed by the bytes it moves: its point
+    is its achieved HBM GB/s at intensity 1."""
+    import numpy as np
+
+    from kernbench import tl
+
+    @kb.kernel
+    def copy(x, y, *, n: int):
+        tl.store(y, tl.load(x, (n,), tl.float32))
+
+    case = kb.Case(name="copy", kernel=copy, grid=(1,),
+                   tensors={"x": kb.tensor((256,), "float32", init=kb.randn(seed=0)),
+                            "y": kb.tensor((256,), "float32", role="output")},
+                   params={"n": 256}, reference=lambda x: {"y": np.array(x)})
+    trace = kb.record(case, tmp_path / "copy.ktrace")
+    m = kb.analyze.metrics(trace)
+    r = data.roofline(trace, m)
+    moved = m["dma_read_bytes"] + m["dma_write_bytes"]
+    assert r.unit == "byte" and r.intensity == 1.0
+    assert r.achieved_gflops == pytest.approx(moved / (m["latency_ps"] / 1000), rel=1e-12)
+    assert "point" in _drawn(trace, m)

@@ -1,5 +1,5 @@
 """Analysis (docs/analysis.md): polars queries over traces — metrics, invariants, rules, diff,
-report, Perfetto export, SQL.
+report, the critical path, Perfetto export, SQL.
 
 Every command-level function returns a report object with ``to_text()``, ``to_json()`` and
 ``exit_code``; ``metrics`` returns a flat dict.
@@ -14,6 +14,7 @@ from kernbench.analyze import export as _export_mod  # noqa: F401
 from kernbench.analyze import metrics as _metrics_mod  # noqa: F401
 from kernbench.analyze import sql as _sql_mod  # noqa: F401
 from kernbench.analyze.check import CheckReport, check
+from kernbench.analyze.critical import critical_path
 from kernbench.analyze.diff import DiffReport, diff
 from kernbench.analyze.export import ExportReport, export_perfetto
 from kernbench.analyze.invariants import INVARIANTS
@@ -24,7 +25,8 @@ from kernbench.analyze.sql import SqlResult, sql
 from kernbench.analyze.thresholds import Rule, load_rules
 
 __all__ = [
-    "metrics", "check", "diff", "report", "export_perfetto", "sql", "hazards", "load_rules",
+    "metrics", "check", "critical_path", "diff", "report", "export_perfetto", "sql", "hazards",
+    "load_rules",
     "Rule", "INVARIANTS", "CheckReport", "DiffReport", "MetricsReport", "ExportReport",
     "SqlResult",
 ]

@@ -145,12 +145,14 @@ class Ceiling:
     binds: bool  # the lowest ceiling: the roofline bound
 
 
-def ceilings(m: Metrics) -> tuple[Ceiling, ...]:
+def ceilings(m: Metrics, work: float | None = None) -> tuple[Ceiling, ...]:
     """The four ceilings (HBM, GEMM, MATH, link) of the metrics ``m``, in that order. The
     binding one is ``roofline_bound``'s; the kernel's point (``flops / latency``) sits at
     ``roofline_frac`` of it, which is ``efficiency`` whenever the bound engine's busy time is
-    its ideal time (always for GEMM and MATH; for HBM when its loads are contiguous)."""
-    flops, latency = float(m["flops"]), int(m["latency_ps"])
+    its ideal time (always for GEMM and MATH; for HBM when its loads are contiguous).
+    ``work``: the amount the rates count instead of flops (a kernel without GEMM flops is
+    placed by its MATH element results, ``plot.data.roofline``)."""
+    flops, latency = float(m["flops"] if work is None else work), int(m["latency_ps"])
     bound = str(m["roofline_bound"])
     out = []
     for name, engines in CEILINGS.items():

@@ -3,7 +3,10 @@
 Every operand names bytes ``[addr, addr + nbytes)`` of a memory ``(space, mem_pe)``. Reads
 happen at an op's ``t_start_ps`` and stay in flight until its ``t_end_ps``; writes land at
 ``t_end_ps``; a ``scope_exit`` kills tcm ``[lo, hi)`` at its ``t_start_ps``. Program order
-is ``seq`` within the issuing PE. The hazards (``HAZARDS``):
+is ``seq`` within the issuing PE, or within the program on a PE whose resident programs
+interleave (``order_unit``, SPEC §13). The hazards (``HAZARDS``; ``raw``, ``war`` and
+``waw`` are SPEC §13's three orders, ``war`` in the scoreboard's strength: a read is in
+flight until it ends, ADR-0527):
 
 - ``raw``: a read starts before the last program-order write to its bytes has landed;
 - ``dead_read``: the last program-order event on the bytes is a scope exit (rewound scratch);
@@ -85,7 +88,8 @@ def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """One row per byte range an op reads, writes or kills (composite parents excluded:
     their children carry the data movement; indexed HBM operands as their runs, atomics'
     HBM accesses left out: ``analyze/indexed.py``)."""
-    base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps")
+    base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps",
+                      unit=order_unit(ops))
     opnd = (operands(ops).collect()
             .select("op_id", ev=pl.when(pl.col("role") == "in").then(READ).otherwise(WRITE),
                     space="space", mem_pe="mem_pe", lo="addr",
@@ -99,8 +103,21 @@ def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
                      kills.with_columns(pl.col("ev").cast(pl.Int8))], how="vertical_relaxed")
     acc = acc.join(base, on="op_id").filter(
         (pl.col("kind") != Kind.COMPOSITE.value) & (pl.col("hi") > pl.col("lo")))
-    return acc.select("op_id", "pe", "seq", "ev", "space", "mem_pe", "lo", "hi",
+    return acc.select("op_id", "pe", "seq", "ev", "space", "mem_pe", "lo", "hi", "unit",
                       t0="t_start_ps", t1="t_end_ps")
+
+
+def order_unit(ops: pl.DataFrame) -> pl.Series:
+    """Per op, the unit whose ``seq`` order is program order: its PE, whose programs run one
+    after another (``ahbm-v1``), or, on a PE whose programs interleave (resident programs,
+    SPEC §13), its (PE, program)."""
+    span = ops.group_by("pe", "program").agg(lo=pl.col("seq").min(), hi=pl.col("seq").max())
+    mixed = (span.sort("pe", "lo")
+             .with_columns(before=pl.col("hi").cum_max().shift(1).over("pe"))
+             .filter(pl.col("lo") < pl.col("before"))["pe"].unique())
+    pe, program = pl.col("pe").cast(pl.Int64), pl.col("program").cast(pl.Int64)
+    own = pl.when(pe.is_in(mixed.implode())).then(program + 1).otherwise(0)
+    return ops.select(unit=pe * (1 << 32) + own)["unit"]
 
 
 def segments(acc: pl.DataFrame) -> pl.DataFrame:
@@ -123,10 +140,10 @@ def segments(acc: pl.DataFrame) -> pl.DataFrame:
 
 
 def _program_order(seg: pl.DataFrame) -> pl.DataFrame:
-    """Per (segment, PE) in program order: the previous write/kill and the earliest landing
-    of any later write, for every row."""
-    df = seg.sort("seg", "pe", "seq", "ev").with_row_index("pos")
-    grp = ("seg", "pe")
+    """Per (segment, program-order unit) in program order: the previous write/kill and the
+    earliest landing of any later write, for every row."""
+    df = seg.sort("seg", "unit", "seq", "ev").with_row_index("pos")
+    grp = ("seg", "unit")
     wk = pl.when(pl.col("ev") != READ).then(pl.col("pos"))
     w_end = pl.when(pl.col("ev") == WRITE).then(pl.col("t1"))
     df = df.with_columns(
@@ -157,10 +174,11 @@ def _program_order_hazards(po: pl.DataFrame) -> pl.DataFrame:
         for name, cond, op, other, t_op, t_other in rules]
     # war: some later write on this PE lands before the read completes; name each such write
     late = po.filter(r & (pl.col("next_w_end") < pl.col("t1"))).select(
-        "seg", "pe", "seq", "op_id", "space", "mem_pe", "seg_lo", "seg_hi", "t1")
+        "seg", "unit", "seq", "op_id", "space", "mem_pe", "seg_lo", "seg_hi", "t1")
     if late.height:
-        writes = po.filter(w).select("seg", "pe", w_seq="seq", other_op_id="op_id", w_t1="t1")
-        found.append(late.join(writes, on=["seg", "pe"])
+        writes = po.filter(w).select("seg", "unit", w_seq="seq", other_op_id="op_id",
+                                     w_t1="t1")
+        found.append(late.join(writes, on=["seg", "unit"])
                      .filter((pl.col("w_seq") > pl.col("seq")) & (pl.col("w_t1") < pl.col("t1")))
                      .select(hazard=pl.lit("war"), op_id="op_id", other_op_id="other_op_id",
                              space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi",

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from kernbench.analyze.critical import critical_path, summary
 from kernbench.analyze.frames import open_trace, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
 from kernbench.notebook import fmt
@@ -80,6 +81,7 @@ class MetricsReport:
     case: str
     metrics: Metrics
     by_op: list[dict[str, Any]] = field(default_factory=list)
+    critical: dict[str, Any] = field(default_factory=dict)  # ``critical.summary``
     exit_code: int = 0
 
     def engine_rows(self) -> list[list[Any]]:
@@ -109,6 +111,8 @@ class MetricsReport:
             format_table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
                          [list(r.values()) for r in self.by_op]),
         ]
+        if self.critical:
+            parts += critical_text(self.critical)
         if scratch:
             parts += ["scratch per PE", format_table(
                 ["pe", "peak_bytes"], [[int(k.removeprefix("scratch_peak_bytes_pe")), m[k]]
@@ -117,7 +121,7 @@ class MetricsReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
-                "by_op": self.by_op}
+                "by_op": self.by_op, "critical_path": self.critical}
 
     def __repr__(self) -> str:
         from kernbench.notebook import report_repr
@@ -136,5 +140,22 @@ class MetricsReport:
 def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     """The ``kernbench report`` of a trace."""
     trace = open_trace(trace_or_path)
-    return MetricsReport(str(trace.path), str(trace.manifest.get("case")), metrics(trace),
-                         op_breakdown(trace).to_dicts())
+    m = metrics(trace)
+    return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
+                         op_breakdown(trace).to_dicts(),
+                         summary(critical_path(trace), int(m["latency_ps"])))
+
+
+#: the critical-path tables: (title, key, columns)
+CRITICAL_TABLES = (("by engine", "by_engine", ("engine", "path_ps", "share", "ops")),
+                   ("by source line", "by_line", ("src", "path_ps", "share", "ops", "wait_ps")))
+
+
+def critical_text(c: dict[str, Any]) -> list[str]:
+    """The critical-path sections of ``kernbench report``."""
+    parts = [f"critical path (the chain of ops that sets the latency: {c['ops']} ops, "
+             f"{fmt(c['path_ps'])} ps, {c['share']:.3f} of the latency)"]
+    for title, key, cols in CRITICAL_TABLES:
+        parts += [f"critical path {title}",
+                  format_table(list(cols), [[r[k] for k in cols] for r in c[key]])]
+    return parts

@@ -13,6 +13,7 @@ import polars as pl
 
 from kernbench.analyze.frames import hw_of, scan_ops
 from kernbench.analyze.metrics import ENGINES, Ceiling, Metrics, ceilings, lane_expr
+from kernbench.schemas.ops import Engine, Kind
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
 
@@ -97,6 +98,7 @@ class Roofline:
     n_pe: int
     ceilings: tuple[Ceiling, ...] = ()
     moved_bytes: int = 0
+    unit: str = "flop"  # what the rates count (``WORK``): flop, element result or byte
 
     @property
     def ridge(self) -> float:
@@ -120,14 +122,50 @@ class Roofline:
         return x * self.hbm_slope_gbps if c.name == "hbm" else c.gflops
 
 
+#: what a roofline counts, first that the kernel did any of: GEMM flops, else the elements
+#: its MATH ops produced, else the HBM bytes it moved (a copy kernel: its point is GB/s)
+WORK = ("flop", "element result", "byte")
+
+
+def math_elements(trace: Trace) -> int:
+    """Elements the MATH engine produced (composite parents excluded)."""
+    return int(scan_ops(trace).filter((pl.col("engine") == Engine.MATH.value)
+                                      & (pl.col("kind") != Kind.COMPOSITE.value))
+               .select(pl.col("num_elements").sum()).collect().item() or 0)
+
+
 def roofline(trace: Trace, m: Metrics) -> Roofline:
+    """The roofline of a trace: every kernel that moves HBM bytes gets a point, in the first
+    unit of ``WORK`` it did any of."""
     hw: HwConfig = hw_of(trace)
     n_pe = max(1, int(m["n_pe_used"]))
     moved = int(m["dma_read_bytes"]) + int(m["dma_write_bytes"])
     flops = int(m["flops"])
+    work, unit = flops, WORK[0]
+    if not flops:
+        work, unit = math_elements(trace), WORK[1]
+        if not work:
+            work, unit = moved, WORK[2]
     latency_ns = max(1, int(m["latency_ps"])) / 1000.0
     return Roofline(peak_gflops=2.0 * hw.gemm_rows * hw.gemm_cols * hw.clock_ghz * n_pe,
                     hbm_gbps=float(hw.hbm_gbps) * n_pe,
-                    intensity=flops / moved if moved else 0.0,
-                    achieved_gflops=flops / latency_ns, n_pe=n_pe, ceilings=ceilings(m),
-                    moved_bytes=moved)
+                    intensity=work / moved if moved else 0.0,
+                    achieved_gflops=work / latency_ns, n_pe=n_pe,
+                    ceilings=ceilings(m, work), moved_bytes=moved, unit=unit)
+
+
+def path_spans(path: pl.DataFrame, latency: int, bins: int = BINS) -> pl.DataFrame:
+    """Columns pe, engine, lane, t0, t1 (ps): the critical path (``kb.analyze.critical_path``)
+    on the engine rows of the timeline, each op over the span it holds the path; spans of one
+    row less than ``latency / bins`` apart are merged."""
+    gap = max(1, latency // bins)
+    on = (path.filter(pl.col("engine").is_in([str(e) for e in ENGINES])
+                      & (pl.col("path_ps") > 0))
+          .select("pe", "engine", "lane", t0="t_from_ps", t1="t_to_ps")
+          .sort("pe", "engine", "lane", "t0"))
+    row = ("pe", "engine", "lane")
+    prev_end = pl.col("t1").cum_max().shift(1).over(row)
+    return (on.with_columns(new=(prev_end.is_null() | (pl.col("t0") > prev_end + gap))
+                            .cast(pl.Int64).cum_sum().over(row))
+            .group_by(*row, "new").agg(pl.col("t0").min(), pl.col("t1").max())
+            .drop("new").sort(*row, "t0"))

@@ -81,9 +81,25 @@ def trace_parts(path: Path) -> tuple[str, list[str], int]:
              "<h2>roofline ceilings</h2>", table(["ceiling", "ideal_ps", "gflops",
                                                   "frac_of_latency", "binds"],
                                                  rep.ceiling_rows()),
+             *critical_parts(rep.critical),
              "<h2>ops</h2>", table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
                                    [list(r.values()) for r in rep.by_op])]
     return f"kernbench report: {trace.path} ({rep.case})", parts, len(figs)
+
+
+def critical_parts(c: dict[str, Any]) -> list[str]:
+    """The critical path's tables (``critical.summary``): by engine and by source line."""
+    from kernbench.analyze.report import CRITICAL_TABLES
+
+    if not c:
+        return []
+    parts = ["<h2>critical path</h2>",
+             f"<p>The chain of ops that sets the latency: {c['ops']} ops covering "
+             f"{c['share']:.3f} of it (black on the timeline).</p>"]
+    for title, key, cols in CRITICAL_TABLES:
+        parts += [f"<h3>{html.escape(title)}</h3>",
+                  table(list(cols), [[r[k] for k in cols] for r in c[key]])]
+    return parts
 
 
 def sweep_parts(path: Path) -> tuple[str, list[str], int]:

@@ -9,6 +9,8 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from kernbench.analyze.critical import critical_path, summary
+from kernbench.analyze.frames import hw_of
 from kernbench.analyze.metrics import Metrics
 from kernbench.plot import data
 from kernbench.trace import Trace
@@ -23,6 +25,8 @@ ROW_ORDER = {"dma_rd": 0, "dma_wr": 1, "gemm": 2, "math": 3, "link_tx": 4, "stal
 US = 1e6  # ps per microsecond
 MIN_WIDTH = 800  # a drawn span is at least latency / MIN_WIDTH wide (about 1.5 px)
 STYLES = ("-", "--", "-.", ":")  # PEs that run in lock-step stay distinguishable
+PATH_COLOUR = "#111111"
+PATH_LABEL = "critical path"  # the label of the path's lines on the timeline
 
 
 def _rows(spans: pl.DataFrame, stalls: pl.DataFrame) -> list[tuple[int, str, str]]:
@@ -32,7 +36,10 @@ def _rows(spans: pl.DataFrame, stalls: pl.DataFrame) -> list[tuple[int, str, str
 
 
 def draw_timeline(ax: Axes, trace: Trace,
-                  frames: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> None:
+                  frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+                  path: pl.DataFrame | None = None) -> None:
+    """Busy spans per engine row, the kernel's stalls, and ``path`` (``data.path_spans``:
+    the critical path) as a black line through the rows it runs on."""
     spans, stalls = frames or (data.engine_spans(trace), data.stall_spans(trace))
     rows = _rows(spans, stalls)
     stall_rows = stalls.with_columns(engine=pl.lit("stall"), lane=pl.lit(""))
@@ -55,7 +62,16 @@ def draw_timeline(ax: Axes, trace: Trace,
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
     ax.set_xlabel("time (µs)")
-    ax.set_title("engine timeline per PE (busy spans; grey: kernel stalled waiting)")
+    title = "engine timeline per PE (busy spans; grey: kernel stalled waiting"
+    if path is not None and path.height:
+        y_of = {r: y for y, r in enumerate(rows)}
+        on = [(y_of[(pe, e, lane)], t0 / US, t1 / US) for pe, e, lane, t0, t1
+              in path.select("pe", "engine", "lane", "t0", "t1").iter_rows()
+              if (pe, e, lane) in y_of]
+        ax.hlines([y for y, _, _ in on], [a for _, a, _ in on], [b for _, _, b in on],
+                  colors=PATH_COLOUR, lw=2.4, zorder=4, label=PATH_LABEL)
+        title += "; black: the critical path"
+    ax.set_title(title + ")")
     for y, (a, b) in enumerate(zip(rows, rows[1:], strict=False)):
         if a[0] != b[0]:
             ax.axhline(y + 0.5, color="#dddddd", lw=0.8)
@@ -82,7 +98,11 @@ def draw_scratch(ax: Axes, trace: Trace, budget: int) -> None:
     ax.legend(fontsize=7, ncol=5, loc="upper right")
 
 
-def draw_wait(ax: Axes, trace: Trace) -> None:
+def draw_wait(ax: Axes, trace: Trace, critical: dict[str, Any] | None = None) -> None:
+    """Stall time by source line; with ``critical`` (``critical.summary``, given when the
+    engines issue asynchronously) the time on the critical path by source line instead."""
+    if critical is not None:
+        return _draw_path_by_line(ax, critical)
     per = data.wait_by_line(trace)
     ax.set_title("stall time by kernel source line")
     if per.height == 0:
@@ -98,6 +118,17 @@ def draw_wait(ax: Axes, trace: Trace) -> None:
     ax.set_xlabel("wait (µs, summed over PEs)")
 
 
+def _draw_path_by_line(ax: Axes, critical: dict[str, Any]) -> None:
+    rows = critical["by_line"]
+    ax.set_title(f"on the critical path, by kernel source line ({critical['share']:.3f} "
+                 "of the latency)")
+    ys = list(range(len(rows)))
+    ax.barh(ys, [r["path_ps"] / US for r in rows], color=PATH_COLOUR, edgecolor="#555")
+    ax.set_yticks(ys, [f"{r['src']} ({r['ops']} ops)" for r in rows], fontsize=7)
+    ax.set_ylim(max(len(rows), 6) - 0.5, -0.5)
+    ax.set_xlabel("time on the critical path (µs)")
+
+
 #: the colour of each roofline ceiling: its engine's
 CEILING_COLOURS = {"hbm": COLOURS["dma_rd"], "gemm": COLOURS["gemm"], "math": COLOURS["math"],
                    "link": COLOURS["link_tx"]}
@@ -109,18 +140,22 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
     r = data.roofline(trace, m)
     ax.set_title(f"roofline per engine ({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
                  f"{r.peak_gflops / 1000:.0f} TFLOP/s GEMM)", fontsize=9)
-    ax.set_xlabel("arithmetic intensity (flop / HBM byte)")
-    ax.set_ylabel("GFLOP/s")
+    rate = {"flop": "GFLOP/s", "byte": "GB/s"}.get(r.unit, f"G {r.unit}s/s")
+    ax.set_xlabel("arithmetic intensity (flop / HBM byte)" if r.unit == "flop"
+                  else f"intensity ({r.unit}s / HBM byte; no GEMM flops)")
+    ax.set_ylabel(rate)
     bound = r.bound
     if not (r.intensity and r.achieved_gflops and bound is not None):
-        ax.text(0.5, 0.1, "no GEMM flops or no HBM traffic: no point to place",
+        ax.text(0.5, 0.1, "no HBM traffic: no point to place",
                 ha="center", transform=ax.transAxes, fontsize=8)
         return
     lo, hi = r.intensity / 30, r.intensity * 30
     xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
-    ax.loglog(xs, [r.peak_gflops] * len(xs), color="#999", ls=":", lw=1,
-              label="machine GEMM peak")
-    heights = [r.achieved_gflops, r.peak_gflops]
+    heights = [r.achieved_gflops]
+    if r.unit == "flop":  # the GEMM peak counts flops only
+        ax.loglog(xs, [r.peak_gflops] * len(xs), color="#999", ls=":", lw=1,
+                  label="machine GEMM peak")
+        heights.append(r.peak_gflops)
     for c in r.ceilings:
         if c.gflops == float("inf"):
             continue  # the engine did no work: no roof
@@ -131,7 +166,7 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
     roof = r.ceiling_at(bound, r.intensity)
     ax.plot([r.intensity], [r.achieved_gflops], "o", color="#111", ms=7, zorder=5)
     ax.vlines(r.intensity, r.achieved_gflops, roof, color="#111", lw=0.8, ls="--")
-    ax.annotate(f"kernel: {r.achieved_gflops:.1f} GFLOP/s\n"
+    ax.annotate(f"kernel: {r.achieved_gflops:.1f} {rate}\n"
                 f"{float(m['roofline_frac']):.3f} of the {bound.name} ceiling "
                 f"(efficiency {float(m['efficiency']):.3f})",
                 (r.intensity, r.achieved_gflops), textcoords="offset points",
@@ -142,15 +177,26 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
     ax.grid(True, which="major", color="#eeeeee")
 
 
+def critical(trace: Trace, m: Metrics) -> tuple[pl.DataFrame, dict[str, Any] | None]:
+    """The critical path's timeline spans, and its summary when the by-line chart shows it
+    (the hw issues engine ops asynchronously; under blocking issue the chart stays the
+    stalls, which the path agrees with)."""
+    path = critical_path(trace)
+    latency = int(m["latency_ps"])
+    shown = summary(path, latency) if hw_of(trace).engine_issue == "async" else None
+    return data.path_spans(path, latency), shown
+
+
 def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     """One figure: timeline on top, scratch below, wait and roofline side by side."""
     frames = data.engine_spans(trace), data.stall_spans(trace)
+    path, by_line = critical(trace, m)
     timeline_h = max(2.5, 0.18 * len(_rows(*frames)))
     fig = Figure(figsize=(12, timeline_h + 7.5), layout="constrained")
     grid = fig.add_gridspec(3, 2, height_ratios=[timeline_h, 3, 4])
-    draw_timeline(fig.add_subplot(grid[0, :]), trace, frames)
+    draw_timeline(fig.add_subplot(grid[0, :]), trace, frames, path)
     draw_scratch(fig.add_subplot(grid[1, :]), trace, budget)
-    draw_wait(fig.add_subplot(grid[2, 0]), trace)
+    draw_wait(fig.add_subplot(grid[2, 0]), trace, by_line)
     draw_roofline(fig.add_subplot(grid[2, 1]), trace, m)
     latency = int(m["latency_ps"]) / US
     fig.suptitle(f"{trace.manifest.get('case')}  ·  latency {latency:.3f} µs  ·  "
@@ -163,14 +209,15 @@ def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
     """The four charts as separate figures (the HTML report shows them one by one)."""
     out: dict[str, Any] = {}
     frames = data.engine_spans(trace), data.stall_spans(trace)
+    path, by_line = critical(trace, m)
     fig = Figure(figsize=(12, max(2.5, 0.18 * len(_rows(*frames))) + 1), layout="constrained")
-    draw_timeline(fig.add_subplot(), trace, frames)
+    draw_timeline(fig.add_subplot(), trace, frames, path)
     out["timeline"] = fig
     fig = Figure(figsize=(12, 3.5), layout="constrained")
     draw_scratch(fig.add_subplot(), trace, budget)
     out["scratch"] = fig
     fig = Figure(figsize=(7, 4.5), layout="constrained")
-    draw_wait(fig.add_subplot(), trace)
+    draw_wait(fig.add_subplot(), trace, by_line)
     out["wait"] = fig
     fig = Figure(figsize=(6, 4.5), layout="constrained")
     draw_roofline(fig.add_subplot(), trace, m)

@@ -96,8 +96,8 @@ def scope_exit(pe: PEDriver, cmd: Cmd, model: Callable, engine: Any) -> None:
     lo, hi = cmd.work
     key = ("tcm", pe.index)
     t = max(pe.now, pe.board.touched(key, lo, hi))
-    if hi > lo:
-        pe.board.note(pe.ctx.program, [], [(key, lo, hi)], t)  # type: ignore[union-attr]
+    if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
+        pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)  # type: ignore[union-attr]
     wait = pe.carried_wait
     pe.carried_wait = 0
     pe.record(cmd, pe.now, t, t, 0, wait)
