@@ -12,7 +12,8 @@ from kernbench.analyze import check
 from kernbench.kernels.registry import build_case
 
 #: small shapes that still cross query tiles, diagonal tiles and (S=200) short tail tiles
-PREFILL = [{"S": 256, "T_kv": 64, "H_q": 16, "H_kv": 2}, {"S": 200, "T_kv": 64, "H_q": 8, "H_kv": 1}]
+PREFILL = [{"S": 256, "T_kv": 64, "H_q": 16, "H_kv": 2},
+           {"S": 200, "T_kv": 64, "H_q": 8, "H_kv": 1}]
 RING = [{"n_ranks": 3, "S_kv_per_rank": 128, "C": 32},
         {"n_ranks": 4, "S_kv_per_rank": 64, "causal": True, "T_q": 16, "layout": "striped"}]
 HW = ["ahbm-v1", "ahbm-v2"]
