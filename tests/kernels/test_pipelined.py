@@ -4,7 +4,6 @@ presets; serial stays the default."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import kernbench as kb
@@ -24,7 +23,7 @@ def _verified(tmp_path, name, params, hw):
     res = kb.replay(trace.path)
     assert res.ok and res.verdict["outputs"]["o"]["checked"], res.verdict
     assert check(trace).exit_code == 0, check(trace).to_text()
-    return trace, res.outputs["o"].astype(np.float32)
+    return trace, res.outputs["o"]
 
 
 @pytest.mark.parametrize("hw", HW)
@@ -32,13 +31,14 @@ def test_pipelined_prefill_replays_verified_with_short_tail_tiles(tmp_path, hw):
     _verified(tmp_path, "gqa-prefill", {**PREFILL[1], "schedule": "pipelined"}, hw)
 
 
-def test_pipelined_prefill_computes_what_serial_computes_on_v2(tmp_path):
-    serial, o_serial = _verified(tmp_path / "s", "gqa-prefill", PREFILL[0], "ahbm-v2")
-    piped, o_piped = _verified(tmp_path / "p", "gqa-prefill",
-                               {**PREFILL[0], "schedule": "pipelined"}, "ahbm-v2")
+def test_pipelined_prefill_verified_on_v2_is_the_serial_prefill_sooner(tmp_path):
+    # verified: the same outputs as the numpy reference the serial kernel is verified against
+    piped, _ = _verified(tmp_path / "p", "gqa-prefill", {**PREFILL[0], "schedule": "pipelined"},
+                         "ahbm-v2")
+    serial = kb.record(build_case("gqa-prefill", PREFILL[0]), tmp_path / "s.ktrace",
+                       hw="ahbm-v2")
     assert piped.manifest["kernel"].endswith("gqa:gqa_prefill_pipelined")
     assert serial.manifest["kernel"].endswith("gqa:gqa_prefill")
-    np.testing.assert_allclose(o_piped, o_serial, atol=2e-2, rtol=2e-2)
     assert piped.t_end_ps < serial.t_end_ps
 
 
