@@ -7,6 +7,8 @@ Layouts (contiguous loads only, so Q/O are stored grouped by KV head):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import kernbench as kb
@@ -40,7 +42,7 @@ class Lookahead:
 
     def __init__(self, buf: Prefetch) -> None:
         self.buf = buf
-        self.ready = None
+        self.ready: Any = None
         self._early: tuple | None = None
         self._late: tuple | None = None
 
