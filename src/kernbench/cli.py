@@ -314,8 +314,11 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
 @click.option("--best", default=None, type=click.Path(), metavar="SWEEP",
               help="Only show the best point of each sweep in SWEEP (e.g. the output of "
                    "`kernbench sweep milestone`).")
+@click.option("--hw", default=None, metavar="NAME|FILE",
+              help="Record on this preset or TOML file; the headline rows also on ahbm-v1, "
+                   "side by side [default: ahbm-v1 only].")
 @_one_line
-def panel(mode: str, out: str | None, best: str | None) -> None:
+def panel(mode: str, out: str | None, best: str | None, hw: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
     from kernbench.bench.panel import format_best, format_panel, run_panel
 
@@ -323,7 +326,7 @@ def panel(mode: str, out: str | None, best: str | None) -> None:
         return click.echo(format_best(best))
 
     frame = run_panel(full=mode == "full", out=out,
-                      progress=lambda m: click.echo(m, err=True))
+                      progress=lambda m: click.echo(m, err=True), hw=hw)
     click.echo(format_panel(frame))
 
 

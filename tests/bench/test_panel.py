@@ -34,3 +34,29 @@ def test_panel_output_that_cannot_be_written_is_bad_input(tmp_path):
     blocker.write_text("x")
     result = CliRunner().invoke(main, ["panel", "-o", str(blocker / "sub")])
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_panel_on_v2_shows_the_headline_rows_side_by_side_with_v1(tmp_path, monkeypatch):
+    small = [panel.Config("prefill 128 pipelined", "gqa-prefill",
+                          {"S": 128, "T_kv": 64, "H_q": 8, "H_kv": 1, "schedule": "pipelined"},
+                          headline=True),
+             panel.Config("decode 1k", "gqa-decode", {"S_kv": 1024, "H_q": 16, "H_kv": 2})]
+    monkeypatch.setattr(panel, "QUICK", small)
+    result = CliRunner().invoke(main, ["panel", "--hw", "ahbm-v2", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(tmp_path / "out" / "panel.parquet")
+    assert frame.select("config", "hw").rows() == [
+        ("prefill 128 pipelined", "ahbm-v2"), ("decode 1k", "ahbm-v2"),
+        ("prefill 128 pipelined", "ahbm-v1")]  # only the headline row runs on both
+    side = panel.compare_presets(frame)
+    assert side["config"].to_list() == ["prefill 128 pipelined"]
+    v1, v2 = (frame.filter(pl.col("hw") == hw)["latency_us"][0] for hw in ("ahbm-v1", "ahbm-v2"))
+    assert side["speedup"][0] == round(v1 / v2, 3) and v2 < v1  # async engines overlap
+    assert "ahbm-v1 -> ahbm-v2" in result.output and "speedup" in result.output
+    assert (tmp_path / "out" / "panel.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_panel_on_an_unknown_preset_is_one_line_of_bad_input():
+    result = CliRunner().invoke(main, ["panel", "--hw", "ahbm-v9"])
+    assert result.exit_code == 2 and "ahbm-v9" in result.output
+    assert "Traceback" not in result.output

@@ -32,22 +32,36 @@ class Config:
     params: dict[str, Any] = field(default_factory=dict)
     replay: bool = False
     link_hiding: bool = False  # ring prefill: report how much link time compute hides
+    headline: bool = False  # also recorded on BASELINE when the panel runs on another preset
+
+
+#: the preset a headline row is compared with when ``kernbench panel --hw`` names another
+BASELINE = "ahbm-v1"
 
 
 def _decode(s_kv: int, replay: bool = False, **kw: Any) -> Config:
     label = f"decode {s_kv // 1024}k" + (" composite" if kw else " (8 KV heads / 8 PEs)")
-    return Config(label, "gqa-decode", {"S_kv": s_kv, **kw}, replay=replay)
+    return Config(label, "gqa-decode", {"S_kv": s_kv, **kw}, replay=replay,
+                  headline=not kw and s_kv <= 32768)
 
 
-def _prefill(s: int) -> Config:
-    return Config(f"prefill {s // 1024}k causal (1 group / 1 PE)", "gqa-prefill",
-                  {"S": s, "H_q": 8, "H_kv": 1})
+def _schedule(schedule: str) -> tuple[str, dict[str, Any]]:
+    return ("", {}) if schedule == "serial" else (f" {schedule}", {"schedule": schedule})
 
 
-def _ring(ranks: int, s_kv: int, phase: str, replay: bool = False) -> Config:
-    return Config(f"ring {phase} {ranks} x {s_kv}", "ring-attention",
-                  {"n_ranks": ranks, "S_kv_per_rank": s_kv, "phase": phase}, replay=replay,
-                  link_hiding=phase == "prefill" and not replay)
+def _prefill(s: int, schedule: str = "serial") -> Config:
+    label, extra = _schedule(schedule)
+    return Config(f"prefill {s // 1024}k causal{label} (1 group / 1 PE)", "gqa-prefill",
+                  {"S": s, "H_q": 8, "H_kv": 1, **extra}, headline=True)
+
+
+def _ring(ranks: int, s_kv: int, phase: str, replay: bool = False,
+          schedule: str = "serial") -> Config:
+    label, extra = _schedule(schedule)
+    return Config(f"ring {phase}{label} {ranks} x {s_kv}", "ring-attention",
+                  {"n_ranks": ranks, "S_kv_per_rank": s_kv, "phase": phase, **extra},
+                  replay=replay, link_hiding=phase == "prefill" and not replay,
+                  headline=not replay)
 
 
 #: replayed with data in both panels (reduced GQA prefill h_q=8 h_kv=1, reduced ring)
@@ -60,11 +74,15 @@ _COMPOSITE = _decode(32768, stream="composite", T_kv=4096)
 #: the flagship: Llama3-70B prefill at 8k, all 8 KV heads and 64 query heads, replayed whole
 FLAGSHIP = Config("prefill 8k causal Llama3-70B (8 KV heads / 8 PEs), replayed", "gqa-prefill",
                   {"S": 8192}, replay=True)
+FLAGSHIP_PIPELINED = Config("prefill 8k causal pipelined Llama3-70B (8 KV heads / 8 PEs)",
+                            "gqa-prefill", {"S": 8192, "schedule": "pipelined"}, headline=True)
 
 QUICK = [_decode(4096, replay=True), _decode(32768), _COMPOSITE, _prefill(2048),
-         _ring(8, 1024, "prefill"), _ring(8, 4096, "decode"), *_REDUCED]
+         _prefill(2048, "pipelined"), _ring(8, 1024, "prefill"),
+         _ring(8, 1024, "prefill", schedule="pipelined"), _ring(8, 4096, "decode"), *_REDUCED]
 FULL = [_decode(4096, replay=True), _decode(32768, replay=True), _decode(131072), _COMPOSITE,
-        _prefill(8192), FLAGSHIP, _ring(8, 4096, "prefill"),
+        _prefill(8192), _prefill(8192, "pipelined"), FLAGSHIP, FLAGSHIP_PIPELINED,
+        _ring(8, 4096, "prefill"), _ring(8, 4096, "prefill", schedule="pipelined"),
         _ring(8, 4096, "decode", replay=True), *_REDUCED]
 
 #: a link so fast it costs nothing: the counterfactual that shows how much link time shows
@@ -86,17 +104,19 @@ def link_hidden(trace_latency: int, free_latency: int, link_ps: float) -> float:
     return max(0.0, 1.0 - exposed / link_ps)
 
 
-def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
+def run_config(cfg: Config, workdir: Path, hw: str = BASELINE,
+               replayed: bool = True) -> dict[str, Any]:
+    """One panel row: ``cfg`` recorded on ``hw`` (and replayed if it asks and ``replayed``)."""
     from kernbench.replay import replay
 
     case = build_case(cfg.case, cfg.params)
     out = workdir / f"{len(list(workdir.iterdir()))}.ktrace"
     t0 = time.perf_counter()
-    trace = record(case, out)
+    trace = record(case, out, hw=hw)
     record_s = time.perf_counter() - t0
     m = metrics(trace)
     row: dict[str, Any] = {
-        "config": cfg.label, "case": cfg.case,
+        "config": cfg.label, "hw": hw, "case": cfg.case,
         "params": " ".join(f"{k}={v}" for k, v in cfg.params.items()),
         "latency_us": trace.t_end_ps / 1e6,
         "roofline_bound": m["roofline_bound"], "roofline_us": m["roofline_ps"] / 1e6,
@@ -108,12 +128,12 @@ def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
         "replay": "-", "replay_s": None, "max_abs_err": None, "link_hidden": None,
     }
     if cfg.link_hiding:
-        free = record(case, workdir / f"{out.stem}-free.ktrace", hw=free_link(load_hw(None)))
+        free = record(case, workdir / f"{out.stem}-free.ktrace", hw=free_link(load_hw(hw)))
         ops = trace.ops
         sends = ops.filter(pl.col("name").cast(pl.String) == "send")
         per_rank = (sends["t_end_ps"] - sends["t_start_ps"]).sum() / max(1, ops["pe"].n_unique())
         row["link_hidden"] = round(link_hidden(trace.t_end_ps, free.t_end_ps, per_rank), 4)  # type: ignore[arg-type]
-    if cfg.replay:
+    if cfg.replay and replayed:
         t0 = time.perf_counter()
         res = replay(trace.path)
         row["replay_s"] = round(time.perf_counter() - t0, 3)
@@ -123,10 +143,16 @@ def run_config(cfg: Config, workdir: Path) -> dict[str, Any]:
 
 
 def run_panel(full: bool = False, out: str | Path | None = None,
-              progress: Callable[[str], Any] | None = None) -> pl.DataFrame:
-    """Record (and replay) every configuration; write Parquet, CSV and a PNG chart to ``out``
-    if given."""
-    configs = FULL if full else QUICK
+              progress: Callable[[str], Any] | None = None,
+              hw: str | None = None) -> pl.DataFrame:
+    """Record (and replay) every configuration on ``hw`` (default ``BASELINE``), and the
+    headline ones also on ``BASELINE`` when ``hw`` is another preset (side by side:
+    ``compare_presets``); write Parquet, CSV and a PNG chart to ``out`` if given."""
+    hw = hw or BASELINE
+    load_hw(hw)  # an unknown preset or a bad file: one line before any recording
+    jobs = [(cfg, hw) for cfg in (FULL if full else QUICK)]
+    if hw != BASELINE:
+        jobs += [(cfg, BASELINE) for cfg, _ in jobs if cfg.headline]
     if out is not None:
         out = Path(out)
         try:
@@ -135,10 +161,10 @@ def run_panel(full: bool = False, out: str | Path | None = None,
             raise BadInputError(f"cannot write the panel to {str(out)!r}: {exc.strerror}") from None
     rows = []
     with tempfile.TemporaryDirectory(prefix="kb-panel-") as tmp:
-        for i, cfg in enumerate(configs, 1):
+        for i, (cfg, on) in enumerate(jobs, 1):
             if progress:
-                progress(f"[{i}/{len(configs)}] {cfg.label}")
-            rows.append(run_config(cfg, Path(tmp)))
+                progress(f"[{i}/{len(jobs)}] {cfg.label} on {on}")
+            rows.append(run_config(cfg, Path(tmp), on, replayed=on == hw))
     frame = pl.DataFrame(rows)
     if out is not None:
         writing.write_frame(frame, "panel", out / "panel.parquet")
@@ -149,10 +175,25 @@ def run_panel(full: bool = False, out: str | Path | None = None,
     return frame
 
 
-def format_panel(frame: pl.DataFrame) -> str:
-    """An aligned table of the columns a reader looks at first."""
-    cols = ["config", "latency_us", "roofline_bound", "efficiency", "dma_read_count",
-            "dma_bytes", "scratch_peak_bytes", "record_s", "replay", "link_hidden"]
+def compare_presets(frame: pl.DataFrame) -> pl.DataFrame:
+    """The headline rows side by side: one row per configuration recorded on ``BASELINE``
+    and on the panel's preset, with both latencies and efficiencies and the speed-up."""
+    if "hw" not in frame.columns or frame["hw"].n_unique() < 2:
+        return pl.DataFrame()
+    main = frame["hw"][0]
+    pick = ["config", "latency_us", "efficiency"]
+    base = frame.filter(pl.col("hw") == BASELINE).select(pick)
+    other = frame.filter(pl.col("hw") == main).select(pick)
+    both = base.join(other, on="config", suffix="_new", maintain_order="left")
+    return both.select(
+        "config", pl.col("efficiency").alias(f"efficiency {BASELINE}"),
+        pl.col("efficiency_new").alias(f"efficiency {main}"),
+        pl.col("latency_us").alias(f"latency_us {BASELINE}"),
+        pl.col("latency_us_new").alias(f"latency_us {main}"),
+        (pl.col("latency_us") / pl.col("latency_us_new")).round(3).alias("speedup"))
+
+
+def _aligned(frame: pl.DataFrame, cols: list[str]) -> str:
     text = [[str(c) for c in cols]]
     for row in frame.select(cols).iter_rows():
         text.append(["-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
@@ -165,6 +206,19 @@ def format_panel(frame: pl.DataFrame) -> str:
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_panel(frame: pl.DataFrame) -> str:
+    """An aligned table of the columns a reader looks at first (the panel's preset), then
+    the headline rows side by side with ``BASELINE`` when the panel ran on another one."""
+    cols = ["config", "latency_us", "roofline_bound", "efficiency", "dma_read_count",
+            "dma_bytes", "scratch_peak_bytes", "record_s", "replay", "link_hidden"]
+    main = frame.filter(pl.col("hw") == frame["hw"][0]) if "hw" in frame.columns else frame
+    text = _aligned(main, cols)
+    side = compare_presets(frame)
+    if side.height:
+        text += f"\n\n{BASELINE} -> {frame['hw'][0]}\n" + _aligned(side, side.columns)
+    return text
 
 
 def format_best(sweeps: str | Path) -> str:

@@ -175,8 +175,11 @@ BUILTIN_KERNELS: dict[str, frozenset[str]] = {
     "flash-attn": frozenset({"kernbench.kernels.flash:flash_attn"}),
     "gqa-decode": frozenset({"kernbench.kernels.gqa:gqa_decode_lazy",
                              "kernbench.kernels.gqa:gqa_decode_composite"}),
-    "gqa-prefill": frozenset({"kernbench.kernels.gqa:gqa_prefill"}),
+    "gqa-prefill": frozenset({"kernbench.kernels.gqa:gqa_prefill",
+                              "kernbench.kernels.gqa:gqa_prefill_pipelined"}),
     "ring-attention": frozenset({"kernbench.kernels.ring:ring_prefill",
                                  "kernbench.kernels.ring:ring_prefill_causal",
+                                 "kernbench.kernels.ring:ring_prefill_pipelined",
+                                 "kernbench.kernels.ring:ring_prefill_causal_pipelined",
                                  "kernbench.kernels.ring_decode:ring_decode"}),
 }

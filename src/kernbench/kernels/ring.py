@@ -26,8 +26,16 @@ import numpy as np
 
 import kernbench as kb
 from kernbench import references, tl
-from kernbench.kernels.gqa import causal_mask, online_softmax_step, running_state
+from kernbench.kernels.gqa import (
+    Lookahead,
+    causal_mask,
+    online_softmax_step,
+    pipelined_softmax_step,
+    running_state,
+    store_normalized,
+)
 from kernbench.kernels.ring_decode import COMBINES, ring_decode
+from kernbench.kernels.tiles import Prefetch
 
 
 @kb.kernel
@@ -127,20 +135,120 @@ def ring_prefill_causal(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,
             tl.store(o + (r * S + q0) * G * D, tl.reshape(acc / l, (T_q, G, D)))
 
 
-#: causal -> the prefill kernel
-PREFILL_KERNELS = {False: ring_prefill, True: ring_prefill_causal}
+def _chunk_buffers(rows: int, C: int, D: int, tiles: bool) -> Prefetch:  # noqa: N803
+    """Three K/V pairs (a chunk is loaded into the pair sent two steps ago), two score
+    buffers, and (``tiles``: one store per query tile) the output buffer."""
+    buf = Prefetch()
+    buf.reserve("k", (C, D), ways=3)
+    buf.reserve("v", (C, D), ways=3)
+    buf.reserve("s", (rows, C), tl.float32)
+    if tiles:
+        buf.reserve("o", (rows, D), tl.float32, ways=1)
+    return buf
+
+
+def _next_chunk(buf: Prefetch, last: bool, more: bool, at: tuple, kt, vt):  # noqa: ANN202
+    """The K/V the next ring step holds, issued now into the free buffer pair: forward what
+    we hold and receive the next rank's (``not last``), or load the next chunk ``at``
+    (K, V pointers; ``more``), or nothing."""
+    C, D = kt.shape  # noqa: N806
+    if not last:
+        tl.send("next", kt)
+        tl.send("next", vt)
+        return (tl.recv_async("prev", (C, D), tl.bfloat16, out=buf.take("k", (C, D))),
+                tl.recv_async("prev", (C, D), tl.bfloat16, out=buf.take("v", (C, D))))
+    if more:
+        return buf.load("k", at[0], (C, D)), buf.load("v", at[1], (C, D))
+    return None, None
+
+
+@kb.kernel
+def ring_prefill_pipelined(q, k, v, o, *, n: int, S: int, C: int, T_q: int, G: int,  # noqa: N803
+                           D: int, scale: float):
+    """``ring_prefill`` with the Q·Kᵀ of ring step i+1 issued inside step i, right after its
+    P·V (late: the next chunk is still on the link), and the next chunk's load issued at the
+    last ring step of a chunk instead of after it (docs/adr/0530)."""
+    r = tl.program_id(0)
+    rows = T_q * G
+    qt = tl.reshape(tl.load(q + r * rows * D, (T_q, G, D), tl.bfloat16), (rows, D))
+    m, l, acc = running_state(rows, D)  # noqa: E741
+    buf = _chunk_buffers(rows, C, D, tiles=False)
+    kbase, vbase = k + r * S * D, v + r * S * D
+    kt, vt = buf.load("k", kbase, (C, D)), buf.load("v", vbase, (C, D))
+    ahead = Lookahead(buf)
+    for c in range(S // C):
+        for i in range(n):
+            at = (kbase + (c + 1) * C * D, vbase + (c + 1) * C * D)
+            nk, nv = _next_chunk(buf, i == n - 1, c + 1 < S // C, at, kt, vt)
+            with tl.scratch_scope():
+                s_raw = ahead.scores(qt, kt)
+                if nk is not None:
+                    ahead.later(qt, nk)
+                pipelined_softmax_step(s_raw, vt, m, l, acc, scale, ahead)
+            ahead.flush()
+            kt, vt = nk, nv
+    tl.store(o + r * rows * D, tl.reshape(acc / l, (T_q, G, D)))
+
+
+@kb.kernel
+def ring_prefill_causal_pipelined(q, k, v, o, *, n: int, S: int, C: int, T_q: int,  # noqa: N803
+                                  G: int, D: int, scale: float, layout: str):
+    """``ring_prefill_causal`` pipelined as ``ring_prefill_pipelined``; a step after a
+    skipped one (or the first of a query tile) computes its own Q·Kᵀ."""
+    r = tl.program_id(0)
+    rows = T_q * G
+    buf = _chunk_buffers(rows, C, D, tiles=True)
+    kbase, vbase = k + r * S * D, v + r * S * D
+    shifts = [visible_shift(layout, r, (r - i) % n, n, S) for i in range(n)]
+    ahead = Lookahead(buf)
+    for t in range(S // T_q):
+        with tl.scratch_scope():  # per query tile
+            q0 = t * T_q
+            qt = tl.reshape(tl.load(q + (r * S + q0) * G * D, (T_q, G, D), tl.bfloat16),
+                            (rows, D))
+            m, l, acc = running_state(rows, D)  # noqa: E741
+            chunks = rotated_chunks(layout, q0, n, S, T_q, C)
+            kt, vt = buf.load("k", kbase, (C, D)), buf.load("v", vbase, (C, D))
+            for j in range(chunks):
+                for i in range(n):  # at ring step i the chunk held is rank (r - i)'s
+                    at = (kbase + (j + 1) * C * D, vbase + (j + 1) * C * D)
+                    nk, nv = _next_chunk(buf, i == n - 1, j + 1 < chunks, at, kt, vt)
+                    kind = chunk_kind(q0, j * C, T_q, C, shifts[i])
+                    following = (chunk_kind(q0, j * C, T_q, C, shifts[i + 1]) if i < n - 1
+                                 else chunk_kind(q0, (j + 1) * C, T_q, C, shifts[0]))
+                    if kind != "skip":
+                        with tl.scratch_scope():
+                            s_raw = ahead.scores(qt, kt)
+                            if nk is not None and following != "skip":
+                                ahead.later(qt, nk)
+                            mask = (causal_mask(q0 + shifts[i], j * C, T_q, C, G)
+                                    if kind == "diagonal" else None)
+                            pipelined_softmax_step(s_raw, vt, m, l, acc, scale, ahead, mask)
+                        ahead.flush()
+                    kt, vt = nk, nv
+            store_normalized(buf, o + (r * S + q0) * G * D, acc, l, (T_q, G, D))
+
+
+#: (causal, schedule) -> the prefill kernel (docs/adr/0530)
+PREFILL_KERNELS = {(False, "serial"): ring_prefill, (True, "serial"): ring_prefill_causal,
+                   (False, "pipelined"): ring_prefill_pipelined,
+                   (True, "pipelined"): ring_prefill_causal_pipelined}
 
 
 @kb.register_case("ring-attention")
 def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N803
                         phase: str = "prefill", C: int = 64, T_q: int = 32, G: int = 8,  # noqa: N803
                         D: int = 128, combine: str = "tree", causal: bool = False,
-                        layout: str = "contiguous", T_kv: int = 256) -> kb.Case:  # noqa: N803
+                        layout: str = "contiguous", T_kv: int = 256,  # noqa: N803
+                        schedule: str = "serial") -> kb.Case:
     """Ring attention over ``n_ranks`` PEs for one GQA group (Llama3-70B: G = 8, D = 128).
     ``C`` is the prefill's rotating KV chunk, ``T_kv`` the decode's tile (at most
-    S_kv_per_rank)."""
+    S_kv_per_rank); ``schedule`` "pipelined" overlaps the prefill's Q·Kᵀ with softmax."""
     if phase not in ("prefill", "decode"):
         raise kb.BadInputError(f"ring-attention: phase {phase!r} is not 'prefill' or 'decode'")
+    if schedule not in ("serial", "pipelined"):
+        raise kb.BadInputError(f"ring-attention: schedule {schedule!r} is not 'serial' or "
+                               "'pipelined'")
     if combine not in COMBINES or layout not in LAYOUTS:
         raise kb.BadInputError(f"ring-attention: combine {combine!r} is not one of "
                                f"{sorted(COMBINES)} or layout {layout!r} not one of "
@@ -163,7 +271,8 @@ def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N8
         tokens = S_kv_per_rank if causal else T_q
         extra = {"layout": layout} if causal else {}
         return kb.Case(
-            name="ring-attention", kernel=PREFILL_KERNELS[causal], grid=(n_ranks,),
+            name="ring-attention", kernel=PREFILL_KERNELS[causal, schedule],
+            grid=(n_ranks,),
             tensors={"q": kb.tensor((n_ranks, tokens, G, D), "bfloat16", init=kb.randn(seed=71)),
                      **kv, "o": kb.tensor((n_ranks, tokens, G, D), "bfloat16", role="output")},
             params={**common, "T_q": T_q, **extra}, reference=reference)

@@ -70,15 +70,22 @@ class Prefetch:
         self._slots: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
         self._turn: dict[tuple[str, tuple[int, ...]], int] = {}
 
-    def reserve(self, role: str, shape: tuple[int, ...]) -> None:
+    def reserve(self, role: str, shape: tuple[int, ...], dtype: Any = None,
+                ways: int = 2) -> None:
         key = (role, shape)
         if key not in self._slots:
-            self._slots[key] = [tl.zeros(shape, tl.bfloat16), tl.zeros(shape, tl.bfloat16)]
+            dtype = tl.bfloat16 if dtype is None else dtype
+            self._slots[key] = [tl.zeros(shape, dtype) for _ in range(ways)]
             self._turn[key] = 0
 
-    def load(self, role: str, ptr: Any, shape: tuple[int, ...]) -> Any:
-        """Issue the load of ``shape`` bf16 at ``ptr`` into the next buffer of its role."""
+    def take(self, role: str, shape: tuple[int, ...]) -> Any:
+        """The next buffer of ``role`` and ``shape`` (the one used ``ways`` takes ago)."""
         key = (role, shape)
         turn = self._turn[key]
         self._turn[key] = turn + 1
-        return tl.load(ptr, shape, tl.bfloat16, out=self._slots[key][turn % 2])
+        slots = self._slots[key]
+        return slots[turn % len(slots)]
+
+    def load(self, role: str, ptr: Any, shape: tuple[int, ...]) -> Any:
+        """Issue the load of ``shape`` bf16 at ``ptr`` into the next buffer of its role."""
+        return tl.load(ptr, shape, tl.bfloat16, out=self.take(role, shape))

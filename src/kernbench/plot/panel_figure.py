@@ -11,9 +11,22 @@ from kernbench.plot import save
 from kernbench.plot.trace_figure import COLOURS
 
 
+def _split(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float], str]:
+    """The rows of the panel's own preset, the baseline efficiency by config (rows recorded
+    on a second preset, side by side) and the baseline's name ("" when there is none)."""
+    if "hw" not in frame.columns or frame["hw"].n_unique() < 2:
+        return frame, {}, ""
+    main = frame["hw"][0]
+    other = frame.filter(pl.col("hw") != main)
+    base = dict(zip(other["config"].to_list(), other["efficiency"].to_list(), strict=True))
+    return frame.filter(pl.col("hw") == main), base, str(other["hw"][0])
+
+
 def panel_figure(frame: pl.DataFrame) -> Figure:
     """Two bar charts over the panel rows: latency (coloured by the roofline bound) and
-    efficiency (busiest engine / latency)."""
+    efficiency (busiest engine / latency). A panel run on a second preset draws the
+    headline rows' baseline efficiency as an outlined bar under each."""
+    frame, base, base_hw = _split(frame)
     labels = frame["config"].to_list()
     ys = list(range(len(labels)))
     fig = Figure(figsize=(11, 1.2 + 0.35 * len(labels)), layout="constrained")
@@ -25,7 +38,13 @@ def panel_figure(frame: pl.DataFrame) -> Figure:
     lat.invert_yaxis()
     lat.set_xscale("log")
     lat.set_xlabel("latency (µs, log); colour: roofline-bound engine")
-    eff.barh(ys, frame["efficiency"].to_list(), color="#555555")
+    own = str(frame["hw"][0]) if base else None
+    eff.barh(ys, frame["efficiency"].to_list(), color="#555555", label=own)
+    if base:
+        at = [y for y, c in zip(ys, labels, strict=True) if c in base]
+        eff.barh(at, [base[labels[y]] for y in at], height=0.3, fill=False,
+                 edgecolor="#d62728", linewidth=1.2, label=base_hw)
+        eff.legend(fontsize=7, loc="lower left")
     eff.set_xlim(0, 1)
     eff.set_xlabel("efficiency (busiest engine / latency)")
     for y, v in zip(ys, frame["efficiency"].to_list(), strict=True):
@@ -36,7 +55,8 @@ def panel_figure(frame: pl.DataFrame) -> Figure:
         lat.barh([0], [0], color=COLOURS.get(b, "#7f7f7f"), label=b)
     if bounds:
         lat.legend(fontsize=7, loc="lower right")
-    fig.suptitle("milestone-gqa-headline panel", fontsize=11)
+    title = "milestone-gqa-headline panel" + (f" on {own} (outlined: {base_hw})" if base else "")
+    fig.suptitle(title, fontsize=11)
     return fig
 
 

@@ -91,6 +91,46 @@ link_latency_ns = [0, 1000]
 metric = "latency_ps"
 per = ["S_kv_per_rank", "n_ranks"]
 """,
+    "milestone-concurrency-decode": """
+# what concurrency buys (docs/hardware-model.md): GQA decode with blocking (ahbm-v1) or
+# async engine issue, one or several resident programs per PE (one KV head per PE: k = 1)
+case = "gqa-decode"
+[grid]
+S_kv = [4096, 32768]
+[hw]
+engine_issue = ["blocking", "async"]
+max_programs_per_pe = [1, 4]
+[best]
+metric = "latency_ps"
+per = ["S_kv"]
+""",
+    "milestone-concurrency-prefill": """
+# what concurrency buys: the causal prefill (one group, one PE), serial or software-pipelined
+# (Q·Kᵀ of the next tile under this tile's softmax), blocking or async engines
+case = "gqa-prefill"
+[grid]
+S = [2048]
+H_q = [8]
+H_kv = [1]
+schedule = ["serial", "pipelined"]
+[hw]
+engine_issue = ["blocking", "async"]
+max_programs_per_pe = [1, 4]
+[best]
+metric = "latency_ps"
+""",
+    "milestone-concurrency-triton": """
+# what concurrency buys a Triton kernel: the bench's matmul (512^3 fp16, 64 programs on 8
+# PEs), blocking or async engines, one to 32 resident programs per PE
+case = "kernbench.bench.triton_kernels:matmul_case"
+[grid]
+size = [512]
+[hw]
+engine_issue = ["blocking", "async"]
+max_programs_per_pe = [1, 4, 32]
+[best]
+metric = "latency_ps"
+""",
 }
 
 
@@ -98,6 +138,8 @@ per = ["S_kv_per_rank", "n_ranks"]
 SUITES: dict[str, tuple[str, ...]] = {
     "milestone": ("milestone-decode", "milestone-decode-tile", "milestone-prefill",
                   "milestone-ring", "milestone-ring-combine", "milestone-ring-causal"),
+    "milestone-concurrency": ("milestone-concurrency-decode", "milestone-concurrency-prefill",
+                              "milestone-concurrency-triton"),
 }
 
 
