@@ -11,6 +11,12 @@ from typing import Any
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks, combine, core, mathops, memory, random, sorting
+from kernbench.triton.descriptor import (
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+)
 from kernbench.triton.dtypes import (
     bfloat16,
     dtype,
@@ -27,12 +33,6 @@ from kernbench.triton.dtypes import (
     uint16,
     uint32,
     uint64,
-)
-from kernbench.triton.descriptor import (
-    load_tensor_descriptor,
-    make_tensor_descriptor,
-    store_tensor_descriptor,
-    tensor_descriptor,
 )
 from kernbench.triton.memory import advance, block_ptr, load, make_block_ptr, store
 from kernbench.triton.value import tensor
@@ -149,7 +149,8 @@ __all__ = [
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
     "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
     "reduce", "associative_scan", "make_tensor_descriptor", "load_tensor_descriptor",
-    "store_tensor_descriptor", "tensor_descriptor", "static_print", "device_assert", "standard", "reduce_or",
+    "store_tensor_descriptor", "tensor_descriptor", "static_print", "device_assert",
+    "standard", "reduce_or",
     "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk", "cat", "assume",
 ]
 
