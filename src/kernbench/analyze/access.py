@@ -47,20 +47,36 @@ def _owner(tensors: list[dict[str, Any]], pe: int, addr: int) -> dict[str, Any] 
     return None
 
 
-def _relative(attrs: str, shape: tuple[int, ...], table: ix.AccessTable,
-              cache: dict[tuple[str, tuple[int, ...]], np.ndarray]) -> np.ndarray:
+def _relative(attrs: str, shape: tuple[int, ...], table: ix.AccessTable) -> np.ndarray:
     """The moved element offsets (relative to the operand address) of one HBM operand."""
-    key = (attrs, shape)
-    got = cache.get(key)
-    if got is None:
-        parsed = json.loads(attrs) if attrs else {}
-        if ix.is_indexed(parsed):
-            rel, mask = ix.elements(parsed, shape, table)
-            got = np.asarray(ix.moved(rel, mask), np.int64)
-        else:
-            got = np.arange(int(np.prod(shape)), dtype=np.int64)
-        cache[key] = got
-    return got
+    parsed = json.loads(attrs) if attrs else {}
+    if ix.is_indexed(parsed):
+        rel, mask = ix.elements(parsed, shape, table)
+        return np.asarray(ix.moved(rel, mask), np.int64)
+    return np.arange(int(np.prod(shape)), dtype=np.int64)
+
+
+def _hbm_rows(trace: Trace, tensors: list[dict[str, Any]]) -> pl.DataFrame:
+    """The rows that move placed HBM elements, with their HBM operand and its tensor."""
+    ops = trace.ops.filter(pl.col("name").is_in(list(_KINDS)))
+    is_out = pl.col("name") == Op.DMA_WRITE.value
+    o = pl.when(is_out).then(pl.col("output")).otherwise(pl.col("inputs").list.first())
+    rows = ops.select("op_id", "program", "pe", "src", "name", pl.col("attrs").fill_null(""),
+                      o=o).filter(pl.col("o").struct.field("space") == "hbm")
+    rows = rows.with_columns(
+        addr=pl.col("o").struct.field("addr"), mem_pe=pl.col("o").struct.field("pe"),
+        shape=pl.col("o").struct.field("shape"), dtype=pl.col("o").struct.field("dtype"),
+        read=pl.col("name").replace_strict({k: v[0] for k, v in _KINDS.items()}),
+        write=pl.col("name").replace_strict({k: v[1] for k, v in _KINDS.items()})).drop("o")
+    which = pl.lit(None, pl.String)
+    base = pl.lit(None, pl.Int64)
+    for t in tensors:
+        size = int(np.prod(t["shape"])) * DTYPES[t["dtype"]].itemsize
+        hit = ((pl.col("mem_pe") == t["pe"]) & (pl.col("addr") >= t["addr"])
+               & (pl.col("addr") < t["addr"] + size))
+        which = pl.when(hit).then(pl.lit(t["name"])).otherwise(which)
+        base = pl.when(hit).then(pl.lit(t["addr"])).otherwise(base)
+    return rows.with_columns(tensor=which, t_addr=base).filter(pl.col("tensor").is_not_null())
 
 
 def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
@@ -69,31 +85,25 @@ def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
     tensors = _tensors(trace)
     if tensor is not None:
         _check_name(tensors, tensor)
-    rows = trace.ops.filter(pl.col("name").is_in(list(_KINDS))).select(
-        "op_id", "program", "pe", "src", "name", "attrs", "inputs", "output")
+    rows = _hbm_rows(trace, tensors)
+    if tensor is not None:
+        rows = rows.filter(pl.col("tensor") == tensor)
+    rows = rows.with_row_index("_i")
     table = trace.access
-    cache: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
-    parts: dict[str, list[Any]] = {k: [] for k in SCHEMA}
-    for r in rows.iter_rows(named=True):
-        reads, writes, is_out = _KINDS[r["name"]]
-        o = r["output"] if is_out else (r["inputs"] or [None])[0]
-        if o is None or o["space"] != "hbm":
-            continue
-        t = _owner(tensors, o["pe"], o["addr"])
-        if t is None or (tensor is not None and t["name"] != tensor):
-            continue
-        item = DTYPES[o["dtype"]].itemsize
-        rel = _relative(r["attrs"] or "", tuple(o["shape"] or ()), table, cache)
-        elems = (o["addr"] - t["addr"]) // item + rel
-        n = len(elems)
-        parts["element"].append(elems)
-        for k in ("tensor", "op_id", "program", "pe", "src", "read", "write"):
-            v = {"tensor": t["name"], "read": reads, "write": writes}.get(k, r.get(k))
-            parts[k].append(np.full(n, v, dtype=object if isinstance(v, str) else None))
-    if not parts["element"]:
+    idx, elems = [], []
+    for (attrs, shape, dtype), grp in rows.group_by("attrs", "shape", "dtype",
+                                                     maintain_order=True):
+        rel = _relative(str(attrs), tuple(shape or ()), table)  # type: ignore[arg-type]
+        item = DTYPES[str(dtype)].itemsize
+        first = ((grp["addr"] - grp["t_addr"]) // item).to_numpy().astype(np.int64)
+        elems.append((first[:, None] + rel[None, :]).reshape(-1))
+        idx.append(np.repeat(grp["_i"].to_numpy().astype(np.int64), len(rel)))
+    if not elems:
         return pl.DataFrame(schema=SCHEMA)  # type: ignore[arg-type]
-    return pl.DataFrame({k: pl.Series(k, np.concatenate(v), dtype=SCHEMA[k])
-                         for k, v in parts.items()})
+    at = pl.DataFrame({"_i": np.concatenate(idx), "element": np.concatenate(elems)})
+    at = at.with_columns(pl.col("_i").cast(rows.schema["_i"]))
+    out = at.join(rows, on="_i", how="left", maintain_order="left")
+    return out.select([pl.col(k).cast(v) for k, v in SCHEMA.items()])
 
 
 def _check_name(tensors: list[dict[str, Any]], name: str) -> dict[str, Any]:

@@ -81,6 +81,8 @@ class MetricsReport:
     metrics: Metrics
     by_op: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = 0
+    #: per HBM tensor: bytes read / used / written, re-reads (``analyze.access``)
+    tensors: list[dict[str, Any]] = field(default_factory=list)
 
     def engine_rows(self) -> list[list[Any]]:
         m = self.metrics
@@ -109,6 +111,10 @@ class MetricsReport:
             format_table(["kind", "name", "count", "busy_ps", "nbytes", "wait_ps"],
                          [list(r.values()) for r in self.by_op]),
         ]
+        if self.tensors:
+            parts += ["HBM tensors (used: distinct elements read; rereads: read / used)",
+                      format_table(list(self.tensors[0]), [list(r.values())
+                                                           for r in self.tensors])]
         if scratch:
             parts += ["scratch per PE", format_table(
                 ["pe", "peak_bytes"], [[int(k.removeprefix("scratch_peak_bytes_pe")), m[k]]
@@ -117,7 +123,7 @@ class MetricsReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
-                "by_op": self.by_op}
+                "by_op": self.by_op, "tensors": self.tensors}
 
     def __repr__(self) -> str:
         from kernbench.notebook import report_repr
@@ -135,6 +141,8 @@ class MetricsReport:
 
 def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     """The ``kernbench report`` of a trace."""
+    from kernbench.analyze.access import tensor_traffic
+
     trace = open_trace(trace_or_path)
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), metrics(trace),
-                         op_breakdown(trace).to_dicts())
+                         op_breakdown(trace).to_dicts(), tensors=tensor_traffic(trace).to_dicts())

@@ -88,7 +88,7 @@ def shifted_positions(m: int, n: int, shift_m: int, shift_n: int, bm: int, bn: i
     return np.broadcast_to(r, (*grid, bm, bn)), np.broadcast_to(c, (*grid, bm, bn)), grid
 
 
-def shifted_launch(m: int = 10, n: int = 12, shift_m: int = 1, shift_n: int = 3, bm: int = 4,
+def shifted_launch(m: int = 10, n: int = 12, shift_m: int = 1, shift_n: int = 4, bm: int = 4,
                    bn: int = 8, seed: int = 0) -> Launch:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((m, n), dtype=np.float32)
