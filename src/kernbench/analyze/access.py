@@ -93,13 +93,13 @@ def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
     idx, elems = [], []
     for (attrs, shape, dtype), grp in rows.group_by("attrs", "shape", "dtype",
                                                      maintain_order=True):
-        rel = _relative(str(attrs), tuple(shape or ()), table)  # type: ignore[arg-type]
+        rel = _relative(str(attrs), tuple(shape or ()), table)
         item = DTYPES[str(dtype)].itemsize
         first = ((grp["addr"] - grp["t_addr"]) // item).to_numpy().astype(np.int64)
         elems.append((first[:, None] + rel[None, :]).reshape(-1))
         idx.append(np.repeat(grp["_i"].to_numpy().astype(np.int64), len(rel)))
     if not elems:
-        return pl.DataFrame(schema=SCHEMA)  # type: ignore[arg-type]
+        return pl.DataFrame(schema=SCHEMA)
     at = pl.DataFrame({"_i": np.concatenate(idx), "element": np.concatenate(elems)})
     at = at.with_columns(pl.col("_i").cast(rows.schema["_i"]))
     out = at.join(rows, on="_i", how="left", maintain_order="left")

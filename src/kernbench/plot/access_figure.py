@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.colors import BoundaryNorm, Colormap, ListedColormap
 from matplotlib.figure import Figure
 
 from kernbench.analyze.access import access_map
@@ -25,7 +25,7 @@ def _grid(frame: pl.DataFrame, column: str, rows: int, cols: int) -> np.ma.Maske
     return np.ma.masked_invalid(values.reshape(rows, cols))
 
 
-def _categorical(n: int) -> tuple[ListedColormap, BoundaryNorm]:
+def _categorical(n: int) -> tuple[Colormap, BoundaryNorm]:
     colours = [PALETTE[i % len(PALETTE)] for i in range(max(n, 1))]
     cmap = ListedColormap(colours).with_extremes(bad="white")
     return cmap, BoundaryNorm(np.arange(-0.5, max(n, 1) + 0.5), cmap.N)
@@ -34,7 +34,7 @@ def _categorical(n: int) -> tuple[ListedColormap, BoundaryNorm]:
 def access_figure(trace: Trace, tensor: str) -> Figure:
     """Three panels of ``tensor``: owner program, owner's kernel line, touches."""
     frame = access_map(trace, tensor)
-    rows, cols = int(frame["row"].max()) + 1, int(frame["col"].max()) + 1  # type: ignore[operator]
+    rows, cols = int(frame["row"].to_numpy().max()) + 1, int(frame["col"].to_numpy().max()) + 1
     sites = sorted(s for s in frame["site"].unique().to_list() if s is not None)
     frame = frame.with_columns(site_id=pl.col("site").replace_strict(
         {s: i for i, s in enumerate(sites)}, default=None, return_dtype=pl.Int64))
