@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-import pytest
 from click.testing import CliRunner
 
 from kernbench.analyze import report
@@ -112,13 +111,3 @@ def test_plot_access_draws_a_tensor_and_refuses_an_unknown_one(replayed, tmp_pat
                                     str(out)])
     assert bad.exit_code == 2 and "did you mean 'a_desc'" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
-
-
-@pytest.mark.parametrize("name", ["gather", "atomic_add"])
-def test_a_descriptor_method_kernbench_lacks_is_refused_at_the_kernel_line(name: str) -> None:
-    from kernbench.errors import KernelError
-    from kernbench.triton.descriptor import tensor_descriptor
-
-    desc = tensor_descriptor.__new__(tensor_descriptor)
-    with pytest.raises(KernelError, match=f"descriptor .{name} is not supported by kernbench"):
-        getattr(desc, name)
