@@ -232,14 +232,17 @@ def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("-o", "--out", required=True, type=click.Path(), help="FILE.png, .svg or .pdf.")
+@click.option("--access", default=None, metavar="TENSOR",
+              help="Draw which program / kernel line touched each element of this HBM "
+                   "tensor, and how often.")
 @_one_line
 @_reads_trace
-def plot(trace: str, out: str) -> None:
+def plot(trace: str, out: str, access: str | None) -> None:
     """Draw a trace (engine timeline, scratch, stalls by line, roofline) or a sweep
     (metrics against parameters, Pareto front)."""
     from kernbench.plot import plot as run
 
-    _emit(run(trace, out))
+    _emit(run(trace, out, access=access))
 
 
 @main.command()

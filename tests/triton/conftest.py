@@ -71,6 +71,8 @@ KERNELS = [
     Entry("ops-elementwise", "ops", "unary_case", "unary_launch"),
     Entry("ops-reductions-by-axis", "ops", "reduce_case", "reduce_launch"),
     Entry("ops-layout-dot-cast-atomic", "ops", "layout_case", "layout_launch"),
+    Entry("matmul-tma-descriptors", "tma", "matmul_case", "matmul_launch"),
+    Entry("descriptor-edge-tiles-padding", "tma", "shifted_case", "shifted_launch"),
 ]
 
 #: kernels that pin Triton's semantics (closed-form references)

@@ -87,6 +87,8 @@ class MetricsReport:
     #: what ``replay/`` says of this trace (None: not replayed); a stale one says so
     replay: str | None = None
     warnings: tuple[str, ...] = ()
+    #: per HBM tensor: bytes read / used / written, re-reads (``analyze.access``)
+    tensors: list[dict[str, Any]] = field(default_factory=list)
 
     def engine_rows(self) -> list[list[Any]]:
         m = self.metrics
@@ -118,6 +120,10 @@ class MetricsReport:
         ]
         if self.critical:
             parts += critical_text(self.critical)
+        if self.tensors:
+            parts += ["HBM tensors (used: distinct elements read; rereads: read / used)",
+                      format_table(list(self.tensors[0]), [list(r.values())
+                                                           for r in self.tensors])]
         if scratch:
             parts += ["scratch per PE", format_table(
                 ["pe", "peak_bytes"], [[int(k.removeprefix("scratch_peak_bytes_pe")), m[k]]
@@ -126,7 +132,8 @@ class MetricsReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
-                "by_op": self.by_op, "critical_path": self.critical, "replay": self.replay}
+                "by_op": self.by_op, "critical_path": self.critical, "replay": self.replay,
+                "tensors": self.tensors}
 
     def __repr__(self) -> str:
         from kernbench.notebook import report_repr
@@ -144,13 +151,16 @@ class MetricsReport:
 
 def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     """The ``kernbench report`` of a trace."""
+    from kernbench.analyze.access import tensor_traffic
+
     trace = open_trace(trace_or_path)
     m = metrics(trace)
     replay, warnings = replay_line(trace)
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
                          op_breakdown(trace).to_dicts(),
                          summary(critical_path(trace), int(m["latency_ps"])),
-                         replay=replay, warnings=warnings)
+                         replay=replay, warnings=warnings,
+                         tensors=tensor_traffic(trace).to_dicts())
 
 
 #: the critical-path tables: (title, key, columns)

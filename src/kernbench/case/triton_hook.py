@@ -27,9 +27,11 @@ STAND_INS: dict[str, str] = {
     "triton.language.extra.libdevice": "kernbench.triton.libdevice",
     "triton.language.extra.cuda": "kernbench.triton.extra",
     "triton.language.extra.cuda.libdevice": "kernbench.triton.libdevice",
+    "triton.tools": "kernbench.triton.descriptor",
+    "triton.tools.tensor_descriptor": "kernbench.triton.descriptor",
 }
 _PACKAGES = frozenset({"triton", "triton.language", "triton.language.extra",
-                       "triton.language.extra.cuda"})
+                       "triton.language.extra.cuda", "triton.tools"})
 _KEEP = frozenset({"__getattr__", "__all__", "__doc__", "__version__"})
 
 

@@ -29,7 +29,7 @@ class PlotReport:
 
     path: str
     source: str
-    kind: str  # "trace" | "sweep"
+    kind: str  # "trace" | "sweep" | "access (TENSOR)"
     exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,11 +86,18 @@ def figure_of(path: str | Path) -> tuple[Figure, str]:
     return trace_figure(trace, metrics(trace), hw_of(trace).kernel_scratch_bytes), "trace"
 
 
-def plot(path: str | Path, out: str | Path) -> PlotReport:
-    """Draw the picture of a trace or sweep into ``out`` (.png, .svg or .pdf)."""
+def plot(path: str | Path, out: str | Path, access: str | None = None) -> PlotReport:
+    """Draw the picture of a trace or sweep into ``out`` (.png, .svg or .pdf); with
+    ``access=TENSOR``, the picture of that HBM tensor's accesses."""
     if Path(out).suffix.lower() not in FORMATS:
         save(Figure(), out)  # raises the one-line format error before any work
-    fig, kind = figure_of(path)
+    if access is not None:
+        from kernbench.analyze.frames import open_trace
+        from kernbench.plot.access_figure import access_figure
+
+        fig, kind = access_figure(open_trace(path), access), f"access ({access})"
+    else:
+        fig, kind = figure_of(path)
     return PlotReport(str(save(fig, out)), str(path), kind)
 
 

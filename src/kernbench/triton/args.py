@@ -11,6 +11,7 @@ import numpy as np
 
 from kernbench.errors import BadInputError, closest
 from kernbench.schemas import dtypes as kb_dtypes
+from kernbench.triton.descriptor import HostSpec, host_spec, is_descriptor
 from kernbench.triton.jit import KernelInfo
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -68,6 +69,8 @@ class Launch:
     num_stages: int | None = None
     config: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: array parameters given as host tensor descriptors: their geometry (the base is the array)
+    descriptors: dict[str, HostSpec] = field(default_factory=dict)
 
 
 def _apply_config(values: dict[str, Any], configs: list[Any], index: int | None,
@@ -135,11 +138,17 @@ def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any
             values[p.name] = p.default
     consts = info.constexprs()
     arrays, scalars, host = [], [], {}
+    descriptors: dict[str, HostSpec] = {}
     for n in names:
         v = values[n]
         if n in consts:
             continue
-        if isinstance(v, np.ndarray) or is_torch(v):
+        if is_descriptor(v):  # its base is the HBM tensor; the kernel sees a descriptor
+            descriptors[n] = host_spec(n, v)
+            host[n] = v.base
+            values[n] = host_array(n, v.base)
+            arrays.append(n)
+        elif isinstance(v, np.ndarray) or is_torch(v):
             host[n] = v
             values[n] = host_array(n, v)
             arrays.append(n)
@@ -155,4 +164,5 @@ def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any
         raise BadInputError(f"grid {g} must be 1 to 3 positive ints")
     return Launch(info, values, arrays, scalars, [n for n in names if n in consts], host, g,
                   4 if num_warps is None else int(num_warps),
-                  None if num_stages is None else int(num_stages), chosen, options)
+                  None if num_stages is None else int(num_stages), chosen, options,
+                  descriptors)

@@ -105,7 +105,12 @@ def _host_objects(c: Any, args: tuple[Any, ...], kwargs: dict[str, Any], kernel:
 
 
 def write_back(host: Any, value: np.ndarray) -> None:
-    """Copy replayed outputs into the caller's array (numpy or CPU torch tensor)."""
+    """Copy replayed outputs into the caller's array (numpy or CPU torch tensor; a tensor
+    descriptor's base)."""
+    from kernbench.triton.descriptor import is_descriptor
+
+    if is_descriptor(host):
+        host = host.base
     if is_torch(host):
         from kernbench.triton.args import host_array
 

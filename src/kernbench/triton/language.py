@@ -11,6 +11,12 @@ from typing import Any
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks, combine, core, mathops, memory, random, sorting
+from kernbench.triton.descriptor import (
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+)
 from kernbench.triton.dtypes import (
     bfloat16,
     dtype,
@@ -108,9 +114,6 @@ REFUSED = {
     "inline_asm_elementwise": "inline assembly names GPU instructions the modelled hardware "
                               "does not have",
     "device_print": "it prints data, which Phase 1 (recording) does not have",
-    "make_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
-    "load_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
-    "store_tensor_descriptor": "tensor descriptors (TMA) are not implemented yet",
     "gather": "a gather of a block by data-dependent indices has no op in kernbench's op table",
     "dot_scaled": "fp8/fp4 scaled dots: kernbench's dtypes have no fp8 or fp4",
     "inline_asm": "inline assembly names GPU instructions",
@@ -145,7 +148,9 @@ __all__ = [
     "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
     "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
-    "reduce", "associative_scan", "static_print", "device_assert", "standard", "reduce_or",
+    "reduce", "associative_scan", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor", "tensor_descriptor", "static_print", "device_assert",
+    "standard", "reduce_or",
     "squeeze", "swizzle2d", "unsqueeze", "xor_sum", "sort", "topk", "cat", "assume",
 ]
 

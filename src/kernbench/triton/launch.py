@@ -29,7 +29,7 @@ from kernbench.errors import BadInputError, KernbenchError, KernelError
 from kernbench.record.kernel import Kernel
 from kernbench.record.lifetime import lifetime_scope
 from kernbench.record.source import _is_internal, display_path
-from kernbench.triton import core, memory
+from kernbench.triton import core, descriptor, memory
 from kernbench.triton import dtypes as d
 from kernbench.triton.args import Launch, bind, kb_dtype_name
 from kernbench.triton.jit import unwrap
@@ -99,6 +99,8 @@ def make_kernel(launch: Launch) -> Kernel:
         for n, p in zip(arrays, ptrs, strict=True):
             kwargs[n] = pointer(p.tensor, np.asarray(p.offset, np.int64),
                                 d.from_kb(p.tensor.dtype))
+            if n in launch.descriptors:
+                kwargs[n] = descriptor.from_host(kwargs[n], launch.descriptors[n])
         for n, v in fixed.items():  # a fresh scalar tensor per program: programs share none
             kwargs[n] = concrete(*v) if n in launch.scalars else v
         try:

@@ -48,12 +48,17 @@ class Launch:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The array arguments by parameter name (copies: the launch's own stay pristine)."""
-        return {n: np.array(a) for n, a in zip(self.arg_names(), self.args, strict=True)
-                if isinstance(a, np.ndarray)}
+        return {n: np.array(_array(a)) for n, a in zip(self.arg_names(), self.args, strict=True)
+                if isinstance(_array(a), np.ndarray)}
 
     def expected(self) -> dict[str, np.ndarray]:
         assert self.reference is not None
         return self.reference(**self.arrays())
+
+
+def _array(arg: Any) -> Any:
+    """The array of a launch argument: itself, or a tensor descriptor's base."""
+    return arg.base if type(arg).__name__ == "TensorDescriptor" else arg
 
 
 def grid_of(launch: Launch) -> tuple[int, ...]:
@@ -79,6 +84,16 @@ def interpret_main(argv: list[str] | None = None) -> None:
         names = launch.arg_names()
         args = [torch.from_numpy(np.ascontiguousarray(given[n])) if n in given else a
                 for n, a in zip(names, launch.args, strict=True)]
+        args = [_triton_descriptor(t, a) if type(a).__name__ == "TensorDescriptor" else t
+                for t, a in zip(args, launch.args, strict=True)]
         launch.kernel[grid_of(launch)](*args, **launch.meta)
-        np.savez(job["out"], **{n: a.numpy() for n, a in zip(names, args, strict=True)
-                                if isinstance(a, torch.Tensor)})
+        np.savez(job["out"], **{n: _array(a).numpy() for n, a in zip(names, args, strict=True)
+                                if isinstance(_array(a), torch.Tensor)})
+
+
+def _triton_descriptor(base: Any, desc: Any) -> Any:
+    """kernbench's host descriptor ``desc`` as Triton's, over the torch tensor ``base``."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(base, list(desc.shape), list(desc.strides),
+                            list(desc.block_shape), desc.padding)
