@@ -1,4 +1,4 @@
-"""The critical path (SPEC §13): the chain of ops that sets a trace's latency, found from the
+"""The critical path (docs/hardware-model.md): the chain of ops that sets a trace's latency, found from the
 op log alone, in linear time.
 
 Every op has two events: its issue ``I`` (``t_issue_ps``) and its start ``S``

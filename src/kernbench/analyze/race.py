@@ -4,8 +4,8 @@ Every operand names bytes ``[addr, addr + nbytes)`` of a memory ``(space, mem_pe
 happen at an op's ``t_start_ps`` and stay in flight until its ``t_end_ps``; writes land at
 ``t_end_ps``; a ``scope_exit`` kills tcm ``[lo, hi)`` at its ``t_start_ps``. Program order
 is ``seq`` within the issuing PE, or within the program on a PE whose resident programs
-interleave (``order_unit``, SPEC §13). The hazards (``HAZARDS``; ``raw``, ``war`` and
-``waw`` are SPEC §13's three orders, ``war`` in the scoreboard's strength: a read is in
+interleave (``order_unit``, docs/hardware-model.md). The hazards (``HAZARDS``; ``raw``, ``war`` and
+``waw`` are the three orders of docs/hardware-model.md, ``war`` in the scoreboard's strength: a read is in
 flight until it ends, ADR-0527):
 
 - ``raw``: a read starts before the last program-order write to its bytes has landed;
@@ -110,7 +110,7 @@ def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
 def order_unit(ops: pl.DataFrame) -> pl.Series:
     """Per op, the unit whose ``seq`` order is program order: its PE, whose programs run one
     after another (``ahbm-v1``), or, on a PE whose programs interleave (resident programs,
-    SPEC §13), its (PE, program)."""
+    docs/hardware-model.md), its (PE, program)."""
     span = ops.group_by("pe", "program").agg(lo=pl.col("seq").min(), hi=pl.col("seq").max())
     mixed = (span.sort("pe", "lo")
              .with_columns(before=pl.col("hi").cum_max().shift(1).over("pe"))

@@ -1,4 +1,4 @@
-"""The ``async`` engine-issue policy of the PE machine (SPEC §13): op handlers.
+"""The ``async`` engine-issue policy of the PE machine (docs/hardware-model.md): op handlers.
 
 Every engine op is queued on its engine and the kernel goes on at once: it stalls only when
 the engine's queue already holds ``engine_queue_depth`` issued-but-not-started ops (until the

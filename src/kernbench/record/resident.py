@@ -1,4 +1,4 @@
-"""Resident programs (SPEC §13): several programs of the grid share one ``async`` PE.
+"""Resident programs (docs/hardware-model.md): several programs of the grid share one ``async`` PE.
 
 A PE holds ``k = min(max_programs_per_pe, floor(kernel_scratch / P))`` programs at once
 (``k >= 1``), where ``P`` is the kernel-scratch peak of program 0 recorded alone first

@@ -1,4 +1,4 @@
-"""The scoreboard of an ``async`` PE (SPEC §13): when an issued op may start.
+"""The scoreboard of an ``async`` PE (docs/hardware-model.md): when an issued op may start.
 
 An op starts at the latest of its issue time, its engine being free (the engine serves its
 queue in issue order), its inputs being visible (RAW: the overlapping earlier writes' ends)
