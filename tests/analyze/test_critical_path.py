@@ -1,4 +1,4 @@
-"""The critical path (SPEC §13): hand-built op logs whose path is known edge by edge, a v1
+"""The critical path (docs/analysis.md): hand-built op logs whose path is known edge by edge, a v1
 recording whose path is its serial chain and agrees with the wait-by-line picture, and the
 path in ``report``, ``report --json`` and the pictures (checked on the figure's data)."""
 

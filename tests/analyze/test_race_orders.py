@@ -1,4 +1,4 @@
-"""SPEC §13's three orders within a program, planted in a recorded trace by hand: ``check``
+"""The race detector's three orders within a program, planted in a recorded trace by hand: ``check``
 reports a write that lands before an earlier read of its bytes (WAR) and one that lands
 before an earlier write of them (WAW); program order is per program where resident programs
 interleave on a PE."""

@@ -1,4 +1,4 @@
-"""Resident programs (SPEC §13): program 0's scratch peak decides k, each program owns a
+"""Resident programs: program 0's scratch peak decides k, each program owns a
 slot of kernel_scratch / k, an overflowing later program names its slot, k is in the
 manifest."""
 

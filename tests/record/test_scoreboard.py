@@ -1,4 +1,4 @@
-"""SPEC §13's start rule, op by op: under ``async`` issue an op starts at the latest of its
+"""The async start rule, op by op: under ``async`` issue an op starts at the latest of its
 issue, its engine being free (issue order), its inputs visible (RAW) and its output range
 free (WAR, WAW), through TCM and, within the program, through HBM. Random op sequences are
 recorded on ahbm-v2 and every row's ``t_start_ps`` is recomputed from the rows alone."""
@@ -50,7 +50,7 @@ def _overlaps(a: tuple, b: tuple) -> bool:
 
 
 def expected_starts(ops: pl.DataFrame) -> list[int]:
-    """The start of every row by SPEC §13, from earlier rows only (emission order)."""
+    """The start of every row by the async start rule, from earlier rows only (emission order)."""
     done: list[dict] = []
     engine_free: dict[str, int] = {}
     starts = []
