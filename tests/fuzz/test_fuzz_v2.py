@@ -10,6 +10,7 @@ each under 30 s.
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -122,14 +123,15 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
-def run_measured(tmp: Path, *args: str) -> tuple[int, str, str, int, float]:
+def run_measured(tmp: Path, *args: str, script: str = CHILD
+                 ) -> tuple[int, str, str, int, float]:
     """(exit code, stdout, stderr, the child's peak RSS in bytes, seconds)."""
     hwm = tmp / "hwm"
     env = {**os.environ, "KERNBENCH_MAX_MEMORY_GB": str(BUDGET_GB), "POLARS_MAX_THREADS": "2",
            "ARROW_DEFAULT_MEMORY_POOL": "system", "KB_HWM_FILE": str(hwm),
            "KB_AS_CAP": str(4 * GIB), "KB_CPU_CAP": str(TIME_CAP_S)}
     start = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                        env=env, timeout=TIME_CAP_S)
     return (p.returncode, p.stdout, p.stderr, int(hwm.read_text()) * 1024,
             time.monotonic() - start)
@@ -153,3 +155,43 @@ def test_v2_memory_bomb_refused_under_budget(bombs: dict[str, Path], bomb: str,
     assert rss < BUDGET_GB * GIB + RSS_SLACK, f"peak RSS {rss / GIB:.2f} GiB"
     assert seconds < TIME_CAP_S
     print(f"{bomb} {entry[-1]}: peak RSS {rss / (1 << 20):.0f} MB, {seconds:.1f} s")
+
+
+#: the other commands, all in one child per bomb (one process start): each one's exit code
+#: and stderr, then the child's peak RSS over all of them
+MANY = """
+import contextlib, io, json, sys
+from kernbench.cli import main
+from kernbench.replay.__main__ import main as replay_main
+results = []
+for args in json.loads(sys.argv[0]):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            code = replay_main(args[1:]) if args[0] == "replay" else main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    results.append([code, err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+def test_v2_memory_bomb_refused_under_budget_by_every_other_command(
+        bombs: dict[str, Path], bomb: str, base: Path, tmp_path: Path) -> None:
+    trace = str(bombs[bomb])
+    commands = [["report", trace], ["export", trace, "-o", str(tmp_path / "t.json")],
+                ["sql", trace, QUERY], ["diff", trace, str(base)],
+                ["replay", trace, "--case", CASE]]
+    script = CHILD.replace("runpy.run_module(sys.argv[0], run_name=\"__main__\", alter_sys=True)",
+                           MANY)
+    code, out, err, rss, seconds = run_measured(tmp_path, json.dumps(commands), script=script)
+    assert code == 0, err[-800:]
+    for args, (c, e) in zip(commands, json.loads(out.strip().splitlines()[-1]), strict=True):
+        lines = [ln for ln in e.splitlines() if ln.strip()]
+        assert c == 2 and len(lines) == 1 and "Traceback" not in e, (args[0], e[-800:])
+        assert "over the 1 GiB limit" in lines[0], (args[0], lines[0])
+    assert rss < BUDGET_GB * GIB + RSS_SLACK, f"peak RSS {rss / GIB:.2f} GiB"
+    assert seconds < TIME_CAP_S
+    print(f"{bomb} report/export/sql/diff/replay --case: peak RSS {rss / (1 << 20):.0f} MB, "
+          f"{seconds:.1f} s")
