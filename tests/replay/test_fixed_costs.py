@@ -15,6 +15,7 @@ import numpy as np
 from tests.test_imports import replay_main_code
 
 import kernbench as kb
+from kernbench.bench.fixed import README_ADD
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 HEAVY = ("numpy", "pyarrow", "polars", "ml_dtypes")
@@ -104,26 +105,8 @@ def test_tensors_parquet_is_read_once_per_replay(tmp_path, monkeypatch):
     assert again == []
 
 
-ADD_MODULE = '''\
-import numpy as np
-import triton
-import triton.language as tl
-from kernbench import triton as kbt
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m),
-             mask=m)
-
-def add_case(n: int = 500, block: int = 128):
-    x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
-    y, out = np.ones(n, np.float32), np.zeros(n, np.float32)
-    return kbt.case(add_kernel, lambda meta: (triton.cdiv(n, meta["BLOCK"]),),
-                    x, y, out, n, BLOCK=block, name="add",
-                    reference=lambda x_ptr, y_ptr, **_: {"out_ptr": x_ptr + y_ptr})
-'''
+#: the README's add kernel module, as the bench's fixed-cost keys run it
+ADD_MODULE = README_ADD
 
 
 def test_replay_case_of_a_triton_launch_never_records_it_again(tmp_path, monkeypatch):

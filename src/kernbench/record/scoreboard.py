@@ -29,7 +29,7 @@ DROP_WAR = False
 _FAR = 1 << 62
 _HBM = "hbm"
 #: records held before the first prune (then twice what survived the last one)
-_PRUNE_AT = 512
+_PRUNE_AT = 32
 
 
 def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
