@@ -1,5 +1,5 @@
-"""The critical path (docs/hardware-model.md): the chain of ops that sets a trace's latency, found from the
-op log alone, in linear time.
+"""The critical path (docs/analysis.md): the chain of ops that sets a trace's latency, found
+from the op log alone, in linear time.
 
 Every op has two events: its issue ``I`` (``t_issue_ps``) and its start ``S``
 (``t_start_ps``). Each event happens at the latest of the times its predecessors release it

@@ -5,7 +5,7 @@ happen at an op's ``t_start_ps`` and stay in flight until its ``t_end_ps``; writ
 ``t_end_ps``; a ``scope_exit`` kills tcm ``[lo, hi)`` at its ``t_start_ps``. Program order
 is ``seq`` within the issuing PE, or within the program on a PE whose resident programs
 interleave (``order_unit``, docs/hardware-model.md). The hazards (``HAZARDS``; ``raw``, ``war`` and
-``waw`` are the three orders of docs/hardware-model.md, ``war`` in the scoreboard's strength: a read is in
+``waw`` are the async machine's three orders, ``war`` in the scoreboard's strength: a read is in
 flight until it ends, ADR-0527):
 
 - ``raw``: a read starts before the last program-order write to its bytes has landed;

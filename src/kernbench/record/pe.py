@@ -75,7 +75,7 @@ class PEDriver:
         self.done = False  # set when every program of this PE has finished
         self.blocked_at: Any = None  # the SimPy request this PE is waiting in, if any
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
-        #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (docs/hardware-model.md)
+        #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (asynchronous.py)
         self.is_async = hw.engine_issue == "async"
         self.board = Scoreboard(self.floor)  # the async policy's in-flight accesses
         self.queues: dict[int, deque[int]] = {}  # the async policy's engine queues (starts)
