@@ -216,9 +216,9 @@ def _cast(store: Callable[[np.ndarray, np.dtype], np.ndarray], dt: np.dtype, v: 
 
 
 @dataclass(frozen=True, slots=True)
-class Reduce:
-    """``ufunc.reduce`` over ``attrs["axis"]`` (None: every axis), ``keepdims``; the input
-    read in the accumulator dtype first (``attrs["dtype"]`` or the policy's widening)."""
+class _Accumulating:
+    """A family whose input is read in an accumulator dtype first (reductions and scans):
+    ``infer`` and ``evaluator`` are the family's, the reading and storing are shared."""
 
     name: str
     fn: Fn
@@ -231,6 +231,27 @@ class Reduce:
 
     def infer(self, shapes: Sequence[Shape], dtypes: Sequence[str], attrs: Mapping[str, Any],
               policy: Policy) -> tuple[Shape, str]:
+        raise NotImplementedError
+
+    def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
+        raise NotImplementedError
+
+    def evaluate(self, arrays: Sequence[Any], attrs: Mapping[str, Any], policy: Policy
+                 ) -> np.ndarray:
+        x = np.asarray(arrays[0])
+        shape, dt = self.infer([x.shape], [_name(x)], attrs, policy)
+        x = policy.load(x, self.accumulator(_name(x), attrs, policy))
+        with np.errstate(all="ignore"):
+            return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce(_Accumulating):
+    """``ufunc.reduce`` over ``attrs["axis"]`` (None: every axis), ``keepdims``; the input
+    read in the accumulator dtype first (``attrs["dtype"]`` or the policy's widening)."""
+
+    def infer(self, shapes: Sequence[Shape], dtypes: Sequence[str], attrs: Mapping[str, Any],
+              policy: Policy) -> tuple[Shape, str]:
         axis = attrs.get("axis")
         shape = policy.reduce_shape(_shape0(shapes, self.name),
                                     None if axis is None else int(axis),
@@ -240,14 +261,6 @@ class Reduce:
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
         axis = attrs.get("axis")
         return partial(_reduce, self.fn, None if axis is None else int(axis))
-
-    def evaluate(self, arrays: Sequence[Any], attrs: Mapping[str, Any], policy: Policy
-                 ) -> np.ndarray:
-        x = np.asarray(arrays[0])
-        shape, dt = self.infer([x.shape], [_name(x)], attrs, policy)
-        x = policy.load(x, self.accumulator(_name(x), attrs, policy))
-        with np.errstate(all="ignore"):
-            return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
 
 
 def _reduce(fn: Any, axis: int | None, x: np.ndarray) -> np.ndarray:
@@ -269,16 +282,9 @@ def _arg(fn: Fn, axis: int | None, x: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, slots=True)
-class Scan:
+class Scan(_Accumulating):
     """Inclusive ``ufunc.accumulate`` along ``attrs["axis"]`` (``reverse``: from the end),
     same shape; the input widened to the policy's accumulator first."""
-
-    name: str
-    fn: Fn
-    rule: Callable[[str, Policy], str]
-
-    def accumulator(self, dt: str, attrs: Mapping[str, Any], policy: Policy) -> str:
-        return str(attrs.get("dtype") or policy.accumulator(self.name, dt))
 
     def infer(self, shapes: Sequence[Shape], dtypes: Sequence[str], attrs: Mapping[str, Any],
               policy: Policy) -> tuple[Shape, str]:
@@ -288,14 +294,6 @@ class Scan:
 
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
         return partial(_scan, self.fn, int(attrs.get("axis", 0)), bool(attrs.get("reverse")))
-
-    def evaluate(self, arrays: Sequence[Any], attrs: Mapping[str, Any], policy: Policy
-                 ) -> np.ndarray:
-        x = np.asarray(arrays[0])
-        shape, dt = self.infer([x.shape], [_name(x)], attrs, policy)
-        x = policy.load(x, self.accumulator(_name(x), attrs, policy))
-        with np.errstate(all="ignore"):
-            return _store(self.evaluator(attrs, policy)(x), dt, shape, policy)
 
 
 def _scan(ufunc: Any, axis: int, reverse: bool, x: np.ndarray) -> np.ndarray:
