@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kernbench.triton.language  # noqa: F401 - binds the tensor operators, as a kernel's import does
 from kernbench.errors import KernelError
 from kernbench.triton import dtypes as d
 from kernbench.triton import rules
