@@ -84,7 +84,7 @@ def test_kernel_mistake_is_one_line_naming_the_kernel_line(tmp_path, monkeypatch
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     from kernbench.kernels.registry import build_case
-    from kernbench.record.runner import record
+    from kernbench.record.recorder import record
 
     d = tmp_path_factory.mktemp("cli")
     a = record(build_case("gemm", {"N": 256}), d / "a.ktrace").path

@@ -56,7 +56,7 @@ def cases() -> None:
 def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) -> None:
     """Record CASE (a built-in name, or MODULE:FUNC, a case factory) into a trace directory."""
     from kernbench.kernels.registry import build_user_case
-    from kernbench.record.runner import record as do_record
+    from kernbench.record.recorder import record as do_record
 
     built = build_user_case(case, params)
     progress, shown = None, []

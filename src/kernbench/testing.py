@@ -134,7 +134,7 @@ def kb_record(tmp_path: Path) -> Callable[..., Any]:
 
     def record(case: Any, *, hw: Any = None, name: str | None = None,
                **params: Any) -> Any:
-        from kernbench.record.runner import record as do_record
+        from kernbench.record.recorder import record as do_record
 
         built = _case(case, params)
         return do_record(built, tmp_path / f"{_unique(used, name, built.name)}.ktrace", hw=hw)

@@ -13,7 +13,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.errors import BadInputError, RecordLimitError
 from kernbench.record.bounds import DEFAULT_MAX_OPS, MAX_OPS_ENV, max_ops
-from kernbench.record.runner import layout, run_programs
+from kernbench.record.recorder import layout, run_programs
 from kernbench.record.writer import OpWriter
 from kernbench.trace.hw import load_hw
 

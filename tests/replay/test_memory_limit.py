@@ -18,7 +18,7 @@ from kernbench import tl
 from kernbench.cli import main
 from kernbench.errors import ReplayError
 from kernbench.replay.child import interpret
-from kernbench.replay.runner import new_run_id
+from kernbench.replay.session import new_run_id
 
 CAP = 3 << 30  # the child's address space: imports fit, an 8 GiB tensor does not
 

@@ -25,7 +25,7 @@ from kernbench.cli import main
 from kernbench.errors import ReplayError
 from kernbench.replay import replay
 from kernbench.replay.child import interpret
-from kernbench.replay.runner import new_run_id
+from kernbench.replay.session import new_run_id
 
 
 @pytest.fixture

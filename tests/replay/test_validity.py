@@ -89,7 +89,7 @@ def test_small_windows_replay_exactly_like_one_window(tmp_path: Path, seed: int,
     """Windows carry in-flight writes and valid maps across: any cut gives the same run."""
     import importlib
 
-    from kernbench.replay.runner import replay_in_process
+    from kernbench.replay.session import replay_in_process
 
     if seed % 2:  # half of them through the streaming cursors
         monkeypatch.setattr(importlib.import_module("kernbench.replay.reader"),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kernbench.replay.runner import replay_in_process
+from kernbench.replay.session import replay_in_process
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 #: the values.parquet columns no CPU or numpy release changes

@@ -9,7 +9,7 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.errors import DtypeError
-from kernbench.record import semantics, semantics_v2
+from kernbench.record import semantics
 from kernbench.replay import replay
 from kernbench.schemas import ops
 from kernbench.schemas.ops import OPS, Op
@@ -38,7 +38,7 @@ def _replayed(tmp_path, body, want, out_shape, out_dtype="float32"):
 
 
 def test_fma_with_a_scalar_replays(tmp_path):
-    _replayed(tmp_path, lambda a, b: semantics_v2.ternary(Op.FMA, a, b, 0.5),
+    _replayed(tmp_path, lambda a, b: semantics.ternary(Op.FMA, a, b, 0.5),
               lambda x, z: (x.astype(np.float64) * z + 0.5).astype(np.float32), (2, 4))
 
 
@@ -53,7 +53,7 @@ def test_scans_replay(tmp_path, op, axis, reverse):
             return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
         return ufunc.accumulate(x, axis=axis)
 
-    _replayed(tmp_path, lambda a, b: semantics_v2.scan(op, a, axis, reverse), want, (2, 4))
+    _replayed(tmp_path, lambda a, b: semantics.scan(op, a, axis, reverse), want, (2, 4))
 
 
 @pytest.mark.parametrize(("op", "axis", "want"), [(Op.ARGMAX, 1, [0, 3]),
@@ -61,7 +61,7 @@ def test_scans_replay(tmp_path, op, axis, reverse):
                                                    (Op.ARGMAX, None, [7])])
 def test_arg_reductions_take_the_first_index_on_ties(tmp_path, op, axis, want):
     shape = (2,) if axis is not None else (1,)
-    _replayed(tmp_path, lambda a, b: semantics_v2.arg_reduce(op, a, axis), lambda x, z: np.array(
+    _replayed(tmp_path, lambda a, b: semantics.arg_reduce(op, a, axis), lambda x, z: np.array(
         want, np.int32), shape, "int32")
 
 

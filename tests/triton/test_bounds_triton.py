@@ -114,7 +114,7 @@ def test_a_loop_nest_counts_the_loops_around_it(tmp_path, monkeypatch):
 
 
 def test_a_refusal_inside_a_loop_leaves_no_loop_state(tmp_path, monkeypatch):
-    from kernbench.record.runner import layout, run_programs
+    from kernbench.record.recorder import layout, run_programs
     from kernbench.record.writer import OpWriter
     from kernbench.trace.hw import load_hw
 

@@ -9,7 +9,6 @@ import pytest
 import kernbench.triton.language  # noqa: F401 - binds the tensor operators, as a kernel's import does
 from kernbench.errors import KernelError
 from kernbench.triton import dtypes as d
-from kernbench.triton import rules
 from kernbench.triton.value import concrete
 
 RNG = np.random.default_rng(0)
@@ -57,12 +56,12 @@ def test_int64_after_to_does_not_wrap() -> None:
     (d.bfloat16, False, d.bfloat16, False, d.bfloat16),
 ])
 def test_promotion_follows_triton(a, a_scalar, b, b_scalar, want) -> None:
-    assert rules.computation_type(a, a_scalar, b, b_scalar) is want
+    assert d.computation_type(a, a_scalar, b, b_scalar) is want
 
 
 def test_true_division_of_integers_is_float32_and_fp16_divides_in_float32() -> None:
     assert (concrete(np.int32(7)) / 2).dtype is d.float32
-    assert rules.truediv_type(d.float16, False, d.float32, True) is d.float32
+    assert d.truediv_type(d.float16, False, d.float32, True) is d.float32
 
 
 def test_a_python_int_out_of_range_of_the_tensor_type_is_refused() -> None:

@@ -5,7 +5,7 @@ an HBM tensor, how often, and the traffic per tensor (``kernbench report``'s "HB
 The elements come from the trace alone (Phase 1): a DMA row's HBM operand is the contiguous
 run ``[addr, addr + numel)`` of its dtype, an indexed row's (block pointers, masked loads,
 tensor descriptors) the masked-in elements its ``strides`` / ``access`` attrs and
-access.parquet name (``kernbench.schemas.indexed``). An atomic reads and writes its elements.
+access.parquet name (``kernbench.schemas.elements``). An atomic reads and writes its elements.
 Gathers and scatters move elements at offsets known only in Phase 2: they are counted per
 tensor (``gather_ops``), not placed.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from kernbench.errors import BadInputError, closest
-from kernbench.schemas import indexed as ix
+from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 from kernbench.trace import Trace

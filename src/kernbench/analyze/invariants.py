@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from kernbench.analyze.byte_runs import INDEXED, patterns
 from kernbench.analyze.frames import ITEMSIZE, hw_of, load_ops, operands, shape_elements
-from kernbench.analyze.indexed import INDEXED, patterns
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
 from kernbench.errors import BadInputError
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ATOMICS, CAPACITY_ONE, Kind, Op
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig

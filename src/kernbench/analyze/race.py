@@ -38,10 +38,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from kernbench.analyze.byte_runs import exact_accesses
 from kernbench.analyze.frames import operands
-from kernbench.analyze.indexed import exact_accesses
 from kernbench.analyze.ordering import Clocks, clocks
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Kind, Op
 
 READ, WRITE, KILL = 0, 1, 2
@@ -87,7 +87,7 @@ _FINDING = {"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
 def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """One row per byte range an op reads, writes or kills (composite parents excluded:
     their children carry the data movement; indexed HBM operands as their runs, atomics'
-    HBM accesses left out: ``analyze/indexed.py``)."""
+    HBM accesses left out: ``analyze/byte_runs.py``)."""
     base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps",
                       unit=order_unit(ops))
     opnd = (operands(ops).collect()

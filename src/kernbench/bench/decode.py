@@ -12,7 +12,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     """Record and replay gqa-decode at S_kv = 32k (4k with ``quick``)."""
     from kernbench.analyze import metrics
     from kernbench.kernels.registry import build_case
-    from kernbench.record.runner import record
+    from kernbench.record.recorder import record
     from kernbench.replay import replay
 
     s_kv = 4096 if quick else 32768

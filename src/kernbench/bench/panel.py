@@ -16,7 +16,7 @@ import polars as pl
 from kernbench.analyze import metrics
 from kernbench.errors import BadInputError
 from kernbench.kernels.registry import build_case
-from kernbench.record.runner import record
+from kernbench.record.recorder import record
 from kernbench.trace import writing
 from kernbench.trace.hw import HwConfig, load_hw
 

@@ -15,7 +15,7 @@ OPS_PER_ITER = 7  # small-ops: scope_enter, mul, add, mul, exp, copy, scope_exit
 
 def _record_small_ops(iters: int, out: Path) -> tuple[float, Any]:
     from kernbench.kernels.registry import build_case
-    from kernbench.record.runner import record
+    from kernbench.record.recorder import record
 
     case = build_case("small-ops", {"iters": iters})
     t0 = time.perf_counter()

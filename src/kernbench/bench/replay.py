@@ -38,7 +38,7 @@ import numpy as np
 import kernbench as kb
 from kernbench import tl
 from kernbench.bench import numpy_baseline as bench_numpy
-from kernbench.replay.runner import replay_in_process
+from kernbench.replay.session import replay_in_process
 from kernbench.replay.threads import blas_threads
 
 ROWS, COLS = 8, 128
@@ -79,7 +79,7 @@ def _numpy_program(path: Path) -> list[tuple[Callable[..., Any], tuple, np.ndarr
     """The trace's data ops as plain numpy calls on preallocated arrays (setup, untimed)."""
 
     from kernbench.replay.decode import decode
-    from kernbench.replay.runner import build_store, load_tensors
+    from kernbench.replay.session import build_store, load_tensors
     from kernbench.schemas.ops import Op
     from kernbench.trace import Trace
 

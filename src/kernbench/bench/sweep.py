@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.sweep.builtin import resolve_spec
-from kernbench.sweep.runner import run_sweep
+from kernbench.sweep.driver import run_sweep
 
 
 def small_spec(points: int, iters: int) -> Any:

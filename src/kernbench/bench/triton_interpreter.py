@@ -61,7 +61,7 @@ def interpreter_child(workload: str, params: str, repeat: str, out: str) -> None
 def _ours(workload: str, params: dict[str, Any], tmp: Path, repeat: int
           ) -> tuple[float, np.ndarray]:
     """Best of ``repeat``: record + a replay verified against the reference."""
-    from kernbench.replay.runner import replay_in_process
+    from kernbench.replay.session import replay_in_process
     from kernbench.replay.threads import blas_threads
 
     factory = getattr(kernels, WORKLOADS[workload][1])

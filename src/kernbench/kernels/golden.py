@@ -33,7 +33,7 @@ PRESET, TWIN_PRESET = "ahbm-v1", "ahbm-v2"
 
 def record_golden(name: str, out: Path, hw: str = PRESET):
     from kernbench.kernels.registry import build_case
-    from kernbench.record.runner import record
+    from kernbench.record.recorder import record
 
     case, params = GOLDEN[name]
     return record(build_case(case, params), out, hw=hw)

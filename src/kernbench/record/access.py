@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.schemas.arrow import ACCESS
-from kernbench.schemas.indexed import encode
+from kernbench.schemas.elements import encode
 from kernbench.trace import writing
 
 #: bytes of array data held before a batch is written

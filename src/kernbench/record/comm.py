@@ -8,7 +8,11 @@ from kernbench.errors import IpcqError, SpaceError
 from kernbench.record.commands import DIRECTIONS, Recv, RecvAsync, Resolve, Send, Wait
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import TensorHandle
-from kernbench.record.semantics import _dtype, _live, _prod, _shape, into
+from kernbench.record.lowering import dtype_arg as _dtype
+from kernbench.record.lowering import into
+from kernbench.record.lowering import prod as _prod
+from kernbench.record.lowering import shape_arg as _shape
+from kernbench.record.operands import live as _live
 from kernbench.record.source import src_here
 
 

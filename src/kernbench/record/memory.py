@@ -8,7 +8,13 @@ from kernbench.errors import BoundsError, DtypeError, KernelError, ShapeError, S
 from kernbench.record.commands import Cmd, Resolve, Wait, new_cmd, tile_rows
 from kernbench.record.context import current
 from kernbench.record.handle import Buffer, Pointer, TensorHandle
-from kernbench.record.semantics import _attrs, _dtype, _issue, _live, _prod, _shape, into
+from kernbench.record.lowering import attrs_json as _attrs
+from kernbench.record.lowering import dtype_arg as _dtype
+from kernbench.record.lowering import into
+from kernbench.record.lowering import issue as _issue
+from kernbench.record.lowering import prod as _prod
+from kernbench.record.lowering import shape_arg as _shape
+from kernbench.record.operands import live as _live
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes
 from kernbench.schemas.ops import OP

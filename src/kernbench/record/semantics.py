@@ -5,22 +5,23 @@ Errors are raised here, at emit time, as KernelError subclasses naming the kerne
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from kernbench.errors import (
     DtypeError,
     KernelError,
     ShapeError,
-    SpaceError,
 )
 from kernbench.record import handle as _handle
 from kernbench.record import hints
-from kernbench.record.commands import Cmd, Resolve, new_cmd
-from kernbench.record.context import KernelContext, current
+from kernbench.record.context import current
 from kernbench.record.handle import TensorHandle
+from kernbench.record.lowering import attrs_json as _attrs
+from kernbench.record.lowering import dtype_arg as _dtype
+from kernbench.record.lowering import emit as _emit
+from kernbench.record.lowering import prod as _prod
+from kernbench.record.lowering import shape_arg as _shape
 from kernbench.record.operands import (
     Operands,
     arguments,
@@ -31,8 +32,7 @@ from kernbench.record.operands import (
 from kernbench.record.operands import live as _live
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes, rules
-from kernbench.schemas.dtypes import DType
-from kernbench.schemas.ops import OP, Op
+from kernbench.schemas.ops import OP, OPS, Family, Op
 from kernbench.schemas.policy import scalar_dtype
 
 __all__ = ["src_here"]
@@ -40,88 +40,6 @@ __all__ = ["src_here"]
 _SCALARS = (int, float, bool)
 
 
-# -- helpers -----------------------------------------------------------------------------
-_ATTRS: dict[str, str] = {}
-
-
-def _attrs(**kw: Any) -> str:
-    """Canonical JSON of op arguments, cached by their repr."""
-    key = repr(kw)  # repr, not the items: 2 == 2.0 and True == 1 must stay distinct
-    s = _ATTRS.get(key)
-    if s is None:
-        if len(_ATTRS) > 4096:
-            _ATTRS.clear()
-        s = _ATTRS[key] = json.dumps(kw, sort_keys=True, separators=(",", ":"))
-    return s
-
-
-def _prod(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _shape(shape: Any, src: str, what: str = "shape") -> tuple[int, ...]:
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        out = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise ShapeError(f"{what} {shape!r} is not a tuple of ints", src) from None
-    if any(s <= 0 for s in out):
-        raise ShapeError(f"{what} {list(out)} has a non-positive dimension", src)
-    return out
-
-
-def _dtype(dtype: Any, src: str) -> DType:
-    try:
-        return dtypes.by_name(dtype)
-    except (KeyError, TypeError):
-        raise DtypeError(f"unknown dtype {dtype!r}", src) from None
-
-
-def into(out: Any, shape: tuple[int, ...], dt: DType, what: str, src: str) -> TensorHandle:
-    """The ``out=`` buffer a load or receive writes: a live plain TCM handle of that shape."""
-    _live(out, src, f"{what} out=")
-    if out.space != "tcm" or out.transposed:
-        raise SpaceError(f"{what} out= must be a plain TCM handle, got {out!r}", src)
-    if out.shape != shape or out.dtype is not dt:
-        raise ShapeError(f"{what} out= is {list(out.shape)} {out.dtype.name}, the data is "
-                         f"{list(shape)} {dt.name}", src)
-    return TensorHandle(out.buf, shape, dt)
-
-
-def _resolve(ctx: KernelContext, cmd: Cmd) -> None:
-    """Resolve the recv_async handles ``cmd`` touches whose message has not matched yet."""
-    pending = [h.buf for h in (*cmd.inputs, cmd.out) if h is not None and h.buf.event]  # type: ignore[union-attr]
-    if pending:
-        ctx.issue(Resolve(pending))
-
-
-def _issue(ctx: KernelContext, cmd: Cmd) -> None:
-    """Hand ``cmd`` to the driver, first resolving recv_async inputs still unmatched."""
-    if ctx.unresolved:
-        _resolve(ctx, cmd)
-    ctx.emit(cmd)
-
-
-def _emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
-          dtype: DType, work: tuple[int, ...], src: str, attrs: str = "{}",
-          flops: int = 0) -> TensorHandle:
-    """Allocate a fresh scratch output, issue the command, return the output handle."""
-    n = 1
-    for d in shape:
-        n *= d
-    nbytes = n * dtype.itemsize
-    scopes = ctx.scopes
-    out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),
-                       shape, dtype)
-    cmd = new_cmd(Cmd, (op, inputs, out, n, nbytes, work, src, flops, attrs))
-    if ctx.unresolved:
-        _resolve(ctx, cmd)
-    ctx.emit(cmd)
-    return out
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[int, ...]:
@@ -350,3 +268,50 @@ def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
 
 
 _handle.bind_front_end(sys.modules[__name__])  # TensorHandle's operators call into this module
+
+
+# -- ternary, scan and arg-reduce families -------------------------------------------------
+def _family(op: Op, family: Family, src: str) -> None:
+    if OPS[op].family is not family:
+        raise KernelError(f"{op.value} is not a {family.value} op", src)
+
+
+def ternary(op: Op, x: Any, y: Any, z: Any) -> TensorHandle:
+    """An elementwise op of three arguments (handles or Python scalars at any position),
+    numpy broadcasting between the handles."""
+    ctx = current()
+    src = src_here()
+    _family(op, Family.TERNARY, src)
+    handles, scalars, operands = arguments(op, (x, y, z), src)
+    shape = handles[0].shape
+    for h in handles[1:]:
+        shape = broadcast_shapes(shape, h.shape, src)
+    dt = result_dtype(op, operands, src)
+    return _emit(ctx, op, handles, shape, dt, (_prod(shape),), src,
+                 _attrs(scalars=scalars) if scalars else "{}")
+
+
+def scan(op: Op, x: TensorHandle, axis: int = 0, reverse: bool = False) -> TensorHandle:
+    """Inclusive scan of ``x`` along ``axis`` (``reverse``: from the end), same shape."""
+    ctx = current()
+    src = src_here()
+    _family(op, Family.SCAN, src)
+    _live(x, src)
+    ax = axis_for(x, axis, src)
+    attrs = _attrs(axis=ax, reverse=True) if reverse else _attrs(axis=ax)
+    shape, dt = infer(op, x, {"axis": ax}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)
+
+
+def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
+               ) -> TensorHandle:
+    """Index (int32) of the maximum/minimum along ``axis`` (None: of the flattened tile);
+    the first such index on ties, as Triton."""
+    ctx = current()
+    src = src_here()
+    _family(op, Family.ARG, src)
+    _live(x, src)
+    ax = None if axis is None else axis_for(x, axis, src)
+    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
+                 _attrs(axis=ax, keepdims=bool(keepdims)))

@@ -90,7 +90,7 @@ class OpWriter:
         #: the arrays indexed rows refer to (access.parquet beside ops.parquet, on first use)
         self.access = AccessWriter(self.path.with_name("access.parquet"))
         #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
-        #: record/indexed.py sets it for the latter)
+        #: record/addressing.py sets it for the latter)
         self.indexed = False
         self._pq = writing.open_writer(self.path, OPS, "ops", memory_pool=POOL)
 

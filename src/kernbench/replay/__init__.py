@@ -26,9 +26,9 @@ __all__ = ["replay", "ReplayResult", "ReplayPool", "replay_in_process", "load_re
 
 def __getattr__(name: str) -> Any:
     if name in ("replay_in_process", "load_result"):
-        from kernbench.replay import runner
+        from kernbench.replay import session
 
-        return getattr(runner, name)
+        return getattr(session, name)
     if name == "ReplayPool":
         from kernbench.replay.pool import ReplayPool
 
@@ -54,7 +54,7 @@ def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
     """
     named = None if in_process else case_spec(case)
     if named is None:
-        from kernbench.replay.runner import replay_in_process
+        from kernbench.replay.session import replay_in_process
 
         return replay_in_process(path, case, threads=threads, progress=progress)
     spec, where = named

@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         return serve()
     try:
-        from kernbench.replay.runner import replay_in_process
+        from kernbench.replay.session import replay_in_process
 
         result = replay_in_process(args.path, args.case, run_id=args.run_id,
                                    case_paths=args.case_path, threads=args.threads,
@@ -133,7 +133,7 @@ def _serve_one(request: dict) -> dict:
     """One pool request: the exit code and, for 2 and 3, the one line a child would print."""
     importlib.invalidate_caches()  # a case module written since the last request is found
     try:
-        from kernbench.replay.runner import replay_in_process
+        from kernbench.replay.session import replay_in_process
 
         result = replay_in_process(request["path"], request.get("case"),
                                    run_id=request["run_id"],
@@ -158,7 +158,7 @@ def serve() -> int:
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # prints of a case factory go to stderr, never into the replies
     # warm before the first request: numpy, pyarrow, the replay and the trace validator
-    import kernbench.replay.runner
+    import kernbench.replay.session
     import kernbench.trace.validate  # noqa: F401
     for line in sys.stdin:
         if not line.strip():

@@ -12,7 +12,7 @@ import numpy as np
 
 from kernbench.replay.convert import BF16, bf16_to_f32
 from kernbench.replay.store import NP_DTYPES, MemoryStore, Operand
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 
 F32 = np.dtype(np.float32)
 #: float dtypes computed in float32

@@ -141,7 +141,7 @@ def _children_peak_rss() -> int | None:
 
 def _result(path: Path, run_id: str, outputs: bool) -> ReplayResult:
     if outputs:
-        from kernbench.replay.runner import load_result
+        from kernbench.replay.session import load_result
 
         return load_result(path, run_id)
     verdict = load_verdict(path, run_id)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.store import MemoryStore, Operand
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}

@@ -37,8 +37,8 @@ from kernbench.replay.binding import (
     template,
     upcast,
 )
-from kernbench.replay.families import infer, math_executors, reduce_step, sem
-from kernbench.replay.indexed import memory_executors
+from kernbench.replay.math_binders import infer, math_executors, reduce_step, sem
+from kernbench.replay.memory_binders import memory_executors
 from kernbench.replay.store import NP_DTYPES, Operand
 from kernbench.schemas import bf16, ops
 from kernbench.schemas.ops import Op

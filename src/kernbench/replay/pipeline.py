@@ -25,7 +25,7 @@ from kernbench.replay.progress import Progress
 from kernbench.replay.reader import BATCH_ROWS, count_rows, open_ops, windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 
 #: distinct operands the store may cache before it starts over (bounds memory)
 MAX_CACHED_OPERANDS = 1 << 17

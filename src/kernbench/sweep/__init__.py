@@ -5,7 +5,7 @@ after a crash, and analysed as a whole (report, check, diff, sql)."""
 from __future__ import annotations
 
 from kernbench.sweep.builtin import BUILTIN, resolve_spec
-from kernbench.sweep.runner import Progress, SweepSummary, run_sweep
+from kernbench.sweep.driver import Progress, SweepSummary, run_sweep
 from kernbench.sweep.spec import SweepSpec, load_spec_file, parse_spec
 from kernbench.sweep.store import is_sweep
 

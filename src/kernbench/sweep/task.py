@@ -73,7 +73,7 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
 
 def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
     from kernbench.kernels.registry import build_case
-    from kernbench.record.runner import record
+    from kernbench.record.recorder import record
     from kernbench.sweep.points import resolve_factory
     from kernbench.trace.hw import HwConfig
 

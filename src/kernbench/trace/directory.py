@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY
-from kernbench.schemas.indexed import AccessTable
+from kernbench.schemas.elements import AccessTable
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
 from kernbench.trace.parquet import read_table

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 
 from kernbench.schemas.arrow import OPS
 from kernbench.schemas.dtypes import DTYPES
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace.attrs import attrs_findings, version_findings
-from kernbench.trace.indexed import TileBudget, indexed_findings, indexed_rows
+from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
 
 TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")

@@ -29,10 +29,10 @@ import pyarrow as pa
 
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS
-from kernbench.schemas.indexed import EMPTY, AccessTable
+from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
+from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.indexed import access_table, max_access_rows
 from kernbench.trace.parquet import batches, open_parquet, read
 from kernbench.trace.rows import MAX_VALUE, Findings, ops_findings, tensor_findings
 

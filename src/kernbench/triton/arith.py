@@ -9,7 +9,7 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
-from kernbench.triton import data, rules
+from kernbench.triton import data
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
 from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
@@ -32,8 +32,8 @@ def _dt(x: Any) -> tuple[dtype, bool]:
 def values(x: Any, t: dtype) -> np.ndarray:
     """Concrete values of ``x`` (a concrete tensor or a scalar) in dtype ``t``."""
     if type(x) is tensor:
-        return rules.cast(x.value, t)
-    return rules.cast(np.asarray(x), t)
+        return d.cast(x.value, t)
+    return d.cast(np.asarray(x), t)
 
 
 #: (op, a dtype, a is a scalar, b dtype, b is a scalar) -> (computation, result) dtypes
@@ -46,18 +46,18 @@ def types(op: str, a: Any, b: Any, src: str) -> tuple[dtype, dtype]:
     try:
         got = _TYPES.get(key)
         if got is None:
-            got = _TYPES[key] = rules.result_types(op, adt, asc, bdt, bsc)
+            got = _TYPES[key] = d.result_types(op, adt, asc, bdt, bsc)
         t, out = got
         for x, sc in ((a, asc), (b, bsc)):
             if sc:
-                rules.check_scalar(x, t)
-    except rules.PromotionError as exc:
+                d.check_scalar(x, t)
+    except d.PromotionError as exc:
         raise KernelError(str(exc), src) from None
     return t, out
 
 
 def binary(op: str, a: Any, b: Any) -> tensor:
-    """``a op b`` with Triton's semantics (``op``: a key of ``rules.CONCRETE``)."""
+    """``a op b`` with Triton's semantics (``op``: a key of ``d.CONCRETE``)."""
     src = src_here()
     a, b = operand(a, src), operand(b, src)
     if (type(a) is tensor and a.kind == POINTER) or (type(b) is tensor and b.kind == POINTER):
@@ -65,7 +65,7 @@ def binary(op: str, a: Any, b: Any) -> tensor:
     t, out = types(op, a, b, src)
     if all(type(x) is not tensor or x.kind == CONCRETE for x in (a, b)):
         try:
-            return concrete(rules.evaluate(op, values(a, t), values(b, t), t, out), out)
+            return concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
         except ZeroDivisionError as exc:
             raise KernelError(f"{exc} in concrete index arithmetic", src) from None
     return data.binary(op, a, b, t, out, src)
@@ -144,7 +144,7 @@ def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
     if x.dtype is t:
         return x
     if x.kind == CONCRETE:
-        return concrete(x.value.view(t.np) if bitcast else rules.cast(x.value, t), t)
+        return concrete(x.value.view(t.np) if bitcast else d.cast(x.value, t), t)
     if bitcast:
         raise KernelError("bitcast of loaded data is not supported by kernbench", src)
     return data.cast(x, t, src)
@@ -158,6 +158,6 @@ def where(cond: Any, x: Any, y: Any) -> tensor:
     if type(cond) is not tensor:
         cond = concrete(np.asarray(bool(cond)))
     if all(type(v) is not tensor or v.kind == CONCRETE for v in (cond, x, y)):
-        return concrete(np.where(rules.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
+        return concrete(np.where(d.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
     return data.where(cond, x, y, t, src)
 

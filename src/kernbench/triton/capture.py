@@ -75,7 +75,7 @@ class Capture:
 
     def run(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
             ) -> None:
-        from kernbench.record.runner import record
+        from kernbench.record.recorder import record
         from kernbench.replay import replay
         from kernbench.replay.result import summary
         from kernbench.triton.launch import ALL, case

@@ -14,7 +14,6 @@ from kernbench.record.handle import TensorHandle
 from kernbench.schemas.ops import Op
 from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import dtypes as d
-from kernbench.triton import rules
 from kernbench.triton.dtypes import dtype
 from kernbench.triton.value import CONCRETE, SYMBOLIC, pointer, symbolic, tensor
 
@@ -28,11 +27,11 @@ def table_op(name: str, src: str) -> Op:
 
 
 def indexed(src: str) -> Any:
-    """The indexed-memory module (``record/indexed.py``)."""
+    """The indexed-memory module (``record/addressing.py``)."""
     try:
-        from kernbench.record import indexed as mod
+        from kernbench.record import addressing as mod
     except ImportError:
-        raise KernelError("indexed loads/stores need kernbench.record.indexed", src) from None
+        raise KernelError("indexed loads/stores need kernbench.record.addressing", src) from None
     return mod
 
 
@@ -61,7 +60,7 @@ def _arange_start(v: np.ndarray) -> int | None:
 def materialise(x: tensor, t: dtype, src: str) -> tensor:
     """A symbolic tensor of dtype ``t`` holding concrete ``x`` (fill, arange or const)."""
     kt = d.to_kb(t)
-    v = rules.cast(x.value, t)
+    v = d.cast(x.value, t)
     if uniform(v):
         return symbolic(sem.full(v.shape, py_scalar(v, t), kt), t)
     start = _arange_start(v)
@@ -197,7 +196,7 @@ def symbolic_offsets(p: tensor, k: Any, src: str) -> tensor:
     t = k.dtype if type(k) is tensor else d.int32
     if type(base) is TensorHandle:
         b: Any = view(base)
-        t = rules.integer_promote(b.dtype, t)
+        t = d.integer_promote(b.dtype, t)
     else:
         b = tensor(CONCRETE, d.int64, base.shape, base)
         if _fits_int32(base):

@@ -166,7 +166,7 @@ def _zero_d_reference(reference: Callable[..., dict[str, np.ndarray]],
 
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     """The array parameters the kernel stores to (or updates atomically): a dry recording."""
-    from kernbench.record.runner import layout, run_programs
+    from kernbench.record.recorder import layout, run_programs
     from kernbench.record.writer import OpWriter
     from kernbench.trace.hw import load_hw
 

@@ -11,7 +11,6 @@ import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import semantics as sem_
-from kernbench.record import semantics_v2 as sem2
 from kernbench.record.source import src_here
 from kernbench.schemas.ops import OPS
 from kernbench.schemas.policy import TRITON, axis_of
@@ -71,7 +70,7 @@ def fma(x: Any, y: Any, z: Any) -> tensor:
     """``x * y + z`` (fused where the semantics layer offers ``fma``, else two ops)."""
     src = src_here()
     vals = [_value(v, src) for v in (x, y, z)]
-    ternary = sem2.ternary
+    ternary = sem_.ternary
     if any(v.kind == SYMBOLIC for v in vals):
         t, _ = arith.types("mul", vals[0], vals[1], src)
         t, _ = arith.types("add", concrete(np.zeros((), t.np), t), vals[2], src)
@@ -112,7 +111,7 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
     x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
     if x.kind == CONCRETE:
         return concrete(sem.evaluate([x.value], attrs, TRITON), d.by_name(out))
-    fn = sem2.arg_reduce if op.startswith("arg") else sem_.reduce
+    fn = sem_.arg_reduce if op.startswith("arg") else sem_.reduce
     h = fn(kop, x.value, ax, bool(keep_dims))
     r = data.symbolic(h)
     return r if tuple(h.shape) == shape else data.reshape(r, shape)
@@ -164,7 +163,7 @@ def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
     if x.kind == CONCRETE:
         return concrete(sem.evaluate([x.value], attrs, TRITON), x.dtype)
-    return data.symbolic(sem2.scan(kop, x.value, ax, rev))
+    return data.symbolic(sem_.scan(kop, x.value, ax, rev))
 
 
 def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:

@@ -1,5 +1,5 @@
 """``tl.load`` / ``tl.store`` / atomics: a pointer block's offsets and mask select exactly the
-elements that move (``record.indexed``); offsets from loaded data are gathers/scatters.
+elements that move (``record.addressing``); offsets from loaded data are gathers/scatters.
 ``tl.make_block_ptr`` / ``tl.advance`` are the same accesses in another notation."""
 
 from __future__ import annotations

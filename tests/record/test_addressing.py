@@ -11,9 +11,9 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.errors import BoundsError, DtypeError, ShapeError
-from kernbench.record import indexed as ix
+from kernbench.record import addressing as ix
 from kernbench.record.engines import DmaChannel
-from kernbench.schemas import indexed as six
+from kernbench.schemas import elements as six
 from kernbench.trace.hw import HwConfig
 
 
@@ -199,7 +199,7 @@ _SCRIPT = """
 import sys
 import numpy as np
 import kernbench as kb
-from kernbench.record import indexed as ix
+from kernbench.record import addressing as ix
 
 @kb.kernel
 def k(x, y):

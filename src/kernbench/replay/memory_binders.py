@@ -2,7 +2,7 @@
 ``dma_read``/``dma_write``, ``gather``, ``scatter``, atomics and ``const``.
 
 An indexed HBM operand is an ``ElementOperand``: the set of elements the row moves
-(``kernbench.schemas.indexed``), checked once at bind time — masked-in elements only — to
+(``kernbench.schemas.elements``), checked once at bind time — masked-in elements only — to
 lie in the tensor holding the operand's address. Reading it gathers (masked-off elements
 take ``other``); writing it (the engine's ``view[...] = value`` at the landing time)
 scatters the masked-in elements only. Offsets loaded in TCM (gather, scatter, atomics) are
@@ -23,7 +23,7 @@ from kernbench.errors import ReplayError
 from kernbench.replay.binding import BindContext, Executor, need, reader, same
 from kernbench.replay.convert import BF16, as_dtype, to_f32
 from kernbench.replay.store import NP_DTYPES, Memory, MemoryStore, Operand
-from kernbench.schemas import indexed as ix
+from kernbench.schemas import elements as ix
 from kernbench.schemas import offsets as off
 from kernbench.schemas.ops import ATOMICS, OPS, Op
 

@@ -1,7 +1,7 @@
 """Indexed memory: loads and stores at concrete element offsets with masks, gathers and
 scatters at offsets loaded into TCM, atomics, and concrete values materialised in TCM.
 
-The rows these write are described in ``kernbench.schemas.indexed`` (docs/trace-format.md):
+The rows these write are described in ``kernbench.schemas.elements`` (docs/trace-format.md):
 an affine tile keeps its strides in attrs, any other pattern, every mask that is not all
 true and every ``const`` array goes to ``access.parquet`` once. A load/store whose offsets
 are the contiguous row-major tile and whose mask is all true writes exactly the row
@@ -18,8 +18,11 @@ from kernbench.errors import BoundsError, DtypeError, KernelError, ShapeError
 from kernbench.record.commands import Cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import Buffer, HbmTensor, TensorHandle
-from kernbench.record.semantics import _attrs, _emit, _issue, _live
-from kernbench.schemas import indexed as ix
+from kernbench.record.lowering import attrs_json as _attrs
+from kernbench.record.lowering import emit as _emit
+from kernbench.record.lowering import issue as _issue
+from kernbench.record.operands import live as _live
+from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import OP, OPS, Op
 

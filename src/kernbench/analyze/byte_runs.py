@@ -1,6 +1,6 @@
 """Indexed operands for the analyses: the byte runs an indexed HBM operand really touches.
 
-An indexed row's HBM operand names a set of elements (``kernbench.schemas.indexed``), not
+An indexed row's HBM operand names a set of elements (``kernbench.schemas.elements``), not
 the contiguous ``[addr, addr + nbytes)``; the race detector sees its maximal runs of
 consecutive elements instead, so column tiles of one matrix written by different PEs do not
 look like overlapping writes. Atomics' HBM accesses are not accesses for the race detector
@@ -15,7 +15,7 @@ import json
 import numpy as np
 import polars as pl
 
-from kernbench.schemas import indexed as ix
+from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 

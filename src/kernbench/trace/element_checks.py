@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas import indexed as ix
+from kernbench.schemas import elements as ix
 from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
