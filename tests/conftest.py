@@ -2,7 +2,11 @@
 
 The suite written before ahbm-v2 became the default records on ahbm-v1: ``KERNBENCH_HW`` is
 set here, at import, so every recording that names no hardware (and every child process)
-uses it. Tests of ahbm-v2 name it."""
+uses it. Tests of ahbm-v2 name it.
+
+Property tests draw ``max_examples`` from the hypothesis profile: ``suite`` (the default,
+sized for the five-minute suite) or ``thorough`` (``KERNBENCH_HYPOTHESIS=thorough``, ten
+times the examples, for a nightly or a change to the code a property covers)."""
 
 from __future__ import annotations
 
@@ -11,10 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 import kernbench as kb
 
 os.environ["KERNBENCH_HW"] = "ahbm-v1"
+
+settings.register_profile("suite", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("KERNBENCH_HYPOTHESIS", "suite"))
 
 
 @pytest.fixture

@@ -1,8 +1,17 @@
-"""The pytest plugin ``kernbench.testing``, run through ``pytester`` on a throwaway kernel."""
+"""The pytest plugin ``kernbench.testing``, run through ``pytester`` on a throwaway kernel.
+
+The entry point is checked in a fresh interpreter; the other runs are in-process sessions
+(pytester restores ``sys.modules`` after each), while their replays still run in child
+processes."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import pytest
+
+from kernbench.testing import assert_check_ok, assert_no_regression, assert_replay_ok
 
 pytest_plugins = ["pytester"]
 
@@ -50,6 +59,28 @@ def test_scale(kb_record):
 '''
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Load every module a plugin run uses into this process first, by one run of the same
+    calls: an in-process session restores ``sys.modules`` when it ends, and a module loaded
+    again inside the next one would be a second copy (a C extension cannot load twice, a
+    second ``Case`` class is not a ``Case``)."""
+    import kernbench as kb
+
+    where = tmp_path_factory.mktemp("loaded")
+    (where / "kern_loaded.py").write_text(KERNEL.format(extra=0, factor=2.0))
+    sys.path.insert(0, str(where))
+    try:
+        kern = importlib.import_module("kern_loaded")
+        trace = kb.record(kern.case(n=256), where / "t.ktrace")
+        assert_check_ok(trace)
+        assert_replay_ok(trace, case="kern_loaded:case")
+        assert_no_regression(trace, trace)
+    finally:
+        sys.path.remove(str(where))
+        sys.modules.pop("kern_loaded", None)
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(kern=KERNEL.format(extra=0, factor=2.0), test_kern=TESTS)
@@ -62,33 +93,33 @@ def test_plugin_is_registered_by_its_entry_point(pytester: pytest.Pytester):
 
 
 def test_missing_golden_fails_and_says_how_to_make_it(project: pytest.Pytester):
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no golden trace at*--kb-update-goldens*"])
     assert not (project.path / "goldens").exists()
 
 
 def test_update_goldens_then_the_same_kernel_passes(project: pytest.Pytester):
-    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    project.runpytest_inprocess("--kb-update-goldens").assert_outcomes(passed=1)
     golden = project.path / "goldens" / "scale.ktrace"
     assert (golden / "manifest.json").is_file() and (golden / "ops.parquet").is_file()
-    project.runpytest_subprocess().assert_outcomes(passed=1)
+    project.runpytest_inprocess().assert_outcomes(passed=1)
 
 
 def test_a_slower_kernel_fails_the_regression_check(project: pytest.Pytester):
-    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    project.runpytest_inprocess("--kb-update-goldens").assert_outcomes(passed=1)
     project.makepyfile(kern=KERNEL.format(extra=3, factor=2.0))  # 3 more MATH ops per tile
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*regressed against the golden*latency=+1%*", "*FAIL*"])
     # refreshing the golden accepts the new kernel
-    project.runpytest_subprocess("--kb-update-goldens").assert_outcomes(passed=1)
-    project.runpytest_subprocess().assert_outcomes(passed=1)
+    project.runpytest_inprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    project.runpytest_inprocess().assert_outcomes(passed=1)
 
 
 def test_a_wrong_kernel_fails_replay(project: pytest.Pytester):
     project.makepyfile(kern=KERNEL.format(extra=0, factor=3.0))  # reference says * 2
-    result = project.runpytest_subprocess("--kb-update-goldens")
+    result = project.runpytest_inprocess("--kb-update-goldens")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*kernbench replay of*WRONG*"])
 
@@ -104,7 +135,7 @@ import kern
 def test_rules(kb_record):
     assert_check_ok(kb_record(kern.case), rules=Path(__file__).parent / "rules.toml")
 ''')
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*kernbench check failed*", "*latency_ps*"])
 
@@ -118,7 +149,7 @@ def test_builtin(kb_record):
     assert trace.manifest["case_params"]["n"] == 1024
     assert_check_ok(trace)
 ''')
-    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    pytester.runpytest_inprocess().assert_outcomes(passed=1)
 
 
 TWO_TILINGS = '''
@@ -154,7 +185,7 @@ def test_two_variants_of_one_case_in_one_test_compare_as_traces(pytester: pytest
     """kb_record twice with one case name keeps both traces; assert_no_regression takes the
     Traces it returns and fails when the slower variant is the candidate."""
     pytester.makepyfile(kern=KERNEL.format(extra=0, factor=2.0), test_tilings=TWO_TILINGS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*FAILED*test_slower_candidate*"])
     result.stdout.fnmatch_lines(["*scale-2.ktrace regressed against the golden*scale.ktrace*"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import kernbench as kb
@@ -366,13 +366,11 @@ def op_logs(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, hbm: int = 6, most:
     return rows
 
 
-@settings(max_examples=200, deadline=None)
 @given(op_logs())
 def test_matches_the_brute_force_oracle(rows: list[dict[str, Any]]) -> None:
     assert found(rows) == oracle(rows)
 
 
-@settings(max_examples=200, deadline=None)
 @given(op_logs(kinds=("load", "store", "send", "recv"), hbm=1, most=16))
 def test_trust_5_cross_pe_order_matches_the_brute_force_oracle(rows: list[dict[str, Any]]
                                                                ) -> None:

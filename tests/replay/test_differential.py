@@ -311,8 +311,7 @@ def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 # -- the property -------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_replay_equals_a_direct_numpy_evaluation(data: st.DataObject) -> None:
     g = data.draw(st.integers(1, 8), label="G")
