@@ -179,3 +179,68 @@ def test_replay_threads_and_progress_reach_the_child_as_arguments_not_environmen
     assert cmd[cmd.index("--threads") + 1] == "2" and "--progress" not in cmd
     assert "KERNBENCH_REPLAY_THREADS" not in os.environ
     assert "--progress" in real(path, "id", progress=True)
+
+
+class _CountingParquetFile(pq.ParquetFile):
+    """``pq.ParquetFile`` counting the opens of each file name (the trace door opens here)."""
+
+    opens: dict[str, int] = {}
+
+    def __init__(self, source, *args, **kwargs) -> None:
+        name = Path(str(source)).name
+        self.opens[name] = self.opens.get(name, 0) + 1
+        super().__init__(source, *args, **kwargs)
+
+
+@pytest.fixture
+def parquet_opens(monkeypatch) -> dict[str, int]:
+    """Opens of each Parquet file name from here on, as counted through ``pq.ParquetFile``."""
+    opens: dict[str, int] = {}
+    monkeypatch.setattr(_CountingParquetFile, "opens", opens)
+    monkeypatch.setattr(pq, "ParquetFile", _CountingParquetFile)
+    return opens
+
+
+@pytest.mark.parametrize("mode", ["decoded once", "streamed"])
+def test_a_replay_opens_ops_parquet_once_through_the_opened_trace(
+        tmp_path: Path, parquet_opens: dict[str, int], monkeypatch, mode: str) -> None:
+    """The session opens the Trace and hands it to the pipeline: the validator's handle is the
+    one the rows are read through, whether the validator kept the decoded rows or not."""
+    from kernbench.replay.session import replay_in_process
+    from kernbench.trace import validate
+
+    if mode == "streamed":
+        monkeypatch.setattr(validate, "SMALL_OPS_ROWS", 0)
+        monkeypatch.setattr(reader, "SMALL_FILE_ROWS", 0)
+    path = _shuffled_trace(tmp_path, 40, 1)
+    result = replay_in_process(path, reference=False, window_rows=7, progress=False)
+    assert result.verdict["n_executed"] == 40
+    assert parquet_opens["ops.parquet"] == 1
+    assert parquet_opens["tensors.parquet"] == 1
+
+
+def test_a_version_2_replay_opens_access_parquet_once(tmp_path: Path,
+                                                      parquet_opens: dict[str, int]) -> None:
+    import kernbench as kb
+    from kernbench.record import addressing as ix
+    from kernbench.replay.session import replay_in_process
+
+    gather = np.array([5, 0, 7, 2, 6, 1, 3, 4])  # no stride describes it: access.parquet
+
+    @kb.kernel
+    def permute(x, y):
+        ix.store_indexed(y.tensor, np.arange(8), ix.load_indexed(x.tensor, gather, src="p:1"),
+                         src="p:2")
+
+    x = np.arange(8, dtype=np.float32) * 3
+    case = kb.Case(name="p", kernel=permute, grid=(1,),
+                   tensors={"x": kb.tensor((8,), "float32", init=kb.data(x)),
+                            "y": kb.tensor((8,), "float32", role="output")})
+    trace = kb.record(case, out=tmp_path / "p.ktrace")
+    assert (trace.path / "access.parquet").is_file()
+    parquet_opens.clear()
+    result = replay_in_process(trace.path, reference=False, progress=False)
+    np.testing.assert_array_equal(result.outputs["y"], x[gather])
+    assert {name: parquet_opens.get(name) for name in
+            ("ops.parquet", "tensors.parquet", "access.parquet")} == dict.fromkeys(
+        ("ops.parquet", "tensors.parquet", "access.parquet"), 1)

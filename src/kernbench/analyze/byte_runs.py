@@ -47,10 +47,10 @@ def patterns(ops: pl.DataFrame, table: ix.AccessTable) -> pl.DataFrame:
     """Per indexed row: op_id, role of its HBM operand, its addr, run byte ranges from it
     (lo, hi lists) and the masked-in element count."""
     rows = ops.filter(INDEXED)
-    schema = {"op_id": pl.Int64, "role": pl.String, "addr": pl.Int64, "lo": pl.List(pl.Int64),
-              "hi": pl.List(pl.Int64), "moved": pl.Int64}
+    schema = pl.Schema({"op_id": pl.Int64(), "role": pl.String(), "addr": pl.Int64(),
+                        "lo": pl.List(pl.Int64), "hi": pl.List(pl.Int64), "moved": pl.Int64()})
     if not rows.height:
-        return pl.DataFrame(schema=schema)  # type: ignore[arg-type]
+        return pl.DataFrame(schema=schema)
     hbm = rows.select("op_id", "attrs", role=pl.when(pl.col("name") == Op.DMA_WRITE.value)
                       .then(pl.lit("out")).otherwise(pl.lit("in")),
                       o=pl.when(pl.col("name") == Op.DMA_WRITE.value).then(pl.col("output"))

@@ -34,6 +34,7 @@ from kernbench.analyze.frames import ITEMSIZE, hw_of, open_trace, scan_ops
 from kernbench.analyze.metrics import lane_expr
 from kernbench.schemas.ops import Engine, Kind
 from kernbench.trace import Trace
+from kernbench.trace.scalars import as_int
 
 #: edge kinds, in tie-break order (the first binds when two release at the same time)
 EDGES: tuple[str, ...] = ("engine", "issue", "queue", "slot", "data", "war", "waw", "wait",
@@ -44,14 +45,14 @@ _CODE = {e: i for i, e in enumerate(EDGES)}
 _STALL = frozenset({"data", "queue", "wait"})
 _COLUMNS = ("op_id", "pe", "program", "seq", "kind", "name", "engine", "parent", "t_issue_ps",
             "t_start_ps", "t_end_ps", "busy_ps", "wait_ps", "src", "attrs", "inputs", "output")
-SCHEMA: dict[str, pl.DataType] = {
+SCHEMA = pl.Schema({
     "op_id": pl.Int64(), "pe": pl.Int32(), "program": pl.Int32(), "seq": pl.Int64(),
     "name": pl.String(), "engine": pl.String(), "lane": pl.String(), "src": pl.String(),
     "t_issue_ps": pl.Int64(),
     "t_start_ps": pl.Int64(), "t_end_ps": pl.Int64(), "edge": pl.String(),
     "t_from_ps": pl.Int64(), "t_to_ps": pl.Int64(), "path_ps": pl.Int64(),
     "wait_ps": pl.Int64(),
-}
+})
 
 
 class _Graph:
@@ -108,7 +109,7 @@ def _operands(ops: pl.DataFrame, op_ids: np.ndarray) -> pl.DataFrame:
     out = ops.select("op_id", o="output").filter(pl.col("o").is_not_null()).with_columns(
         out=pl.lit(True))
     both = pl.concat([ins, out]).unnest("o")
-    rank = int(both["shape"].list.len().max() or 0)  # type: ignore[arg-type]
+    rank = as_int(both["shape"].list.len().max())
     n = pl.lit(1, pl.Int64)
     for k in range(rank):  # prod(shape) without a per-row list evaluation
         n = n * pl.col("shape").list.get(k, null_on_oob=True).fill_null(1)
@@ -327,7 +328,7 @@ def path_of(ops: pl.DataFrame, asynchronous: bool = False) -> pl.DataFrame:
     return frame.with_columns(
         edge=pl.Series(out_edge[::-1], dtype=pl.String), t_from_ps=t_from_s, t_to_ps=t_to_s,
         path_ps=t_to_s - t_from_s, wait_ps=pl.Series(out_wait[::-1], dtype=pl.Int64),
-    ).cast(SCHEMA)  # type: ignore[arg-type]
+    ).cast(SCHEMA)
 
 
 def critical_path(trace_or_path: Trace | str | Path) -> pl.DataFrame:

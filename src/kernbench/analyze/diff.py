@@ -269,8 +269,10 @@ def _metric_table(r: DiffReport) -> str:
     rows = []
     for k in keys:
         a, b = r.metrics_a[k], r.metrics_b.get(k)
-        numeric = isinstance(a, int | float) and isinstance(b, int | float)
-        rows.append([k, a, b, b - a if numeric else None, _pct(a, b) if numeric else None])  # type: ignore[arg-type]
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            rows.append([k, a, b, b - a, _pct(a, b)])
+        else:
+            rows.append([k, a, b, None, None])
     return format_table(["metric", "a", "b", "delta", "pct"], rows)
 
 
@@ -336,5 +338,6 @@ def diff(a: Trace | str | Path, b: Trace | str | Path, fail_on: list[str] | None
     return DiffReport(
         str(ta.path), str(tb.path), ma, mb, tuple(_by_op(ta, tb)),
         first_structural_difference(ops_a, ops_b), both,
-        first_value_difference(ops_a, ops_b, va, vb) if both else None,  # type: ignore[arg-type]
+        first_value_difference(ops_a, ops_b, va, vb) if va is not None and vb is not None
+        else None,
         tuple(thresholds), tuple(warnings))

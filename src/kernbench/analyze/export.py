@@ -88,16 +88,19 @@ def first_consumers(ops: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     loads = (ops.filter(pl.col("name") == Op.DMA_READ.value).select("op_id").collect()
              .join(opnd.filter(pl.col("role") == "out"), on="op_id")
              .select(load_id="op_id", mem_pe="mem_pe", addr="addr").sort("load_id"))
-    side = {"by": ["mem_pe", "addr"], "strategy": "forward", "allow_exact_matches": False,
-            "left_on": "load_id"}
+
+    def first_after(left: pl.DataFrame, right: pl.DataFrame, on: str) -> pl.DataFrame:
+        """Each load joined with the first ``right`` row of its (mem_pe, addr) after it."""
+        return left.join_asof(right, left_on="load_id", right_on=on, by=["mem_pe", "addr"],
+                              strategy="forward", allow_exact_matches=False)
+
     reads = (opnd.filter(pl.col("role") == "in").select(reader="op_id", mem_pe="mem_pe",
                                                          addr="addr").unique().sort("reader"))
     writes = (opnd.filter(pl.col("role") == "out")
               .select(writer="op_id", mem_pe="mem_pe", addr="addr").sort("writer"))
     with warnings.catch_warnings():  # sorted by op_id within every (mem_pe, addr) group
         warnings.simplefilter("ignore", UserWarning)
-        found = (loads.join_asof(reads, right_on="reader", **side)  # type: ignore[arg-type]
-                 .join_asof(writes, right_on="writer", **side))  # type: ignore[arg-type]
+        found = first_after(first_after(loads, reads, "reader"), writes, "writer")
     return (found.filter(pl.col("reader").is_not_null()
                          & (pl.col("writer").is_null() | (pl.col("reader") <= pl.col("writer"))))
             .select("load_id", consumer="reader"))

@@ -7,6 +7,7 @@ column types polars sees (dictionary columns are read as plain strings).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -42,7 +43,11 @@ def hw_of(trace: Trace) -> HwConfig:
         raise TraceFormatError(f"{trace.path}/manifest.json: no usable hw config ({exc})") from None
 
 
-def _strings(frame: pl.LazyFrame | pl.DataFrame, names: tuple[str, ...]):
+#: a frame, lazy or not: ``_strings`` gives back the kind it was given
+_Frame = TypeVar("_Frame", pl.LazyFrame, pl.DataFrame)
+
+
+def _strings(frame: _Frame, names: tuple[str, ...]) -> _Frame:
     present = [n for n in names if n in frame.collect_schema().names()]
     return frame.with_columns(pl.col(present).cast(pl.String))
 
@@ -59,7 +64,7 @@ def load_ops(trace: Trace) -> pl.DataFrame:
 
 def ops_frame(table: pa.Table) -> pl.DataFrame:
     """An ops Arrow table as the DataFrame analyses expect (dictionary columns as strings)."""
-    return _strings(pl.from_arrow(table), DICT_COLUMNS)  # type: ignore[arg-type]
+    return _strings(pl.DataFrame(table), DICT_COLUMNS)
 
 
 def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame | None:
@@ -79,8 +84,8 @@ def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame
     try:
         pf = open_parquet(path, "kernbench-values")
         table = pf.read(columns=list(VALUES.names)).replace_schema_metadata(None)
-        frame = pl.from_arrow(table)
-        if frame["op_id"].null_count() or frame["checksum"].null_count():  # type: ignore[index]
+        frame = pl.DataFrame(table)
+        if frame["op_id"].null_count() or frame["checksum"].null_count():
             raise TraceFormatError(f"{path}: null op_id or checksum")
     except (TraceFormatError, pa.ArrowException, OSError, ValueError) as exc:
         if warnings is None:
@@ -88,7 +93,7 @@ def load_values(trace: Trace, warnings: list[str] | None = None) -> pl.DataFrame
         msg = (str(exc).splitlines() or [type(exc).__name__])[0].removeprefix(f"{path}: ")
         warnings.append(f"ignoring {path}: {msg[:200]}")
         return None
-    return frame  # type: ignore[return-value]
+    return frame
 
 
 def nbytes_expr(operand: pl.Expr) -> pl.Expr:

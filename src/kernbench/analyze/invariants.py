@@ -21,9 +21,10 @@ from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ATOMICS, CAPACITY_ONE, Kind, Op
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
+from kernbench.trace.scalars import as_int
 from kernbench.trace.validate import RULES, Validation
 
-VIOLATION = {"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
+VIOLATION = pl.Schema({"op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String})
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def _violations(df: pl.DataFrame, op: str | None, other: str | None, message: pl
                 ) -> pl.DataFrame:
     return df.select(op_id=pl.col(op) if op else pl.lit(None),
                      other_op_id=pl.col(other) if other else pl.lit(None),
-                     message=message).cast(VIOLATION)  # type: ignore[arg-type]
+                     message=message).cast(VIOLATION)
 
 
 def _messages(msgs: list[str]) -> pl.DataFrame:
@@ -65,7 +66,7 @@ def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
     def query(d: TraceData) -> pl.DataFrame:
         if d.validation is None:
             return pl.DataFrame(schema=VIOLATION)
-        return d.validation.rule(rule).cast(VIOLATION)  # type: ignore[arg-type]
+        return d.validation.rule(rule).cast(VIOLATION)
 
     query.__doc__ = f"The validator's {rule!r} findings (kernbench.trace.validate)."
     return query
@@ -74,8 +75,8 @@ def validated(rule: str) -> Callable[[TraceData], pl.DataFrame]:
 def manifest(d: TraceData) -> pl.DataFrame:
     """The manifest's n_ops, t_end_ps and scratch_peak_bytes agree with the op log."""
     ops, m = d.ops, d.trace.manifest
-    found = {"n_ops": ops.height, "t_end_ps": int(ops["t_end_ps"].max() or 0),  # type: ignore[arg-type]
-             "scratch_peak_bytes": int(ops["scratch_cursor"].max() or 0)}  # type: ignore[arg-type]
+    found = {"n_ops": ops.height, "t_end_ps": as_int(ops["t_end_ps"].max()),
+             "scratch_peak_bytes": as_int(ops["scratch_cursor"].max())}
     return _messages([f"manifest {k} = {m[k]} but the op log gives {v}"
                       for k, v in found.items() if k in m and m[k] != v])
 
@@ -135,7 +136,7 @@ def scratch_budget(d: TraceData) -> pl.DataFrame:
 
 
 #: how an op's ``nbytes``/``num_elements`` follow from its operands, by kind (None: unchecked)
-SIZE_RULE: dict[str, str | None] = {
+SIZE_RULE: dict[Kind, str | None] = {
     Kind.MEMORY: "output", Kind.GEMM: "output", Kind.MATH: "output",
     Kind.IPCQ: "output_or_inputs", Kind.SCOPE: "zero", Kind.COMPOSITE: None,
 }
@@ -162,7 +163,7 @@ def nbytes_shapes(d: TraceData) -> pl.DataFrame:
              .join(moved.lazy(), on="op_id", how="left")
              .with_columns(rule=pl.when(pl.col("moved_n").is_not_null()).then(pl.lit("moved"))
                            .otherwise(pl.col("kind").replace_strict(
-                               {k.value: v for k, v in SIZE_RULE.items()}, default=None))))  # type: ignore[attr-defined]
+                               {k.value: v for k, v in SIZE_RULE.items()}, default=None))))
     expected = {
         "output": (pl.col("out_bytes"), pl.col("out_elems")),
         "output_or_inputs": (pl.coalesce("out_bytes", "in_bytes"),

@@ -19,6 +19,7 @@ from kernbench.notebook import MetricsDict
 from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
+from kernbench.trace.scalars import as_float, as_int
 
 Metrics = dict[str, Any]  # int | float | str values
 
@@ -64,7 +65,7 @@ def _engine_metrics(ops: pl.DataFrame, latency: int) -> Metrics:
     out: Metrics = {}
     for e in ENGINES:
         rows = per.filter(pl.col("engine") == e.value)["busy_ps"]
-        total, peak = int(rows.sum() or 0), int(rows.max() or 0)  # type: ignore[arg-type]
+        total, peak = int(rows.sum() or 0), as_int(rows.max())
         n_servers = max(len(rows), 1)
         out[f"busy_ps_{e}"] = total
         out[f"busy_max_ps_{e}"] = peak
@@ -87,8 +88,8 @@ def _balance_metrics(ops: pl.DataFrame) -> Metrics:
     PEs that ran an op (1.0: every PE computes the same; 0.0: nothing computed)."""
     per = (ops.group_by("pe").agg(pl.col("busy_ps").filter(
         pl.col("engine").is_in([e.value for e in COMPUTE_ENGINES])).sum()))["busy_ps"]
-    mean = float(per.mean() or 0.0)  # type: ignore[arg-type]
-    return {"pe_busy_balance": _ratio(int(per.max() or 0), mean)}  # type: ignore[arg-type]
+    mean = as_float(per.mean())
+    return {"pe_busy_balance": _ratio(as_int(per.max()), mean)}
 
 
 def _overlap_metrics(ops: pl.DataFrame) -> Metrics:
@@ -108,7 +109,7 @@ def _overlap_metrics(ops: pl.DataFrame) -> Metrics:
     both = sweep.filter((pl.col("n_dma") > 0) & (pl.col("n_cmp") > 0))["dur"].sum()
     dma = sweep.filter(pl.col("n_dma") > 0)["dur"].sum()
     return {"dma_active_ps": int(dma or 0), "dma_compute_overlap_ps": int(both or 0),
-            "dma_compute_overlap_frac": _ratio(both or 0, dma or 0)}  # type: ignore[arg-type]
+            "dma_compute_overlap_frac": _ratio(as_float(both), as_float(dma))}
 
 
 def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig, latency: int) -> Metrics:
@@ -116,7 +117,7 @@ def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig, latency: int) -> Metrics:
     for e in ENGINES:
         need = (ops.filter(pl.col("engine") == e.value)
                 .group_by("pe", "lane").agg(ROOFLINE[e](hw).sum().alias("ps")))["ps"].max()
-        out[f"roofline_ps_{e}"] = float(need or 0.0)  # type: ignore[arg-type]
+        out[f"roofline_ps_{e}"] = as_float(need)
     bound = max(ENGINES, key=lambda e: out[f"roofline_ps_{e}"])
     out["roofline_ps"] = out[f"roofline_ps_{bound}"]
     out["roofline_bound"] = str(bound) if out["roofline_ps"] else ""
@@ -203,7 +204,7 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     if pe is None:
         latency = int(trace.manifest.get("t_end_ps") or 0)
     else:
-        latency = int(ops["t_end_ps"].max() or 0)  # type: ignore[arg-type]
+        latency = as_int(ops["t_end_ps"].max())
     out: Metrics = {"latency_ps": latency}
     out.update(_count_metrics(ops, latency))
     out.update(_engine_metrics(ops, latency))

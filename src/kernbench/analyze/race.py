@@ -43,6 +43,7 @@ from kernbench.analyze.frames import operands
 from kernbench.analyze.ordering import Clocks, clocks
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Kind, Op
+from kernbench.trace.scalars import as_int
 
 READ, WRITE, KILL = 0, 1, 2
 #: spaces whose bytes hold nothing until written on this PE (hbm has initial contents)
@@ -79,9 +80,9 @@ _RACE = {(WRITE, WRITE): "race_ww", (READ, WRITE): "race_rw", (WRITE, READ): "ra
 #: spaces whose cross-PE order the IPCQ protocol itself guarantees
 PROTOCOL_SPACES = frozenset({"ipcq"})
 
-_FINDING = {"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
-            "space": pl.String, "mem_pe": pl.Int32, "lo": pl.Int64, "hi": pl.Int64,
-            "t_op": pl.Int64, "t_other": pl.Int64}
+_FINDING = pl.Schema({"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
+                      "space": pl.String, "mem_pe": pl.Int32, "lo": pl.Int64, "hi": pl.Int64,
+                      "t_op": pl.Int64, "t_other": pl.Int64})
 
 
 def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
@@ -183,7 +184,7 @@ def _program_order_hazards(po: pl.DataFrame) -> pl.DataFrame:
                      .select(hazard=pl.lit("war"), op_id="op_id", other_op_id="other_op_id",
                              space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi",
                              t_op="t1", t_other="w_t1"))
-    return pl.concat([f.cast(_FINDING) for f in found])  # type: ignore[arg-type]
+    return pl.concat([f.cast(_FINDING) for f in found])
 
 
 def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
@@ -195,7 +196,7 @@ def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
         return empty
     times = np.unique(np.concatenate([reads["t0"].to_numpy(), reads["t1"].to_numpy(),
                                       writes["t1"].to_numpy()]))
-    n_t, n_pe = len(times) + 1, int(seg["pe"].max()) + 1  # type: ignore[arg-type]
+    n_t, n_pe = len(times) + 1, as_int(seg["pe"].max()) + 1
 
     def rank(col: pl.Series) -> np.ndarray:
         return np.searchsorted(times, col.to_numpy())
@@ -220,7 +221,7 @@ def _cross_pe_hazards(seg: pl.DataFrame) -> pl.DataFrame:
                     & (pl.col("w_t1") < pl.col("t1")))
             .select(hazard=pl.lit("war_xpe"), op_id="op_id", other_op_id="other_op_id",
                     space="space", mem_pe="mem_pe", lo="seg_lo", hi="seg_hi", t_op="t1",
-                    t_other="w_t1").cast(_FINDING))  # type: ignore[arg-type]
+                    t_other="w_t1").cast(_FINDING))
 
 
 def _latest_in_window(keys: np.ndarray, seg: np.ndarray, n: int, lo: np.ndarray,
@@ -292,7 +293,7 @@ def _cross_pe_races(seg: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
         {a * 3 + b: hazard for (a, b), hazard in _RACE.items()}, return_dtype=pl.String)
     return races.select(hazard=name, op_id="op_id", other_op_id="other_op_id", space="space",
                         mem_pe="mem_pe", lo="lo", hi="hi", t_op="t_op",
-                        t_other="t_other").cast(_FINDING)  # type: ignore[arg-type]
+                        t_other="t_other").cast(_FINDING)
 
 
 #: ops whose HBM addresses come from loaded data: Phase 1 counts their whole tensor

@@ -69,7 +69,7 @@ def tables(trace: Trace, warnings: list[str] | None = None) -> dict[str, pl.Lazy
     one is left out with a line in ``warnings``)."""
     ops = scan_ops(trace)
     out = {"ops": ops, "operands": operands(ops),
-           "tensors": pl.from_arrow(trace.tensors_table).lazy()}  # type: ignore[union-attr]
+           "tensors": trace.tensors.lazy()}
     values = load_values(trace, warnings if warnings is not None else [])
     if values is not None:
         out["values"] = values.lazy()

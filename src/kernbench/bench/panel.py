@@ -19,6 +19,7 @@ from kernbench.kernels.registry import build_case
 from kernbench.record.recorder import record
 from kernbench.trace import writing
 from kernbench.trace.hw import HwConfig, load_hw
+from kernbench.trace.scalars import as_float
 
 LLAMA = {"H_q": 64, "H_kv": 8, "D": 128}
 
@@ -131,8 +132,9 @@ def run_config(cfg: Config, workdir: Path, hw: str = BASELINE,
         free = record(case, workdir / f"{out.stem}-free.ktrace", hw=free_link(load_hw(hw)))
         ops = trace.ops
         sends = ops.filter(pl.col("name").cast(pl.String) == "send")
-        per_rank = (sends["t_end_ps"] - sends["t_start_ps"]).sum() / max(1, ops["pe"].n_unique())
-        row["link_hidden"] = round(link_hidden(trace.t_end_ps, free.t_end_ps, per_rank), 4)  # type: ignore[arg-type]
+        link_ps = as_float((sends["t_end_ps"] - sends["t_start_ps"]).sum())
+        per_rank = link_ps / max(1, ops["pe"].n_unique())
+        row["link_hidden"] = round(link_hidden(trace.t_end_ps, free.t_end_ps, per_rank), 4)
     if cfg.replay and replayed:
         t0 = time.perf_counter()
         res = replay(trace.path)

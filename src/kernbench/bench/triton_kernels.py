@@ -20,8 +20,8 @@ from kernbench.case.triton_hook import install
 from kernbench.triton import case as triton_case
 
 install()  # the kernels below are Triton source: the stand-in where no triton is installed
-import triton  # noqa: E402  # type: ignore[import-untyped]
-import triton.language as tl  # noqa: E402  # type: ignore[import-untyped]
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 
 @triton.jit

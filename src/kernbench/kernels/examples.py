@@ -5,7 +5,8 @@ Their numpy references live in kernbench/case/references.py (docs/adr/0005-isola
 from __future__ import annotations
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 
 
 @kb.kernel
@@ -25,7 +26,7 @@ def scale_exp_case(rows: int = 2, n: int = 4096, tile: int = 512) -> kb.Case:
         tensors={"x": kb.tensor((rows, n), "float32", init=kb.randn(seed=0)),
                  "y": kb.tensor((rows, n), "float32", role="output")},
         params={"n": n, "tile": tile},
-        reference=references.scale_exp(),  # type: ignore[attr-defined]
+        reference=references.scale_exp(),
     )
 
 
@@ -55,7 +56,7 @@ def gemm_case(M: int = 256, N: int = 512, K: int = 256, BM: int = 128,  # noqa: 
 
     # the expected C in its blocked layout; replay takes the same function from
     # kernbench.case.references by the case name, without importing this module
-    reference = references.gemm(M=M, N=N, BM=BM, BN=BN)  # type: ignore[attr-defined]
+    reference = references.gemm(M=M, N=N, BM=BM, BN=BN)
 
     return kb.Case(
         name="gemm", kernel=gemm, grid=(M // BM,),
@@ -85,7 +86,7 @@ def softmax_case(rows: int = 64, n: int = 1024, programs: int = 8) -> kb.Case:
 
     # row softmax in float32; replay takes the same function from kernbench.case.references
     # by the case name, without importing this module
-    reference = references.softmax()  # type: ignore[attr-defined]
+    reference = references.softmax()
 
     return kb.Case(
         name="softmax", kernel=row_softmax, grid=(programs,),
@@ -116,5 +117,5 @@ def small_ops_case(iters: int = 1000, width: int = 16) -> kb.Case:
         tensors={"x": kb.tensor((width,), "float32", init=kb.randn(seed=4)),
                  "y": kb.tensor((width,), "float32", role="output")},
         params={"iters": iters, "width": width},
-        reference=references.small_ops(iters=iters),  # type: ignore[attr-defined]
+        reference=references.small_ops(iters=iters),
     )

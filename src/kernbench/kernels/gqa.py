@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 from kernbench.kernels.flash import NEG_BIG
 from kernbench.kernels.tiles import Prefetch, Step, by_query_tile, causal_steps, started
 
@@ -177,9 +178,9 @@ def gqa_decode_composite(q, k, v, o, *, S_kv: int, T_kv: int, G: int, D: int,  #
 # by name, so verifying a trace never imports tl or this module
 # (docs/adr/0005-isolated-replay.md). The names stay importable from here for callers that
 # used them before the move.
-decode_reference = references.decode_reference  # type: ignore[attr-defined]
-prefill_reference = references.prefill_reference  # type: ignore[attr-defined]
-attention_reference = references.attention_reference  # type: ignore[attr-defined]
+decode_reference = references.decode_reference
+prefill_reference = references.prefill_reference
+attention_reference = references.attention_reference
 
 
 DECODE_KERNELS = {"lazy": gqa_decode_lazy, "composite": gqa_decode_composite}
@@ -203,7 +204,7 @@ def gqa_decode_case(S_kv: int = 32768, T_kv: int = 256, H_q: int = 64, H_kv: int
                  "v": kb.tensor((H_kv, S_kv, D), "bfloat16", init=kb.randn(seed=43)),
                  "o": kb.tensor((H_q, D), "bfloat16", role="output")},
         params={"S_kv": S_kv, "T_kv": T_kv, "G": H_q // H_kv, "D": D, "scale": scale},
-        reference=references.gqa_decode(D=D),  # type: ignore[attr-defined]
+        reference=references.gqa_decode(D=D),
     )
 
 
@@ -337,5 +338,5 @@ def gqa_prefill_case(S: int = 8192, T_q: int = 16, T_kv: int = 128, H_q: int = 6
                  "v": kb.tensor((H_kv, S, D), "bfloat16", init=kb.randn(seed=53)),
                  "o": kb.tensor((H_kv, S, g, D), "bfloat16", role="output")},
         params={"S": S, "T_q": T_q, "T_kv": T_kv, "G": g, "D": D, "scale": scale},
-        reference=references.gqa_prefill(D=D),  # type: ignore[attr-defined]
+        reference=references.gqa_prefill(D=D),
     )

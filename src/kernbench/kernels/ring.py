@@ -25,7 +25,8 @@ from collections.abc import Callable
 import numpy as np
 
 import kernbench as kb
-from kernbench import references, tl
+from kernbench import tl
+from kernbench.case import references
 from kernbench.kernels.gqa import (
     Lookahead,
     causal_mask,
@@ -265,7 +266,7 @@ def ring_attention_case(n_ranks: int = 8, S_kv_per_rank: int = 4096,  # noqa: N8
     kv = {"k": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=72)),
           "v": kb.tensor((n_ranks, S_kv_per_rank, D), "bfloat16", init=kb.randn(seed=73))}
     common = {"n": n_ranks, "S": S_kv_per_rank, "C": C, "G": G, "D": D, "scale": scale}
-    reference = references.ring_attention(  # type: ignore[attr-defined]
+    reference = references.ring_attention(
         n_ranks=n_ranks, phase=phase, T_q=T_q, G=G, D=D, causal=causal, layout=layout)
     if phase == "prefill":
         tokens = S_kv_per_rank if causal else T_q

@@ -9,18 +9,21 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from kernbench.errors import BadInputError
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 #: output formats by file suffix -> matplotlib format name
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 DPI = 110
 #: fixed SVG ids (a salt instead of random ones): the same trace gives the same bytes
-STABLE = {"svg.hashsalt": "kernbench"}
+STABLE: dict[RcKeyType, Any] = {"svg.hashsalt": "kernbench"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def save(fig: Figure, out: str | Path) -> Path:
                             f"name it {' or '.join('*' + s for s in FORMATS)}")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with rc_context(STABLE):  # type: ignore[arg-type]
+        with rc_context(STABLE):
             fig.savefig(out, format=fmt, dpi=DPI, metadata=_metadata(fmt))
     except OSError as exc:
         raise BadInputError(f"cannot write {str(out)!r}: {exc.strerror}") from None

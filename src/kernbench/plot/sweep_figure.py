@@ -80,8 +80,9 @@ def draw_metric(ax: Axes, points: pl.DataFrame, param: str, others: list[str],
             ax.plot(xs, ys, "o", ms=3, alpha=0.6)
         else:
             ax.plot(xs, ys, "o-", ms=4, lw=1, label=_label(g, others) or None)
-    numeric = points[param].dtype.is_numeric()
-    if numeric and points[param].min() > 0 and points[param].max() / points[param].min() >= 16:  # type: ignore[operator]
+    lo, hi = points[param].min(), points[param].max()  # numbers for a numeric column
+    if (points[param].dtype.is_numeric() and isinstance(lo, int | float)
+            and isinstance(hi, int | float) and lo > 0 and hi / lo >= 16):
         ax.set_xscale("log", base=2)
     ax.set_xlabel(param)
     ax.set_ylabel(label)

@@ -14,6 +14,7 @@ from kernbench.analyze.frames import hw_of
 from kernbench.analyze.metrics import Metrics
 from kernbench.plot import data
 from kernbench.trace import Trace
+from kernbench.trace.scalars import as_int
 
 #: one colour per engine (and the stall row), by name
 COLOURS: dict[str, str] = {
@@ -83,7 +84,7 @@ def draw_scratch(ax: Axes, trace: Trace, budget: int) -> None:
         s = steps.filter(pl.col("pe") == pe)
         ax.step((s["t"] / US).to_list(), (s["bytes"] / 1024).to_list(), where="post",
                 lw=1.2, alpha=0.8, ls=STYLES[pe % len(STYLES)], label=f"PE{pe}")
-    peak = int(steps["bytes"].max() or 0)  # type: ignore[arg-type]
+    peak = as_int(steps["bytes"].max())
     title = "kernel scratch occupancy per PE"
     if peak >= budget // 4:
         ax.axhline(budget / 1024, color="#d62728", ls="--", lw=1, label="budget")

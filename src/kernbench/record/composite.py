@@ -26,11 +26,13 @@ def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
     """The (dma_read, dot) command pair of every streamed tile."""
     a, b = cmd.inputs
     out = cmd.out
+    assert out is not None, "a composite GEMM writes a result buffer"
     trans_b, rows = cmd.work[3], cmd.work[4]
     stored_rows, width = b.shape  # the ref as stored in HBM ([N, K] with trans_b)
     m = a.shape[0]
     half = stage_bytes // 2
     pairs = []
+    ins: tuple[TensorHandle, ...]
     for i, r0 in enumerate(range(0, stored_rows, rows)):
         r = min(rows, stored_rows - r0)
         nbytes = r * width * b.dtype.itemsize
@@ -40,14 +42,14 @@ def children(cmd: Cmd, pe: int, stage_bytes: int) -> list[tuple[Cmd, Cmd]]:
                               (r, width), b.dtype)
         dma = Cmd(OP.DMA_READ, (src_hbm,), staged, r * width, nbytes, (nbytes,), cmd.src)
         if trans_b:  # a[M,K] @ tile^T -> rows r0.. of the [N, M] result buffer
-            block = TensorHandle(Buffer("tcm", pe, out.addr + r0 * m * 4, r * m * 4,  # type: ignore[union-attr]
-                                        out.buf.scope, cmd.src), (m, r), out.dtype, True)  # type: ignore[union-attr]
+            block = TensorHandle(Buffer("tcm", pe, out.addr + r0 * m * 4, r * m * 4,
+                                        out.buf.scope, cmd.src), (m, r), out.dtype, True)
             ins = (a, TensorHandle(staged.buf, (width, r), b.dtype, True))
             dot = Cmd(OP.DOT, ins, block, m * r, m * r * 4, (m, r, width), cmd.src,
                       2 * m * r * width)
         else:  # a[:, r0:r0+r] @ tile -> accumulate into the whole [M, N] result
             n = width
-            ins = (a, staged) if i == 0 else (a, staged, out)  # type: ignore[assignment]
+            ins = (a, staged) if i == 0 else (a, staged, out)
             dot = Cmd(OP.DOT, ins, out, m * n, m * n * 4, (m, n, r), cmd.src, 2 * m * n * r,
                       f'{{"a_cols":[{r0},{r0 + r}]}}')
         pairs.append((dma, dot))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
@@ -176,23 +176,53 @@ class TensorHandle:
                           _sem.src_here())
 
 
+@runtime_checkable
+class FrontEnd(Protocol):
+    """What TensorHandle's operators call: the kernel front end (``record/semantics.py``, a
+    module, satisfies it). The data layer must not import it (it sits above)."""
+
+    def binary(self, op: Op, x: Any, y: Any) -> TensorHandle: ...
+    def unary(self, op: Op, x: TensorHandle) -> TensorHandle: ...
+    def trans(self, x: TensorHandle) -> TensorHandle: ...
+    def cast(self, x: TensorHandle, dtype: Any) -> TensorHandle: ...
+    def src_here(self) -> str: ...
+
+
 class _Unbound:
     """Stands in for the kernel front end until record/semantics.py binds itself."""
 
-    def __getattr__(self, name: str) -> Any:
-        from kernbench.errors import KernelError
+    @staticmethod
+    def _refuse() -> KernelError:
+        return KernelError("TensorHandle operators need the tl front end; import kernbench.tl")
 
-        raise KernelError("TensorHandle operators need the tl front end; import kernbench.tl")
+    def binary(self, op: Op, x: Any, y: Any) -> TensorHandle:
+        raise self._refuse()
+
+    def unary(self, op: Op, x: TensorHandle) -> TensorHandle:
+        raise self._refuse()
+
+    def trans(self, x: TensorHandle) -> TensorHandle:
+        raise self._refuse()
+
+    def cast(self, x: TensorHandle, dtype: Any) -> TensorHandle:
+        raise self._refuse()
+
+    def src_here(self) -> str:
+        raise self._refuse()
 
 
-#: the kernel front end (record/semantics.py) the operators call into. The data layer must
-#: not import it (it sits above); semantics binds itself here when it is imported.
-_sem: Any = _Unbound()
+#: the kernel front end the operators call into; semantics binds itself when it is imported
+_sem: FrontEnd = _Unbound()
 
 
-def bind_front_end(front_end: Any) -> None:
-    """Called once by record/semantics.py: route the operators above through it."""
+def bind_front_end(front_end: object) -> None:
+    """Called once by record/semantics.py (a module): route the operators above through it.
+    A ``TypeError`` naming the missing operations if ``front_end`` lacks one of them."""
     global _sem
+    if not isinstance(front_end, FrontEnd):
+        missing = [name for name in ("binary", "unary", "trans", "cast", "src_here")
+                   if not callable(getattr(front_end, name, None))]
+        raise TypeError(f"{front_end!r} is not a kernel front end: it lacks {missing}")
     _sem = front_end
 
 

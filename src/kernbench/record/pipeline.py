@@ -121,7 +121,8 @@ def _run(it: Iterator[int], stages: int, driver: PE) -> Iterator[int]:
 
 def adopt(pe: PE, loop: Loop, cmd: Cmd) -> None:
     """First load from a site in lifetime mode: start the site's ring with its buffer."""
-    buf = cmd.out.buf  # type: ignore[union-attr]
+    assert cmd.out is not None, "a load writes a buffer"
+    buf = cmd.out.buf
     lease = buf.owner
     if lease is None or lease.ring is not None or lease.arena is None or buf.src != cmd.src:
         return
@@ -145,7 +146,8 @@ def timed_pipelined(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
             t = b.ready_ps
         if b.space == "hbm" and loop.writes:
             t = loop.hbm_ready(b.addr, _hbm_end(b, cmd), t)
-    ob = cmd.out.buf  # type: ignore[union-attr]
+    assert cmd.out is not None, "a load writes a buffer"
+    ob = cmd.out.buf
     t = max(t, ob.ready_ps, ob.read_until, pe.rewound_ps)
     if ob.owner is not None:
         adopt(pe, loop, cmd)

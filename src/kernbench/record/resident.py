@@ -124,16 +124,15 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
         h = min(others, default=None)
         pe.switch_at = NEVER if h is None else h[0] + (1 if cur.program < h[1] else 0)
         _load(pe, cur)
-        value: Any = None
-        while True:
-            msg = cur.greenlet.switch(value) if cur.started else cur.greenlet.switch()
+        while True:  # a request's handler answers in its buffers: the program resumes with None
+            msg = cur.greenlet.switch(None) if cur.started else cur.greenlet.switch()
             cur.started = True
             if cur.greenlet.dead or msg is YIELD:
                 break
             if pe.ring is None:  # program 0 alone (occupancy): it communicates
                 raise UsesIpcq
             pe.blocked_at = msg
-            value = yield from RUN[type(msg)](msg, pe)  # type: ignore[func-returns-value]
+            yield from RUN[type(msg)](msg, pe)
             pe.blocked_at = None
         if cur.greenlet.dead:
             if pe.unresolved:  # recv_async handles never consumed

@@ -14,18 +14,15 @@ keeps a per-op object beyond the current window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
 
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
 from kernbench.replay.progress import Progress
-from kernbench.replay.reader import BATCH_ROWS, count_rows, open_ops, windows
+from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
-from kernbench.schemas.elements import EMPTY, AccessTable
+from kernbench.trace import Trace
 
 #: distinct operands the store may cache before it starts over (bounds memory)
 MAX_CACHED_OPERANDS = 1 << 17
@@ -43,18 +40,20 @@ def _error_info(program: Program, row: int, message: str) -> dict[str, Any]:
             "src": program.src(row), "message": message}
 
 
-def run(ops_path: Path, store: MemoryStore, values: ValueLog,
-        window_rows: int = BATCH_ROWS, progress: Progress | None = None,
-        access: AccessTable = EMPTY, decoded: pa.Table | None = None) -> Outcome:
-    """Replay every op of ``ops_path`` against ``store``, logging values to ``values``.
-    ``access``: the arrays of the trace's access.parquet (indexed rows, const values);
-    ``decoded``: its rows when the validator decoded them already (a small file)."""
-    ops = open_ops(ops_path)  # the one open of ops.parquet in a replay
+def run(trace: Trace, store: MemoryStore, values: ValueLog,
+        window_rows: int = BATCH_ROWS, progress: Progress | None = None) -> Outcome:
+    """Replay every op of the opened ``trace`` against ``store``, logging values to
+    ``values``. The rows come through the trace: its ``ops_file`` (the one open of
+    ops.parquet in a replay, the validator's), its rows when the validator decoded them
+    already (a small file), and its access.parquet arrays (indexed rows, const values)."""
+    validation = trace.validated().validation
+    ops = trace.ops_file
+    access = trace.access
     n_ops = count_rows(ops)
     executed = 0
     carry: tuple = ()
     bound: dict = {}  # op signatures bound to steps, kept across windows
-    stream = windows(ops, window_rows, decoded)
+    stream = windows(ops, window_rows, validation.ops)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)
@@ -64,7 +63,8 @@ def run(ops_path: Path, store: MemoryStore, values: ValueLog,
         if progress is not None:
             progress.update(executed)
         if out.error is not None:
-            return Outcome(n_ops, executed, _error_info(program, out.error_row,  # type: ignore[arg-type]
+            assert out.error_row is not None, "the engine names the row of its error"
+            return Outcome(n_ops, executed, _error_info(program, out.error_row,
                                                         str(out.error)))
         carry = out.carry
         window = following

@@ -131,12 +131,14 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     return out
 
 
-def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = None,
+def replay_in_process(path: str | Path | Trace, case: str | Callable[..., Any] | None = None,
                       run_id: str | None = None, case_paths: Sequence[str] = (),
                       threads: int | None = None, reference: bool = True,
                       window_rows: int = BATCH_ROWS, progress: bool | None = None
                       ) -> ReplayResult:
-    """Replay the trace at ``path`` here; raises TraceFormatError/BadInputError on bad input.
+    """Replay the trace at ``path`` (or the ``Trace`` already opened) here; raises
+    TraceFormatError/BadInputError on bad input. The trace is opened once: the pipeline
+    reads its rows through the opened ``Trace``, never from a path.
 
     ``run_id`` (fresh if None) is written into the verdict, so whoever started this replay
     can tell its verdict from an older one; ``case_paths`` locate a ``--case`` module.
@@ -144,15 +146,16 @@ def replay_in_process(path: str | Path, case: str | Callable[..., Any] | None = 
     ``reference`` False: do not compute the reference (benchmarks). ``progress``: show
     progress (None: on a terminal only)."""
     with blas_threads(threads):
-        return _replay(Path(path), case, run_id or new_run_id(), case_paths, reference,
-                       window_rows, progress)
+        started = time.perf_counter()
+        trace = path if isinstance(path, Trace) else Trace.open(path)
+        return _replay(trace, case, run_id or new_run_id(), case_paths, reference,
+                       window_rows, progress, started)
 
 
-def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
+def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
             case_paths: Sequence[str], with_reference: bool, window_rows: int,
-            progress: bool | None) -> ReplayResult:
-    started = time.perf_counter()
-    trace = Trace.open(path)
+            progress: bool | None, started: float) -> ReplayResult:
+    path = trace.path
     manifest = trace.manifest
     tensors = load_tensors(trace.tensors_table)
     rows = trace.tensors_table.select(["name", "shape", "dtype", "role", "init"]).to_pylist()
@@ -170,8 +173,7 @@ def _replay(path: Path, case: str | Callable[..., Any] | None, run_id: str,
             bar = Progress(trace.n_ops, enabled=progress)
             try:
                 values = ValueLog(sink=writer.write_batch)
-                outcome = pipeline.run(path / "ops.parquet", store, values, window_rows, bar,
-                                       trace.access, trace.validation.ops)
+                outcome = pipeline.run(trace, store, values, window_rows, bar)
                 values.close()
             finally:
                 bar.close()

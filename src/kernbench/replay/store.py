@@ -99,7 +99,7 @@ class Memory:
         # zeros from the allocator (calloc: pages the run never touches are never made) as a
         # writable byte buffer; ``bytearray(size)`` would write every byte once more
         self.data = np.zeros(size, np.uint8)
-        self.buf = memoryview(self.data)  # type: ignore[arg-type]
+        self.buf = self.data.data  # its bytes as a writable memoryview
         self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
         self.regions = sorted(regions)
         self._starts = [r[0] for r in self.regions]
@@ -261,14 +261,14 @@ def check_read(o: Operand, where: str, index: int) -> np.ndarray:
     The engine inlines the common case (one ``find`` on the valid map) and calls this to
     build the message; tests call it directly.
     """
-    if o.error is not None:
+    if o.error is not None or o.view is None:  # an operand without error has its view
         raise ReplayError(f"{where}: input {index} {o.describe()}: {o.error}")
     bad = o.valid.find(0, o.lo, o.hi)
     if bad >= 0:
         raise ReplayError(f"{where}: input {index} {o.describe()}: read of invalid bytes "
                           f"(first invalid byte at {bad}, {_invalid_count(o)} of {o.nbytes} "
                           "invalid)")
-    return o.view  # type: ignore[return-value]
+    return o.view
 
 
 def _invalid_count(o: Operand) -> int:

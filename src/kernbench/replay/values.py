@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
 
 from kernbench.replay.convert import BF16, F32, bf16_to_f32
 from kernbench.schemas.arrow import VALUES
+
+if TYPE_CHECKING:  # numpy declares an ndarray a Buffer for Python >= 3.12 only
+    from typing_extensions import Buffer
 
 U64 = np.uint64
 PRIME = 0x100000001B3
@@ -33,7 +36,8 @@ SINK_ROWS = 1 << 16
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _nbytes = operator.attrgetter("nbytes")
 
-Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: (checksum, min, max, mean, nonfinite) of each segment of a group
+Stats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _powers(base: int, n: int) -> np.ndarray:
@@ -131,7 +135,7 @@ def _fold_width(size: int, widest: int = 1024) -> int:
     return w if w > 8 else 0
 
 
-def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chunk:
+def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Stats:
     """Statistics of ``n`` segments of ``size`` elements laid end to end: row reductions of
     one [n, size] matrix (vectorised, in cache) instead of segment reductions."""
     item = flat.dtype.itemsize
@@ -155,11 +159,11 @@ def _uniform_stats(flat: np.ndarray, n: int, size: int, powers: _Powers) -> Chun
     if vals.dtype.kind == "f":  # a finite sum has no inf/nan terms; count where it is not
         for j in np.flatnonzero(~np.isfinite(sums)).tolist():
             nonfinite[j] = int(size - np.count_nonzero(np.isfinite(vals[j])))
-    return h, mins, maxs, sums / size, nonfinite  # type: ignore[return-value]
+    return h, mins, maxs, sums / size, nonfinite
 
 
 def _segment_stats(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-                   powers: _Powers) -> Chunk:
+                   powers: _Powers) -> Stats:
     """Statistics of segments of different sizes, by segment reductions."""
     checksum = checksums(flat, starts, sizes, powers, mix=False)
     vals = _as_numbers(flat)
@@ -171,7 +175,7 @@ def _segment_stats(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
         for j in np.flatnonzero(~np.isfinite(sums)).tolist():
             seg = vals[starts[j]:starts[j] + sizes[j]]
             nonfinite[j] = int(seg.size - np.count_nonzero(np.isfinite(seg)))
-    return checksum, mins, maxs, sums / sizes, nonfinite  # type: ignore[return-value]
+    return checksum, mins, maxs, sums / sizes, nonfinite
 
 
 def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers: _Powers,
@@ -211,7 +215,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
             parts = arrays if isinstance(ks, slice) else [arrays[k] for k in ks.tolist()]
             code, size = int(codes[ks][0]), int(counts[ks][0])
             try:  # one memcpy per part; a part that is not C-contiguous takes numpy's way
-                flat = np.frombuffer(b"".join(parts), dtypes[code])  # type: ignore[arg-type]
+                flat = np.frombuffer(b"".join(cast("list[Buffer]", parts)), dtypes[code])
             except (TypeError, BufferError, ValueError):
                 flat = np.concatenate([np.ravel(p) for p in parts]).astype(dtypes[code])
             if size == 0:
@@ -219,7 +223,7 @@ def reduce_batch(rows: list[int] | np.ndarray, arrays: list[np.ndarray], powers:
                                        np.zeros(len(parts), np.int64), powers)
             else:
                 stats = _uniform_stats(flat, len(parts), size, powers)
-            checksum[ks], mins[ks], maxs[ks], means[ks], nonfinite[ks] = stats  # type: ignore[misc]
+            checksum[ks], mins[ks], maxs[ks], means[ks], nonfinite[ks] = stats
     if mix:
         checksum = _mix(checksum)
     return row_ids, checksum, mins, maxs, means, nonfinite

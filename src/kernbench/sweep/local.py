@@ -10,7 +10,6 @@ sweep goes on.
 from __future__ import annotations
 
 import contextlib
-import functools
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
@@ -63,6 +62,11 @@ def died(exc: BaseException) -> dict[str, Any]:
                     "wall_s": 0.0}, "files": None, "staged": None}
 
 
+def _submitter(pool: ProcessPoolExecutor) -> Callable[[Task], Future[dict[str, Any]]]:
+    """Submission of one point to ``pool``."""
+    return lambda task: pool.submit(run_point, task)
+
+
 class LocalEngine:
     """``run(tasks)`` yields ``(task, result)`` as points finish, on ``workers`` processes."""
 
@@ -82,7 +86,7 @@ class LocalEngine:
             pool = self._pool()
             try:
                 while True:
-                    top_up(pending, tasks, limit, functools.partial(pool.submit, run_point))  # type: ignore[call-arg]
+                    top_up(pending, tasks, limit, _submitter(pool))
                     if not pending:
                         return
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY
 from kernbench.schemas.elements import AccessTable
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
-from kernbench.trace.parquet import read_table
+from kernbench.trace.parquet import open_parquet, read_table
 
 if TYPE_CHECKING:  # the validator (polars) is imported when a trace is first read
     import polars as pl
@@ -184,25 +185,31 @@ class Trace:
             read = read_table(self.path / "tensors.parquet", "kernbench-tensors")
         return _own_metadata(read)
 
-    @cached_property
+    @property
     def access(self) -> AccessTable:
-        """The arrays of ``access.parquet`` by id (empty when the trace has none)."""
-        self.validated()
-        from kernbench.trace.validate import read_access
+        """The arrays of ``access.parquet`` by id (empty when the trace has none), as the
+        validator read them."""
+        return self.validated().validation.access
 
-        return read_access(self.path, self.manifest)
+    @cached_property
+    def ops_file(self) -> pq.ParquetFile:
+        """``ops.parquet`` opened, its footer checked, for streaming: the handle the validator
+        opened, so a replay (which reads the rows through it) opens the file once."""
+        opened = self.validated().validation.ops_file
+        return opened if opened is not None else open_parquet(self.path / "ops.parquet",
+                                                              "kernbench-ops")
 
     @property
     def ops(self) -> pl.DataFrame:
         import polars as pl
 
-        return pl.from_arrow(self.ops_table)  # type: ignore[return-value]
+        return pl.DataFrame(self.ops_table)
 
     @property
     def tensors(self) -> pl.DataFrame:
         import polars as pl
 
-        return pl.from_arrow(self.tensors_table)  # type: ignore[return-value]
+        return pl.DataFrame(self.tensors_table)
 
     @property
     def n_ops(self) -> int:

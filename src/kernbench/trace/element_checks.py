@@ -27,6 +27,7 @@ from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 from kernbench.trace import limits
+from kernbench.trace.scalars import as_float
 
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
 #: ops whose first HBM operand may be indexed (strides/access in attrs)
@@ -143,7 +144,7 @@ class TileBudget:
         keys = el.select("attrs", "shape", "addr", "pe", "dtype").unique()
         n = keys.select(pl.col("shape").list.eval(pl.element().cast(pl.Float64).product())
                         .list.first().fill_null(1.0)).to_series()
-        biggest = float(n.max() or 0.0)  # type: ignore[arg-type]
+        biggest = as_float(n.max())
         self.kept += int(min(float(n.sum()), 2.0**62))
         limits.require(f"indexed tiles ({self.kept:,} elements bound, the largest "
                        f"{int(biggest):,})", KEPT_BYTES_PER_ELEMENT * self.kept
@@ -235,9 +236,9 @@ def _reference(attrs_text: str, key: str, kind: str, shape: list | None, dtype: 
         return str(exc)
     if kind == "mask" and shape is not None and list(arr.shape) != list(shape):
         return f"mask {attrs[key]} has shape {list(arr.shape)}, the output {list(shape)}"
-    if kind == "values" and (list(arr.shape) != list(shape or [])
-                             or DTYPES.get(dtype or "") is None
-                             or arr.dtype != DTYPES[dtype].np):  # type: ignore[index]
+    want = DTYPES.get(dtype or "")
+    if kind == "values" and (list(arr.shape) != list(shape or []) or want is None
+                             or arr.dtype != want.np):
         return (f"const values {attrs[key]} are {list(arr.shape)} {arr.dtype}, the output "
                 f"{list(shape or [])} {dtype}")
     return None

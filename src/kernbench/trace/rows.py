@@ -28,7 +28,8 @@ SPACES = ("hbm", "tcm", "stage", "ipcq")
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
 #: times, sizes and addresses above this are refused (sums of two stay inside int64)
 MAX_VALUE = 1 << 62
-FINDING = {"rule": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64, "message": pl.String}
+FINDING = pl.Schema({"rule": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
+                     "message": pl.String})
 DICT_COLUMNS = ("kind", "name", "engine", "src")
 _NAMES = [o.value for o in Op]
 _KIND = {o.value: KIND[o].value for o in Op}
@@ -58,7 +59,7 @@ class Findings:
                 other_op_id=pl.col(other) if other else pl.lit(None),
                 message=pl.coalesce(message.cast(pl.String), pl.format(
                     "op {} breaks the {} rule", pl.col(op) if op else pl.lit("?"),
-                    pl.lit(rule)))).cast(FINDING))  # type: ignore[arg-type]
+                    pl.lit(rule)))).cast(FINDING))
 
     def one(self, rule: str, message: str, op_id: int | None = None, n: int = 1) -> None:
         self.add(rule, pl.DataFrame({"op_id": [op_id] * n}, schema={"op_id": pl.Int64}),
@@ -267,7 +268,8 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
                  found: Findings, access: AccessTable = EMPTY, major: int = 2) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
     access.parquet, for indexed rows; ``major``: the manifest's schema version)."""
-    offset, seq_next = 0, {}  # type: ignore[var-annotated]
+    offset = 0
+    seq_next: dict[int, int] = {}  # pe -> the seq its next row must have
     budget = TileBudget()
     for batch in batches:
         df = pl.from_arrow(_plain_strings(batch))

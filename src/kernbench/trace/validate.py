@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS
@@ -76,6 +77,11 @@ class Validation:
     ops: pa.Table | None = None
     #: tensors.parquet as the validator read it (whole, ``kb.data`` contents included)
     tensors: pa.Table | None = None
+    #: ops.parquet as the validator opened it (footer checked): replay streams from this
+    #: handle, so a replay opens the file once
+    ops_file: pq.ParquetFile | None = None
+    #: the arrays of access.parquet as the validator read them (EMPTY when there is none)
+    access: AccessTable = EMPTY
 
     @property
     def ok(self) -> bool:
@@ -192,5 +198,5 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
                      major)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, found.frame(), ops, tensors)
+    return Validation(counts, found.frame(), ops, tensors, opf, access)
 

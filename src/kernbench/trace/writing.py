@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,7 +21,10 @@ import pyarrow.parquet as pq
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["PROFILES", "Profile", "open_writer", "write_frame", "write_table"]
+__all__ = ["PROFILES", "Codec", "Profile", "open_writer", "write_frame", "write_table"]
+
+#: the compression codecs both writers (pyarrow's and polars') name the same way
+Codec = Literal["zstd", "lz4", "snappy", "gzip", "brotli"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +32,7 @@ class Profile:
     """How one kind of file is written. ``dictionary``: True, False or the columns to
     dictionary-encode; ``level``: the codec's level (None: its default)."""
 
-    compression: str = "zstd"
+    compression: Codec = "zstd"
     level: int | None = None
     dictionary: bool | tuple[str, ...] = True
     statistics: bool = True
@@ -87,6 +90,6 @@ def write_frame(frame: pl.DataFrame, kind: str, path: str | Path | None = None) 
     (``path`` None: the caller places them, e.g. atomically)."""
     p = PROFILES[kind]
     buf: Any = io.BytesIO() if path is None else path
-    frame.write_parquet(buf, compression=p.compression,  # type: ignore[arg-type]
+    frame.write_parquet(buf, compression=p.compression,
                         compression_level=p.level, statistics=p.statistics)
     return buf.getvalue() if path is None else b""
