@@ -57,3 +57,30 @@ def test_critical_path_of_v1_prefill_runs_gemm_and_math_in_series_of_v2_pipeline
     assert v1["math"] > 0.6 and v1["gemm"] > 0.1  # both on the path, one after the other
     v2 = _path_share(prefill["v2-pipelined"])
     assert v2["math"] > 0.95 and v2.get("gemm", 0.0) < 0.01  # the GEMMs run under the softmax
+
+
+def test_decode_4k_is_the_dma_stream_plus_one_latency_and_its_tail_on_both_presets(tmp_path):
+    """Decode streams K/V tiles back to back on the DMA read engine under v1 already, so v2
+    buys nothing: the latency is the roofline (every byte at full bandwidth) plus the last
+    read's latency to visibility plus what follows it (the last tile's softmax and the
+    store). At 4k that is 0.9226; the same closed form gives 0.9896 at 32k (measured so on
+    both presets): the issue's "stays >= 0.99" was never true of this kernel."""
+    results = {}
+    for hw in ("ahbm-v1", "ahbm-v2"):
+        trace = kb.record(build_case("gqa-decode", {"S_kv": 4096}), tmp_path / f"{hw}.ktrace",
+                          hw=hw)
+        m = metrics(trace)
+        reads = trace.ops.filter((pl.col("pe") == 0) & (pl.col("name") == "dma_read")
+                                 ).sort("t_start_ps")
+        hw_cfg = trace.manifest["hw"]
+        transfer = (reads["nbytes"] * 1000 / hw_cfg["hbm_gbps"]).cast(pl.Int64)  # ps
+        # back to back: each read starts the moment the one before it has moved its bytes
+        gaps = reads["t_start_ps"].diff().drop_nulls() - transfer.head(reads.height - 1)
+        assert (gaps == 0).all()
+        last_end = int(reads["t_end_ps"].max())
+        tail = trace.t_end_ps - last_end
+        latency_ps = hw_cfg["dma_latency_ns"] * 1000
+        assert trace.t_end_ps == m["roofline_ps_dma_rd"] + latency_ps + tail
+        results[hw] = (trace.t_end_ps, float(m["efficiency"]))
+    assert results["ahbm-v1"] == results["ahbm-v2"]
+    assert results["ahbm-v2"][1] == pytest.approx(0.9226, abs=1e-4)
