@@ -11,10 +11,10 @@ from kernbench.kernels.registry import build_case
 
 @pytest.mark.parametrize("phase,ranks,s", [("prefill", 4, 256), ("decode", 4, 512),
                                            ("prefill", 1, 128)])
-def test_reduced_ring_replays_against_numpy(tmp_path, phase, ranks, s):
+def test_reduced_ring_replays_against_numpy(tmp_path, phase, ranks, s, kb_replay_pool):
     trace = kb.record(build_case("ring-attention", {"n_ranks": ranks, "S_kv_per_rank": s,
                                                     "phase": phase}), tmp_path / "r.ktrace")
-    res = kb.replay(trace.path)
+    res = kb.replay(trace.path, pool=kb_replay_pool)
     assert res.ok, res.verdict
 
 

@@ -70,11 +70,11 @@ def test_tree_links_make_two_branches_that_meet_at_rank_0():
 
 
 @pytest.mark.parametrize("n", [3, 5, 8])
-def test_tree_and_chain_combines_replay_to_the_same_output_as_numpy(tmp_path, n):
+def test_tree_and_chain_combines_replay_to_the_same_output_as_numpy(tmp_path, n, kb_replay_pool):
     hw = HwConfig(n_pe=8)
     outs = {}
     for combine in ("tree", "chain"):
-        res = kb.replay(_decode(tmp_path, n, combine, s=256, hw=hw).path)
+        res = kb.replay(_decode(tmp_path, n, combine, s=256, hw=hw).path, pool=kb_replay_pool)
         assert res.ok, res.verdict
         outs[combine] = res.outputs["o"].astype(np.float32)
     # the merges happen in another order, so the bf16 outputs agree to rounding, not bits
@@ -110,10 +110,11 @@ def _compute_busy_per_pe(trace) -> list[int]:
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "striped"])
-def test_causal_ring_prefill_replays_against_numpy_and_checks_clean(tmp_path, layout):
+def test_causal_ring_prefill_replays_against_numpy_and_checks_clean(tmp_path, layout,
+                                                                    kb_replay_pool):
     trace = _causal(tmp_path, layout, n=3, s=128)
     assert check(trace).exit_code == 0, check(trace).to_text()
-    res = kb.replay(trace.path)
+    res = kb.replay(trace.path, pool=kb_replay_pool)
     assert res.ok, res.verdict
 
 

@@ -56,13 +56,13 @@ def test_phase_2_data(tmp_path):
                                rtol=1e-5, atol=1e-5)
 
 
-def test_gqa_end_to_end(tmp_path):
+def test_gqa_end_to_end(tmp_path, kb_replay_pool):
     """Reduced h_q = 8, h_kv = 1 causal GQA attention (mask replicated across the G heads
     with tl.broadcast) completes Phase 2 and matches the numpy reference."""
     params = {"S": 256, "T_q": 16, "T_kv": 64, "H_q": 8, "H_kv": 1}
     trace = kb.record(build_case("gqa-prefill", params), tmp_path / "gqa.ktrace")
     assert len(rows(trace, "broadcast")) > 0
-    res = replay(trace.path)
+    res = replay(trace.path, pool=kb_replay_pool)
     assert res.ok, res.verdict
     assert res.outputs["o"].shape == (1, 256, 8, 128)
 

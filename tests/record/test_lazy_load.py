@@ -161,7 +161,7 @@ def test_load_out_returns_the_same_buffer_and_both_see_the_pending_completion(re
     assert ex["t_start_ps"] == ld["t_end_ps"]
 
 
-def test_double_buffered_stream_reaches_efficiency_0_9_and_replays_right(tmp_path):
+def test_double_buffered_stream_reaches_efficiency_0_9_and_replays_right(tmp_path, kb_replay_pool):
     trace = kb.record(build_case("stream-sum", {"buffers": 2}), tmp_path / "db.ktrace")
     m = metrics(trace)
     reads = trace.ops.filter(trace.ops["name"].cast(str) == "dma_read")
@@ -169,7 +169,7 @@ def test_double_buffered_stream_reaches_efficiency_0_9_and_replays_right(tmp_pat
     math_per_tile = trace.ops.filter(trace.ops["name"].cast(str) == "exp")["busy_ps"][0]
     assert 0.25 < dma_per_tile / math_per_tile < 4  # comparable per-tile DMA and compute
     assert m["efficiency"] >= 0.9
-    res = replay(trace.path)
+    res = replay(trace.path, pool=kb_replay_pool)
     assert res.ok, res.verdict
     single = kb.record(build_case("stream-sum", {"buffers": 1}), tmp_path / "sb.ktrace")
     assert metrics(single)["efficiency"] < 0.6  # the same kernel without prefetch

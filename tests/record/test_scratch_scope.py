@@ -37,13 +37,13 @@ def test_recycling(rec):
     assert unscoped.manifest["scratch_peak_bytes"] == 100 * 3 * 1024  # grows linearly
 
 
-def test_correctness(tmp_path):
+def test_correctness(tmp_path, kb_replay_pool):
     """Phase 2: the scoped flash sweep gives the same O as the unscoped one (small N)."""
     outs = {}
     for scoped in (True, False):
         trace = kb.record(build_case("flash-attn", {"s_kv": 1024, "scoped": scoped}),
                           tmp_path / f"f{scoped}.ktrace")
-        res = replay(trace.path)
+        res = replay(trace.path, pool=kb_replay_pool)
         assert res.ok, res.verdict
         outs[scoped] = res.outputs["o"]
     np.testing.assert_array_equal(outs[True], outs[False])

@@ -81,12 +81,11 @@ def _values(path: Path) -> list[tuple]:
                     strict=True))
 
 
-@pytest.mark.parametrize("seed", range(60))
-@pytest.mark.parametrize("rows", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(30))
 def test_small_windows_replay_exactly_like_one_window(tmp_path: Path, seed: int,
-                                                      rows: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Windows carry in-flight writes and valid maps across: any cut gives the same run."""
+    """Windows carry in-flight writes and valid maps across: any cut (windows of 1, 2 and 3
+    rows) gives the same run as one window."""
     import importlib
 
     from kernbench.replay.session import replay_in_process
@@ -98,9 +97,10 @@ def test_small_windows_replay_exactly_like_one_window(tmp_path: Path, seed: int,
     ops = _program(random.Random(2000 + seed))
     tensors = {"x": (X, "input"), "y": (np.zeros(16, np.float32), "output")}
     whole = replay_in_process(write_trace(tmp_path / "a.ktrace", ops, tensors))
-    cut = replay_in_process(write_trace(tmp_path / "b.ktrace", ops, tensors),
-                            window_rows=rows)
-    for key in ("invalid_read", "n_executed", "first_nonfinite"):
-        assert cut.verdict[key] == whole.verdict[key]
-    np.testing.assert_array_equal(cut.outputs["y"], whole.outputs["y"])
-    assert _values(tmp_path / "b.ktrace") == _values(tmp_path / "a.ktrace")
+    cut_trace = write_trace(tmp_path / "b.ktrace", ops, tensors)
+    for rows in (1, 2, 3):
+        cut = replay_in_process(cut_trace, window_rows=rows)
+        for key in ("invalid_read", "n_executed", "first_nonfinite"):
+            assert cut.verdict[key] == whole.verdict[key], (rows, key)
+        np.testing.assert_array_equal(cut.outputs["y"], whole.outputs["y"])
+        assert _values(tmp_path / "b.ktrace") == _values(tmp_path / "a.ktrace"), rows

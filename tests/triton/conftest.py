@@ -91,9 +91,11 @@ def params(entries: list[Entry]) -> Any:
 
 
 @pytest.fixture(scope="session")
-def replayed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Entry], tuple[Any, Any]]:
+def replayed(tmp_path_factory: pytest.TempPathFactory, kb_replay_pool: kb.ReplayPool
+             ) -> Callable[[Entry], tuple[Any, Any]]:
     """``replayed(entry)`` -> (kb.Trace, kb.ReplayResult): the entry recorded and replayed
-    (in the replay child, verified against its reference) once per session and worker."""
+    (by a warm replay child of the session's pool, verified against its reference) once per
+    session and worker."""
     done: dict[str, tuple[Any, Any]] = {}
 
     def get(entry: Entry) -> tuple[Any, Any]:
@@ -101,7 +103,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Entry], tupl
             factory = entry.factory()
             path = tmp_path_factory.mktemp("triton") / f"{entry.id}.ktrace"
             trace = kb.record(kb.build_case(entry.id, entry.params, factory=factory), path)
-            done[entry.id] = trace, kb.replay(path, case=factory)
+            done[entry.id] = trace, kb.replay(path, case=factory, pool=kb_replay_pool)
         return done[entry.id]
 
     return get

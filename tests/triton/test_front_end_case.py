@@ -47,13 +47,13 @@ def tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
 
 
-def test_vector_add_records_and_replays_verified(tmp_path) -> None:
+def test_vector_add_records_and_replays_verified(tmp_path, kb_replay_pool) -> None:
     c = add_case()
     assert {n: t.role for n, t in c.tensors.items()} == {
         "x_ptr": "input", "y_ptr": "input", "out_ptr": "inout"}  # outputs: arrays stored to
     assert c.grid == (4,) and c.kernel.name.endswith(":add_kernel")
     kb.record(c, out=tmp_path / "add.ktrace")
-    res = kb.replay(tmp_path / "add.ktrace", case=add_case)
+    res = kb.replay(tmp_path / "add.ktrace", case=add_case, pool=kb_replay_pool)
     assert res.ok and res.verdict["reference"], res.verdict
     assert res.max_abs_err["out_ptr"] == 0.0
 
