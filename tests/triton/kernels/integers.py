@@ -114,12 +114,15 @@ def moe_rows_launch(n_tokens: int = 10, top_k: int = 2, k: int = 16, block_m: in
 
 # -- MoE routing: a histogram by int64 atomics at int64 offsets, and its prefix sum ----------
 @triton.jit
-def moe_histogram_kernel(topk_ids_ptr, hist_ptr, numel, BLOCK: tl.constexpr):
+def moe_histogram_kernel(topk_ids_ptr, score_ptr, hist_ptr, best_ptr, numel,
+                         BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < numel
     ids = tl.load(topk_ids_ptr + offs, mask=mask, other=0)  # int64 expert ids
     tl.atomic_add(hist_ptr + ids, 1, mask=mask)  # int64 counters
+    score = tl.load(score_ptr + offs, mask=mask, other=0)  # uint32
+    tl.atomic_max(best_ptr + ids, score, mask=mask)  # unsigned maximum per expert
 
 
 @triton.jit
@@ -136,16 +139,22 @@ def moe_align_kernel(topk_ids_ptr, counts_ptr, starts_ptr, numel, E: tl.constexp
 
 def moe_histogram_launch(numel: int = 45, n_experts: int = 8, block: int = 16,
                          seed: int = 0) -> Launch:
-    ids = np.random.default_rng(seed).integers(0, n_experts, numel, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, n_experts, numel, dtype=np.int64)
+    score = rng.integers(0, 2**32, numel, dtype=np.uint32)
     hist = np.full(n_experts, 3, np.int64)
+    best = np.full(n_experts, 2**31 + 5, np.uint32)
 
-    def reference(topk_ids_ptr: np.ndarray, hist_ptr: np.ndarray, **_: np.ndarray
-                  ) -> dict[str, np.ndarray]:
-        return {"hist_ptr": hist_ptr + np.bincount(topk_ids_ptr, minlength=n_experts)}
+    def reference(topk_ids_ptr: np.ndarray, score_ptr: np.ndarray, hist_ptr: np.ndarray,
+                  best_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
+        top = best_ptr.copy()
+        np.maximum.at(top, topk_ids_ptr, score_ptr)
+        return {"hist_ptr": hist_ptr + np.bincount(topk_ids_ptr, minlength=n_experts),
+                "best_ptr": top}
 
     return Launch("triton-moe-histogram-int64", moe_histogram_kernel,
-                  lambda meta: (triton.cdiv(numel, meta["BLOCK"]),), (ids, hist, numel),
-                  {"BLOCK": block}, reference)
+                  lambda meta: (triton.cdiv(numel, meta["BLOCK"]),),
+                  (ids, score, hist, best, numel), {"BLOCK": block}, reference)
 
 
 def moe_align_launch(numel: int = 45, n_experts: int = 8, block: int = 64,
@@ -194,6 +203,37 @@ def topk_keys_launch(rows: int = 2, n: int = 32, k: int = 8, seed: int = 0) -> L
 
     return Launch("triton-topk-uint32", topk_keys_kernel, (rows,), (x, keys, srt, top),
                   {"N": n, "K": k}, reference)
+
+
+# -- offsets beyond int32: refused, never wrapped ---------------------------------------------
+@triton.jit
+def far_gather_kernel(x_ptr, idx_ptr, out_ptr, step, BLOCK: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    idx = tl.load(idx_ptr + offs)  # int64 or uint32 element offsets, loaded
+    tl.store(out_ptr + offs, tl.load(x_ptr + pid * step + idx))
+
+
+def far_gather_launch(far: int = 0, dtype: str = "int64", step: int = 0, grid: int = 1,
+                      n: int = 64, block: int = 8) -> Launch:
+    """``idx[3] = far`` (when nonzero); program ``p`` reads ``p * step`` further on."""
+    idx = (np.arange(block) * 5 % n).astype(dtype)
+    if far:
+        idx[3] = far
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(block, np.float32)
+
+    def reference(x_ptr: np.ndarray, idx_ptr: np.ndarray, **_: np.ndarray
+                  ) -> dict[str, np.ndarray]:
+        return {"out_ptr": x_ptr[idx_ptr.astype(np.int64)]}
+
+    return Launch("triton-far-gather", far_gather_kernel, (grid,), (x, idx, out, step),
+                  {"BLOCK": block}, reference)
+
+
+def far_gather_case(far: int = 0, dtype: str = "int64", step: int = 0, grid: int = 1,
+                    n: int = 64, block: int = 8):
+    return far_gather_launch(far, dtype, step, grid, n, block).case()
 
 
 # -- Triton's fixed-width integer arithmetic on loaded data ----------------------------------
