@@ -216,7 +216,9 @@ def far_gather_kernel(x_ptr, idx_ptr, out_ptr, step, BLOCK: tl.constexpr):
 
 def far_gather_launch(far: int = 0, dtype: str = "int64", step: int = 0, grid: int = 1,
                       n: int = 64, block: int = 8) -> Launch:
-    """``idx[3] = far`` (when nonzero); program ``p`` reads ``p * step`` further on."""
+    """``idx[3] = far`` (when nonzero); program ``p`` reads ``p * step`` further on. The
+    reference is what offsets wrapped to int32 (then numpy-style negative indices) would
+    read: a replay that wrapped them would verify."""
     idx = (np.arange(block) * 5 % n).astype(dtype)
     if far:
         idx[3] = far
@@ -225,7 +227,7 @@ def far_gather_launch(far: int = 0, dtype: str = "int64", step: int = 0, grid: i
 
     def reference(x_ptr: np.ndarray, idx_ptr: np.ndarray, **_: np.ndarray
                   ) -> dict[str, np.ndarray]:
-        return {"out_ptr": x_ptr[idx_ptr.astype(np.int64)]}
+        return {"out_ptr": x_ptr[idx_ptr.astype(np.int64).astype(np.int32) % n]}
 
     return Launch("triton-far-gather", far_gather_kernel, (grid,), (x, idx, out, step),
                   {"BLOCK": block}, reference)
