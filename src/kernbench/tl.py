@@ -46,9 +46,9 @@ from kernbench.schemas.ops import OPS, Family, Op
 
 __all__ = [
     "DType", "Pointer", "TensorHandle", "float32", "float16", "bfloat16", "int32", "int8",
-    "int64", "int16", "uint8", "uint32", "bool", "program_id", "num_programs", "load", "store", "copy_to", "wait", "zeros", "full",
-    "arange", "trans", "reshape", "broadcast", "repeat", "dot", "ref", "composite", "where",
-    "softmax", "scratch_scope", "send", "recv", "recv_async",
+    "int64", "int16", "uint8", "uint32", "bool", "program_id", "num_programs", "load", "store",
+    "copy_to", "wait", "zeros", "full", "arange", "trans", "reshape", "broadcast", "repeat",
+    "dot", "ref", "composite", "where", "softmax", "scratch_scope", "send", "recv", "recv_async",
 ]
 
 

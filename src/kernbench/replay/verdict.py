@@ -189,7 +189,8 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
         out.update(atol_scale=1.0, ok=True, max_abs_err=0.0, max_rel_err=0.0, mismatches=0)
         return out
     a_flat, e_flat = actual.reshape(-1), expected.reshape(-1)
-    exact = actual.dtype.kind in "iu" and expected.dtype.kind in "iu" and not (tol.atol or tol.rtol)
+    ints = actual.dtype.kind in "iu" and expected.dtype.kind in "iu"
+    exact = ints and not (tol.atol or tol.rtol)
     with np.errstate(all="ignore"):
         scale = 1.0
         for lo in range(0, e_flat.size, _CHUNK):  # the output's scale first, then the errors

@@ -283,9 +283,15 @@ def _wrap(x: np.ndarray, dt: type) -> np.ndarray:
     return v.astype(dt)
 
 
+def _pairs(f, xs: list[int], ys: list[int]) -> list[int]:
+    return [f(x, y) for x, y in zip(xs, ys, strict=True)]
+
+
 def _cdivmod(a: np.ndarray, b: np.ndarray) -> tuple[list[int], list[int]]:
-    q = [abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1) for x, y in zip(a, b)]
-    return q, [int(x) - qq * int(y) for x, y, qq in zip(a, b, q)]
+    """C's quotient (toward zero) and remainder (x == q * y + r), in Python integers."""
+    ai, bi = [int(x) for x in a], [int(y) for y in b]
+    q = _pairs(lambda x, y: abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1), ai, bi)
+    return q, [x - qq * y for x, y, qq in zip(ai, bi, q, strict=True)]
 
 
 def wide_launch(block: int = 16, seed: int = 0) -> Launch:
@@ -308,15 +314,15 @@ def wide_launch(block: int = 16, seed: int = 0) -> Launch:
         ci, si = ([int(v) for v in x] for x in (c_ptr, s_ptr))
         q, r = _cdivmod(a_ptr, y_ptr)
         o64 = [[x * 5 for x in ai], q, r, [x >> 7 for x in ai], [x << 3 for x in ai],
-               [int(x > v) for x, v in zip(ai, yi)], [x + v for x, v in zip(bi, ai)],
+               _pairs(lambda x, v: int(x > v), ai, yi), _pairs(lambda x, v: x + v, bi, ai),
                [x * x for x in bi]]
-        o32 = [[x * x for x in bi], [x >> 5 for x in bi], [x // v for x, v in zip(bi, di)],
-               [x % v for x, v in zip(bi, di)], [int(x > v) for x, v in zip(bi, di)], ai,
+        o32 = [[x * x for x in bi], [x >> 5 for x in bi], _pairs(lambda x, v: x // v, bi, di),
+               _pairs(lambda x, v: x % v, bi, di), _pairs(lambda x, v: int(x > v), bi, di), ai,
                [x ^ (x << 13) for x in bi]]
         i32 = [bi, bi, [x >> 40 for x in ai]]
         o8 = [[x + x for x in ci], [x * 3 for x in ci], [x >> 1 for x in ci]]
         o16 = [[x * x for x in si], _cdivmod(s_ptr, np.full(block, 3))[0],
-               [x - v for x, v in zip(ci, si)], si]
+               _pairs(lambda x, v: x - v, ci, si), si]
         return {name: np.stack([_wrap(np.array(row, dtype=object), dt) for row in rows])
                 for name, rows, dt in (("o64_ptr", o64, np.int64), ("o32_ptr", o32, np.uint32),
                                        ("i32_ptr", i32, np.int32), ("o8_ptr", o8, np.uint8),
