@@ -126,15 +126,21 @@ def moe_histogram_kernel(topk_ids_ptr, score_ptr, hist_ptr, best_ptr, numel,
 
 
 @triton.jit
-def moe_align_kernel(topk_ids_ptr, counts_ptr, starts_ptr, numel, E: tl.constexpr,
+def moe_align_kernel(topk_ids_ptr, counts_ptr, starts_ptr, sorted_ptr, numel, E: tl.constexpr,
                      BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    ids = tl.load(topk_ids_ptr + offs, mask=offs < numel, other=E)  # E: no expert
+    valid = offs < numel
+    ids = tl.load(topk_ids_ptr + offs, mask=valid, other=E)  # E: no expert
     experts = tl.arange(0, E)
-    counts = tl.sum((ids[None, :] == experts[:, None]).to(tl.int32), axis=1)
+    hits = (ids[None, :] == experts[:, None]).to(tl.int32)  # [E, BLOCK] one-hot
+    counts = tl.sum(hits, axis=1)
     tl.store(counts_ptr + experts, counts)
     ends = tl.cumsum(counts.to(tl.int64), axis=0)
-    tl.store(starts_ptr + experts, ends - counts)  # exclusive prefix sum, int64
+    starts = ends - counts  # exclusive prefix sum, int64
+    tl.store(starts_ptr + experts, starts)
+    rank = tl.cumsum(hits, axis=1) - 1  # each token's place among its expert's tokens
+    pos = tl.sum(hits * (starts[:, None] + rank), axis=0)  # int64 slot of each token
+    tl.store(sorted_ptr + pos, offs, mask=valid)  # a scatter at int64 offsets
 
 
 def moe_histogram_launch(numel: int = 45, n_experts: int = 8, block: int = 16,
@@ -162,14 +168,17 @@ def moe_align_launch(numel: int = 45, n_experts: int = 8, block: int = 64,
     ids = np.random.default_rng(seed).integers(0, n_experts, numel, dtype=np.int64)
     counts = np.zeros(n_experts, np.int32)
     starts = np.zeros(n_experts, np.int64)
+    srt = np.full(numel, -1, np.int32)
 
     def reference(topk_ids_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
         c = np.bincount(topk_ids_ptr, minlength=n_experts)
         return {"counts_ptr": c.astype(np.int32),
-                "starts_ptr": (np.cumsum(c) - c).astype(np.int64)}
+                "starts_ptr": (np.cumsum(c) - c).astype(np.int64),
+                "sorted_ptr": np.argsort(topk_ids_ptr, kind="stable").astype(np.int32)}
 
     return Launch("triton-moe-align-int64", moe_align_kernel, (1,),
-                  (ids, counts, starts, numel), {"E": n_experts, "BLOCK": block}, reference)
+                  (ids, counts, starts, srt, numel), {"E": n_experts, "BLOCK": block},
+                  reference)
 
 
 # -- top-k / sort on uint32 keys made from float bits ------------------------------------------
