@@ -151,3 +151,25 @@ def test_integer_data_the_format_cannot_hold_is_refused_at_the_kernel_line(
     case = kbt.case(kernel, (1,), np.zeros(8, x), np.zeros(8, y), BLOCK=8, outputs=["y_ptr"])
     with pytest.raises(error, match=rf"^{HERE}:\d+: .*{match}"):
         kb.record(case, out=tmp_path / "r.ktrace")
+
+
+@triton.jit
+def invert(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, ~tl.load(x_ptr + offs))
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint8, np.int64])
+def test_bitwise_not_of_loaded_integers_flips_every_bit(tmp_path, dtype):
+    """``~x`` of unsigned data is an xor with the all-ones value of the type (a ``-1`` scalar
+    is out of range for it; Triton 3.8's interpreter fails on exactly that)."""
+    x = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, 8, dtype=dtype)
+
+    def factory():
+        return kbt.case(invert, (1,), x, np.zeros(8, dtype), BLOCK=8, outputs=["y_ptr"],
+                        reference=lambda x_ptr, **_: {"y_ptr": np.invert(x_ptr)})
+
+    trace = kb.record(factory(), out=tmp_path / "inv.ktrace")
+    res = kb.replay(trace.path, case=factory, in_process=True)
+    assert res.ok, res.verdict
+    np.testing.assert_array_equal(res.outputs["y_ptr"], np.invert(x))
