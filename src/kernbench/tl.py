@@ -29,15 +29,26 @@ from kernbench.record.semantics import (
     where,
     zeros,
 )
-from kernbench.schemas.dtypes import DType, bfloat16, float16, float32, int8, int32
+from kernbench.schemas.dtypes import (
+    DType,
+    bfloat16,
+    float16,
+    float32,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint32,
+)
 from kernbench.schemas.dtypes import bool_ as bool  # noqa: A001 - the tl spelling
 from kernbench.schemas.ops import OPS, Family, Op
 
 __all__ = [
     "DType", "Pointer", "TensorHandle", "float32", "float16", "bfloat16", "int32", "int8",
-    "bool", "program_id", "num_programs", "load", "store", "copy_to", "wait", "zeros", "full",
-    "arange", "trans", "reshape", "broadcast", "repeat", "dot", "ref", "composite", "where",
-    "softmax", "scratch_scope", "send", "recv", "recv_async",
+    "int64", "int16", "uint8", "uint32", "bool", "program_id", "num_programs", "load", "store",
+    "copy_to", "wait", "zeros", "full", "arange", "trans", "reshape", "broadcast", "repeat",
+    "dot", "ref", "composite", "where", "softmax", "scratch_scope", "send", "recv", "recv_async",
 ]
 
 

@@ -305,7 +305,7 @@ KINDS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "manifest_clock_nan": (_manifest(_set("hw.clock_ghz", float("nan"))), True),
     "manifest_hw_string": (_manifest(_set("hw", "ahbm-v1")), True),
     "manifest_hw_unknown_field": (_manifest(_set("hw.warp_drive", 1)), True),
-    "manifest_schema_version_3": (_manifest(_set("schema_version", 3)), True),
+    "manifest_schema_version_4": (_manifest(_set("schema_version", 4)), True),
     "manifest_format_wrong": (_manifest(_set("format", "other")), True),
     "manifest_grid_string": (_manifest(_set("grid", "4")), True),
     "manifest_case_unknown": (_manifest(_set("case", "no-such-case")), False),

@@ -166,3 +166,16 @@ def test_compare_in_chunks_gives_the_whole_array_answer(monkeypatch) -> None:
     assert chunked == whole
     assert whole["mismatches"] == 2 and whole["atol_scale"] == 9.0
     assert whole["first_mismatch"]["index"] == [40, 7]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint32", "uint8", "int16"])
+def test_integer_outputs_compare_exactly(dtype: str) -> None:
+    """No tolerance, and int64 compared as integers: float64 cannot tell 2**62 + 1 from
+    2**62."""
+    info = np.iinfo(dtype)
+    e = np.array([info.max - 1, info.min, 7], dtype)
+    assert compare(e.copy(), e, dtype)["ok"] and TOLERANCES[dtype].rtol == 0
+    off = e.copy()
+    off[0] += 1
+    got = compare(off, e, dtype)
+    assert not got["ok"] and got["mismatches"] == 1

@@ -87,14 +87,14 @@ def test_a_hostile_mask_id_is_a_schema_finding(tmp_path):
     assert found["message"].str.contains("access id 5 is not in access.parquet").all()
 
 
-@pytest.mark.parametrize("version", [3, "3.0", True])
-def test_manifest_versions_other_than_1_and_2_are_refused(tmp_path, version):
+@pytest.mark.parametrize("version", [4, "4.0", True])
+def test_manifest_versions_other_than_1_to_3_are_refused(tmp_path, version):
     trace = _cols(tmp_path)
     m = json.loads((trace.path / "manifest.json").read_text())
     assert m["schema_version"] == 2
     m["schema_version"] = version
     (trace.path / "manifest.json").write_text(json.dumps(m))
-    with pytest.raises(TraceFormatError, match="reads major versions 1, 2"):
+    with pytest.raises(TraceFormatError, match="reads major versions 1, 2, 3"):
         kb.Trace.open(trace.path)
 
 

@@ -81,9 +81,17 @@ SEMANTICS = [
     Entry("mixed-dtype-promotion", "semantics", "promote_case", "promote_launch"),
     Entry("reduction-accumulator-types", "semantics", "reduce_case", "reduce_launch"),
     Entry("other-and-masked-stores", "semantics", "masked_case", "masked_launch"),
+    Entry("wide-integers-wrap-divmod-shift-cast", "integers", "wide_case", "wide_launch"),
 ]
 
-ALL = KERNELS + SEMANTICS
+#: 64-bit and small integers in the style of the public libraries (issue 29; the other
+#: kernels of ``kernels/integers.py`` replay in process in ``test_integers.py``)
+INTEGERS = [
+    Entry("cross-entropy-int64-targets-ignore-index", "integers", "cross_entropy_case",
+          "cross_entropy_launch"),
+]
+
+ALL = KERNELS + INTEGERS + SEMANTICS
 
 
 def params(entries: list[Entry]) -> Any:

@@ -95,5 +95,6 @@ def test_unmasked_out_of_bounds_store_names_the_first_bad_index(tmp_path) -> Non
 
 
 def test_unsupported_array_dtype_is_one_line(tmp_path) -> None:
-    with pytest.raises(kb.BadInputError, match="dtype int64, which kernbench's trace format"):
-        kbt.case(out_of_bounds, (1,), np.zeros(8, np.int64), BLOCK=8, outputs=["x_ptr"])
+    with pytest.raises(kb.BadInputError, match="dtype uint16, which kernbench's trace format "
+                                               r"does not hold \(bfloat16 is held as uint16"):
+        kbt.case(out_of_bounds, (1,), np.zeros(8, np.uint16), BLOCK=8, outputs=["x_ptr"])

@@ -239,12 +239,19 @@ def unary(op: Op, x: TensorHandle) -> TensorHandle:
     return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
 
 
-def cast(x: TensorHandle, dtype: Any) -> TensorHandle:
+def cast(x: TensorHandle, dtype: Any, bitcast: bool = False) -> TensorHandle:
+    """``x.to(dtype)``; ``bitcast``: the same bits as ``dtype`` (equal widths only)."""
     ctx = current()
     src = src_here()
     _live(x, src)
     dt = _dtype(dtype, src)
-    return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
+    if not bitcast:
+        return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src, _attrs(dtype=dt.name))
+    if dt.itemsize != x.dtype.itemsize or "bfloat16" in (dt.name, x.dtype.name):
+        raise DtypeError(f"bitcast of {x.dtype.name} to {dt.name} is not supported by "
+                         "kernbench: the widths must be equal and neither bfloat16", src)
+    return _emit(ctx, OP.CAST, (x,), x.shape, dt, (x.numel,), src,
+                 _attrs(bitcast=True, dtype=dt.name))
 
 
 def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kernbench.record.access import AccessWriter
 from kernbench.record.columns import (
@@ -40,7 +41,14 @@ from kernbench.record.columns import (
     used,
 )
 from kernbench.record.commands import Cmd
-from kernbench.schemas.arrow import MANIFEST_VERSION_INDEXED, OPS, SCHEMA_VERSION
+from kernbench.schemas.arrow import (
+    BITCAST_ATTR,
+    MANIFEST_VERSION_INDEXED,
+    MANIFEST_VERSION_WIDE,
+    OPS,
+    SCHEMA_VERSION,
+)
+from kernbench.schemas.dtypes import V3_DTYPES
 from kernbench.trace import writing
 
 BATCH_ROWS = 1 << 14
@@ -67,6 +75,18 @@ _OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
     ("name", "inputs", "output", "num_elements", "nbytes", "flops", "attrs", "src"))
 _OPERAND = attrgetter("operand")
 
+_V3_DTYPES = pa.array(sorted(V3_DTYPES), pa.string())
+
+
+def uses_version_3(inputs: pa.ListArray, output: pa.StructArray, attrs: pa.Array) -> bool:
+    """Whether a batch's rows need trace version 3: an operand of a version-3 dtype or a
+    bitcast (ADR-0580)."""
+    for dts in (inputs.flatten().field("dtype"), output.field("dtype")):
+        if len(dts) and pc.any(pc.is_in(dts, value_set=_V3_DTYPES)).as_py():
+            return True
+    return bool(len(attrs)) and bool(pc.any(pc.match_substring(attrs, BITCAST_ATTR)).as_py())
+
+
 class OpWriter:
     """Collects op rows and writes them to Parquet ``BATCH_ROWS`` at a time.
 
@@ -92,6 +112,8 @@ class OpWriter:
         #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
         #: record/addressing.py sets it for the latter)
         self.indexed = False
+        #: True once a row needs version 3 (an operand of a version-3 dtype, or a bitcast)
+        self.wide = False
         self._pq = writing.open_writer(self.path, OPS, "ops", memory_pool=POOL)
 
     def _reset_columns(self) -> None:
@@ -180,6 +202,8 @@ class OpWriter:
             array(depth.astype(np.int16)),
             array(self._attrs, pa.string()), dictionary(self._src),
         ]
+        if not self.wide:
+            self.wide = uses_version_3(inputs_arr, out_struct, arrays[OPS.names.index("attrs")])
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
         self._writing = self._pool.submit(self._pq.write_batch, batch)  # next batch records
@@ -197,7 +221,10 @@ class OpWriter:
 
     @property
     def schema_version(self) -> int:
-        """The manifest's schema_version: 2 when the trace uses indexed memory, else 1."""
+        """The manifest's schema_version: 3 when the trace holds a version-3 dtype or a
+        bitcast, else 2 when it uses indexed memory, else 1."""
+        if self.wide:
+            return MANIFEST_VERSION_WIDE
         return MANIFEST_VERSION_INDEXED if self.indexed or self.access.used else SCHEMA_VERSION
 
     def close(self) -> None:

@@ -69,12 +69,17 @@ def _bind_elementwise(op: Op, n_in: tuple[int, ...], n_args: int) -> Bind:
 
 
 def _bind_convert(name: str) -> Bind:
-    """cast, dma_write: the value itself; the engine's write converts it to the output dtype."""
+    """cast, dma_write: the value itself; the engine's write converts it to the output dtype.
+    A bitcast (``attrs["bitcast"]``) is the input's bytes read as the output dtype."""
     def bind(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
         o = arity(ins, out, (1,), name)
         if numel(ins[0]) != numel(o):
             need(False, f"{name} of {list(ins[0].shape)} writes {list(o.shape)}")
         v = _view(ins[0])
+        if attrs.get("bitcast"):
+            need(ins[0].nbytes == o.nbytes, f"bitcast of {ins[0].dtype} to {o.dtype} changes "
+                 "the bit width")
+            return partial(_reinterpret, v, NP_DTYPES[o.dtype], o.shape)
         return partial(same, v) if ins[0].shape == o.shape else partial(v.reshape, o.shape)
 
     return bind

@@ -43,6 +43,7 @@ TOLERANCES: dict[str, Tolerance] = {
     "bfloat16": Tolerance(rtol=1.6e-2, atol=2.0**-7),  # one bf16 ulp at the output scale
     "int32": Tolerance(0.0, 0.0),
     "int8": Tolerance(0.0, 0.0),
+    **{name: Tolerance(0.0, 0.0) for name in ("int64", "uint32", "uint8", "int16")},
     "bool": Tolerance(0.0, 0.0),
 }
 
@@ -188,6 +189,8 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
         out.update(atol_scale=1.0, ok=True, max_abs_err=0.0, max_rel_err=0.0, mismatches=0)
         return out
     a_flat, e_flat = actual.reshape(-1), expected.reshape(-1)
+    ints = actual.dtype.kind in "iu" and expected.dtype.kind in "iu"
+    exact = ints and not (tol.atol or tol.rtol)
     with np.errstate(all="ignore"):
         scale = 1.0
         for lo in range(0, e_flat.size, _CHUNK):  # the output's scale first, then the errors
@@ -199,10 +202,12 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
             a = a_flat[lo:lo + _CHUNK].astype(np.float64)
             e = e_flat[lo:lo + _CHUNK].astype(np.float64)
             same = (a == e) | (np.isnan(a) & np.isnan(e))
+            if exact:  # integers as they are: float64 rounds int64 above 2**53
+                same = a_flat[lo:lo + _CHUNK] == e_flat[lo:lo + _CHUNK]
             err = np.where(same, 0.0, np.abs(a - e))
             err = np.where(np.isnan(err), np.inf, err)
             rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
-            bad = ~same & ~(err <= tol.atol * scale + tol.rtol * np.abs(e))
+            bad = ~same if exact else ~same & ~(err <= tol.atol * scale + tol.rtol * np.abs(e))
             n_bad += int(np.count_nonzero(bad))
             max_abs, max_rel = max(max_abs, float(err.max())), max(max_rel, float(rel.max()))
             if first is None and bad.any():

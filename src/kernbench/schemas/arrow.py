@@ -14,9 +14,14 @@ import pyarrow as pa
 SCHEMA_VERSION = 1
 SUPPORTED_MAJOR = 1
 #: the manifest's ``schema_version``: 1, or 2 when the trace uses indexed memory (an
-#: ``access.parquet``, or an op of ``ops.VERSION_2``); readers accept both (docs/trace-format)
+#: ``access.parquet``, or an op of ``ops.VERSION_2``), or 3 when it holds an operand of a
+#: version-3 dtype (``dtypes.V3_DTYPES``: int64, uint32 ...) or a bitcast (ADR-0580); readers
+#: accept all three (docs/trace-format)
 MANIFEST_VERSION_INDEXED = 2
-MANIFEST_MAJORS = (1, 2)
+MANIFEST_VERSION_WIDE = 3
+MANIFEST_MAJORS = (1, 2, 3)
+#: the attrs of a bitcast ``cast`` row contain this (canonical JSON: sorted keys, no spaces)
+BITCAST_ATTR = '"bitcast":true'
 META_KEY = b"kernbench"
 
 _dict_str = pa.dictionary(pa.int32(), pa.string())

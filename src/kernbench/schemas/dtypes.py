@@ -48,11 +48,29 @@ bfloat16 = DType("bfloat16", None, np.uint16)
 int32 = DType("int32", np.int32)
 int8 = DType("int8", np.int8)
 bool_ = DType("bool", np.bool_)
+# the integer types of trace version 3 (``V3_DTYPES``, ADR-0580): Triton's int64 indices and
+# targets, uint32 keys. uint16 is not one: bfloat16 is held as uint16 bits, and replay knows a
+# bf16 operand by that storage (ADR-0581).
+int64 = DType("int64", np.int64)
+int16 = DType("int16", np.int16)
+uint8 = DType("uint8", np.uint8)
+uint32 = DType("uint32", np.uint32)
 
-DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_)}
+DTYPES: dict[str, DType] = {d.name: d for d in (float32, float16, bfloat16, int32, int8, bool_,
+                                                int64, int16, uint8, uint32)}
+#: the dtypes a trace of schema version 3 introduced; a trace that holds none of them (and no
+#: bitcast) is written as before, at version 1 or 2
+V3_DTYPES = frozenset({"int64", "int16", "uint8", "uint32"})
+#: dtypes Triton has that the trace format refuses, and why (the refusal messages say it)
+WHY_NOT = {"uint16": "bfloat16 is held as uint16 bits, so replay cannot tell a uint16 from it",
+           "uint64": "kernbench's trace format holds integers up to int64",
+           "float64": "kernbench computes in float32 at most"}
 
-#: promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32)
-RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+#: promotion order for mixed elementwise operands (numpy-like, bf16/f16 -> f32); the integers
+#: of version 3 rank below the floats only: two integers of which one is a version-3 type
+#: promote by C's rules (``schemas/policy.py``'s ``integer_promote``)
+RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4,
+        "uint8": 1, "int16": 2, "uint32": 2, "int64": 2}
 
 
 def by_name(name: str | DType) -> DType:
@@ -72,6 +90,8 @@ def promote_names(a: str, b: str) -> str:
         return a
     ra, rb = RANK[a], RANK[b]
     if ra == rb:  # bfloat16 with float16
+        if not (DTYPES[a].is_float and DTYPES[b].is_float):
+            raise KeyError(f"{a} and {b} promote by C's integer rules (policy.integer_promote)")
         return "float32"
     return a if ra > rb else b
 

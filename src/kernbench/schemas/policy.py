@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.schemas.dtypes import by_name, promote_names
+from kernbench.schemas.dtypes import V3_DTYPES, by_name, promote_names
 
 __all__ = ["KERNBENCH", "TRITON", "Policy", "PromotionError", "axis_of", "c_floordiv",
            "c_mod", "kind_of", "np_dtype", "wrap_cast"]
@@ -130,10 +130,18 @@ def _kb_operands(operands: Sequence[tuple[str, bool]], divides: bool) -> str:
         raise PromotionError("an op of scalars only needs no kernel op")
     dt = tensors[0]
     for n in tensors[1:]:
-        dt = promote_names(dt, n)
+        dt = _kb_pair(dt, n)
     if kind_of(dt) != "f" and any(s and kind_of(n) == "f" for n, s in operands):
         return "float32"
     return dt
+
+
+def _kb_pair(a: str, b: str) -> str:
+    """The trace format's promotion of two tensor dtypes: by rank, except two integers of
+    which one is a version-3 type (int64, uint32 ...), which promote as C's (ADR-0580)."""
+    if a != b and "f" not in (kind_of(a), kind_of(b)) and (a in V3_DTYPES or b in V3_DTYPES):
+        return integer_promote(a, b)
+    return promote_names(a, b)
 
 
 def integer_promote(a: str, b: str) -> str:

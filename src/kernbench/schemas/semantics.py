@@ -194,7 +194,9 @@ def _name(v: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Cast:
-    """``x.to(attrs["dtype"])``: same shape; the policy's store conversion."""
+    """``x.to(attrs["dtype"])``: same shape; the policy's store conversion, or with
+    ``attrs["bitcast"]`` the same bits read as the new dtype (equal widths, checked when
+    recorded)."""
 
     name: str
 
@@ -203,6 +205,8 @@ class Cast:
         return _shape0(shapes, self.name), str(attrs["dtype"])
 
     def evaluator(self, attrs: Mapping[str, Any], policy: Policy) -> Fn:
+        if attrs.get("bitcast"):
+            return partial(_bitcast, np_dtype(str(attrs["dtype"])))
         return partial(_cast, policy.store, np_dtype(str(attrs["dtype"])))
 
     def evaluate(self, arrays: Sequence[Any], attrs: Mapping[str, Any], policy: Policy
@@ -213,6 +217,14 @@ class Cast:
 def _cast(store: Callable[[np.ndarray, np.dtype], np.ndarray], dt: np.dtype, v: Any
           ) -> np.ndarray:
     return store(np.asarray(v), dt)
+
+
+def _bitcast(dt: np.dtype, v: Any) -> np.ndarray:
+    """The bits of ``v`` as ``dt`` (a ValueError when the widths differ)."""
+    v = np.ascontiguousarray(v)
+    if v.dtype.itemsize != dt.itemsize:
+        raise ValueError(f"bitcast of {v.dtype} to {dt} changes the bit width")
+    return v.view(dt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.arrow import BITCAST_ATTR
+from kernbench.schemas.dtypes import DTYPES, V3_DTYPES
 from kernbench.schemas.ops import OPS, Family, Op
 
 INPUT = "input"
@@ -78,7 +79,7 @@ FIELDS: dict[Family, dict[str, str]] = {
     Family.SOFTMAX: {"axis": "axis"},
     Family.DOT: {"a_cols": "pair"},
     Family.BROADCAST: {"shape": "ints"},
-    Family.CAST: {"dtype": "dtype"},
+    Family.CAST: {"dtype": "dtype", "bitcast": "bool"},
     Family.BINARY: _ELEMENTWISE, Family.TERNARY: _ELEMENTWISE, Family.WHERE: _ELEMENTWISE,
     Family.UNARY: _ELEMENTWISE,
     Family.SCOPE: {"lo": "offset", "hi": "offset"},
@@ -162,7 +163,19 @@ _V2_NAMES = sorted(op.value for op, spec in OPS.items() if spec.family in V2_FAM
 
 
 def version_findings(df: pl.DataFrame, major: int, indexed: pl.Expr, found) -> None:
-    """A version-1 manifest over version-2 rows (indexed memory): the rows it cannot hold."""
+    """A manifest version below the rows it holds: version-2 rows (indexed memory) in a
+    version-1 trace, version-3 rows (a dtype of ``V3_DTYPES`` or a bitcast) below 3."""
+    if major < 3:  # explode, not list.eval: this runs on every batch of an older trace
+        ins = df.select("row", o=pl.col("inputs")).explode("o")
+        dts = pl.concat([ins.select("row", dt=pl.col("o").struct.field("dtype")),
+                         df.select("row", dt=pl.col("output").struct.field("dtype"))])
+        wide = dts.filter(pl.col("dt").is_in(sorted(V3_DTYPES)))["row"].to_list()
+        uses = pl.col("row").is_in(wide) | pl.col("attrs").str.contains(
+            BITCAST_ATTR, literal=True).fill_null(False)
+        found.add("schema", df.filter(uses), pl.format(
+            "op {} ({}) holds an int64/uint32/uint8/int16 operand or a bitcast, a version-3 row "
+            "in a trace whose manifest says schema_version {}", "op_id", "name", pl.lit(major)),
+            "row")
     if major >= 2:
         return
     hits = df.filter(pl.col("name").is_in(_V2_NAMES) | indexed)

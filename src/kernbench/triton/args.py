@@ -48,8 +48,10 @@ def kb_dtype_name(name: str, arr: np.ndarray) -> str:
     dt = kb_dtypes.DTYPES.get(arr.dtype.name)  # by name first: bfloat16's ``np`` is lazy
     if dt is not None and dt.np == arr.dtype:
         return dt.name
+    why = kb_dtypes.WHY_NOT.get(arr.dtype.name)
     raise BadInputError(f"argument {name} has dtype {arr.dtype}, which kernbench's trace "
-                        f"format does not hold (supported: {', '.join(kb_dtypes.DTYPES)})")
+                        f"format does not hold ({why + '; ' if why else ''}supported: "
+                        f"{', '.join(kb_dtypes.DTYPES)})")
 
 
 @dataclass

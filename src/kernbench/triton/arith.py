@@ -126,7 +126,8 @@ def invert(x: Any) -> tensor:
         return concrete(np.invert(x.value), x.dtype)
     if x.dtype.is_bool():
         return data.binary("eq", x, False, x.dtype, d.int1, src)
-    return data.binary("xor", x, -1, x.dtype, x.dtype, src)
+    ones = -1 if x.dtype.is_int_signed() else x.dtype.get_int_max_value()  # every bit set
+    return data.binary("xor", x, ones, x.dtype, x.dtype, src)
 
 
 def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
@@ -145,9 +146,7 @@ def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
         return x
     if x.kind == CONCRETE:
         return concrete(x.value.view(t.np) if bitcast else d.cast(x.value, t), t)
-    if bitcast:
-        raise KernelError("bitcast of loaded data is not supported by kernbench", src)
-    return data.cast(x, t, src)
+    return data.cast(x, t, src, bitcast)
 
 
 def where(cond: Any, x: Any, y: Any) -> tensor:

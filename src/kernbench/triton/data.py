@@ -145,8 +145,8 @@ def _name(v: np.ndarray) -> str:
     return "bfloat16" if v.dtype.kind == "V" else str(v.dtype)
 
 
-def cast(x: tensor, t: dtype, src: str) -> tensor:
-    return symbolic(sem.cast(x.value, d.to_kb(t)), t)
+def cast(x: tensor, t: dtype, src: str, bitcast: bool = False) -> tensor:
+    return symbolic(sem.cast(x.value, d.to_kb(t), bitcast), t)
 
 
 def row_major(h: TensorHandle) -> TensorHandle:

@@ -252,8 +252,10 @@ def to_kb(dt: dtype, what: str = "data") -> DType:
     name = _KB_NAME.get(dt.name, dt.name)
     kb = kb_dtypes.DTYPES.get(name)
     if kb is None:
+        why = kb_dtypes.WHY_NOT.get(name)
         raise DtypeError(f"{what} of dtype tl.{dt.name} is not supported by kernbench's trace "
-                         f"format (supported: {', '.join(sorted(kb_dtypes.DTYPES))})", src_here())
+                         f"format ({why + '; ' if why else ''}supported: "
+                         f"{', '.join(sorted(kb_dtypes.DTYPES))})", src_here())
     return kb
 
 
