@@ -31,9 +31,8 @@ def _dt(x: Any) -> tuple[dtype, bool]:
 
 def values(x: Any, t: dtype) -> np.ndarray:
     """Concrete values of ``x`` (a concrete tensor or a scalar) in dtype ``t``."""
-    if type(x) is tensor:
-        return d.cast(x.value, t)
-    return d.cast(np.asarray(x), t)
+    v = x.value if type(x) is tensor else np.asarray(x)
+    return v if v.dtype == t.np else d.cast(v, t)
 
 
 #: (op, a dtype, a is a scalar, b dtype, b is a scalar) -> (computation, result) dtypes
