@@ -329,13 +329,13 @@ _SEMS: dict[str, Elementwise] = {}
 
 
 def _sem(op: str) -> Elementwise:
-    s = _SEMS.get(op)
-    if s is None:
+    got = _SEMS.get(op)
+    if got is None:
         s = OPS[Op(op)].sem
         if not isinstance(s, Elementwise):  # pragma: no cover - the front end names table ops
             raise PromotionError(f"{op} is not an elementwise op")
-        _SEMS[op] = s
-    return s
+        got = _SEMS[op] = s
+    return got
 
 
 def result_types(op: str, a: dtype, a_scalar: bool, b: dtype, b_scalar: bool
