@@ -92,8 +92,7 @@ def _offset(p: tensor, k: Any, src: str) -> tensor:
     if type(k) is tensor and k.kind == SYMBOLIC or type(p.value) is not np.ndarray:
         return data.symbolic_offsets(p, k, src)
     kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
-    with np.errstate(all="ignore"):
-        offs = np.add(p.value, kv)
+    offs = np.add(p.value, kv)  # int64 arrays wrap silently
     return pointer(p.base, offs, elem)  # type: ignore[arg-type]
 
 

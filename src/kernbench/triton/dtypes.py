@@ -346,15 +346,20 @@ def result_types(op: str, a: dtype, a_scalar: bool, b: dtype, b_scalar: bool
 
 
 #: each op's evaluator under the ``TRITON`` policy (an elementwise evaluator reads no attrs)
-_EVALUATORS: dict[str, Any] = {}
+_EVALUATORS: dict[str, tuple[Any, bool]] = {}
 
 
 def evaluate(op: str, a: np.ndarray, b: np.ndarray, t: dtype, out: dtype) -> np.ndarray:
     """``a op b`` on concrete values already cast to ``t``, wrapping fixed-width integers
     (an integer ``//`` or ``%`` by zero is a ZeroDivisionError, as Triton)."""
-    fn = _EVALUATORS.get(op)
-    if fn is None:
-        fn = _EVALUATORS[op] = _sem(op).evaluator({}, TRITON)
-    with np.errstate(all="ignore"):
+    got = _EVALUATORS.get(op)
+    if got is None:
+        s = _sem(op)
+        got = _EVALUATORS[op] = (s.evaluator({}, TRITON), s.divides)
+    fn, divides = got
+    if t.is_int() and not divides:  # integer ufuncs on arrays wrap silently: no errstate
         r = np.asarray(fn(a, b))
+    else:
+        with np.errstate(all="ignore"):
+            r = np.asarray(fn(a, b))
     return r if r.dtype == out.np else cast(r, out)
