@@ -61,13 +61,54 @@ def binary(op: str, a: Any, b: Any) -> tensor:
     a, b = operand(a, src), operand(b, src)
     if (type(a) is tensor and a.kind == POINTER) or (type(b) is tensor and b.kind == POINTER):
         return _pointer_arith(op, a, b, src)
+    if (type(a) is not tensor or a.kind == CONCRETE) and (
+            type(b) is not tensor or b.kind == CONCRETE):
+        return _concrete_binary(op, a, b, src)
     t, out = types(op, a, b, src)
-    if all(type(x) is not tensor or x.kind == CONCRETE for x in (a, b)):
-        try:
-            return concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
-        except ZeroDivisionError as exc:
-            raise KernelError(f"{exc} in concrete index arithmetic", src) from None
     return data.binary(op, a, b, t, out, src)
+
+
+#: concrete results by (op, operand keys): every program of a launch computes the same index
+#: arithmetic (``offs_k < K - k * BLOCK_K`` in each loop step of each program), so it is
+#: computed once; bounded (cleared when full), arrays of at most ``MEMO_ELEMENTS``; the
+#: arrays are read only, shared by every value holding them. ``MEMO`` False: no memo.
+_MEMO: dict[tuple, tuple[np.ndarray, dtype]] = {}
+MEMO = True
+MEMO_LIMIT = 4096
+MEMO_ELEMENTS = 1 << 14
+
+
+def _key(x: Any) -> tuple | None:
+    """A hashable key telling apart every operand that could compute differently (the
+    Python type of a scalar, a float's sign of zero) or None: not memoised."""
+    if type(x) is tensor:
+        v = x.value
+        if v.size > MEMO_ELEMENTS:
+            return None
+        return (x.dtype, v.shape, v.dtype.str, v.tobytes())
+    return (type(x), x.hex() if type(x) is float else x)
+
+
+def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
+    key = None
+    if MEMO:
+        ka, kb = _key(a), _key(b)
+        if ka is not None and kb is not None:
+            key = (op, ka, kb)
+            got = _MEMO.get(key)
+            if got is not None:
+                return tensor(CONCRETE, got[1], got[0].shape, got[0])
+    t, out = types(op, a, b, src)
+    try:
+        r = concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
+    except ZeroDivisionError as exc:
+        raise KernelError(f"{exc} in concrete index arithmetic", src) from None
+    if key is not None:
+        if len(_MEMO) >= MEMO_LIMIT:
+            _MEMO.clear()
+        r.value.flags.writeable = False
+        _MEMO[key] = (r.value, out)
+    return r
 
 
 def _pointer_arith(op: str, a: Any, b: Any, src: str) -> tensor:
