@@ -89,14 +89,24 @@ def test_caches_off_cold_and_warm_record_the_same_bytes(uncached, tmp_path,
     assert (len(addressing._PLANS), len(arith._MEMO)) == (plans, memo)
 
 
-def test_caches_cleared_when_full_still_record_the_same_bytes(uncached, tmp_path,
-                                                              monkeypatch) -> None:
+@pytest.mark.parametrize("limit", ["entries", "bytes"])
+def test_caches_cleared_when_full_still_record_the_same_bytes(uncached, tmp_path, monkeypatch,
+                                                              limit: str) -> None:
     monkeypatch.setattr(addressing, "_PLANS", {})
-    monkeypatch.setattr(addressing, "PLAN_LIMIT", 2)
     monkeypatch.setattr(arith, "_MEMO", {})
-    monkeypatch.setattr(arith, "MEMO_LIMIT", 3)
+    if limit == "entries":
+        monkeypatch.setattr(addressing, "PLAN_LIMIT", 2)
+        monkeypatch.setattr(arith, "MEMO_LIMIT", 3)
+    else:  # 600 bytes: one 32-element plan (256 bytes of offsets, its mask, its stored)
+        monkeypatch.setattr(addressing, "PLAN_BYTES", 600)
+        monkeypatch.setattr(arith, "MEMO_BYTES", 600)
+        monkeypatch.setattr(addressing, "_held", [0])
+        monkeypatch.setattr(arith, "_held", [0])
     assert _record(tmp_path, "small") == uncached
-    assert len(addressing._PLANS) <= 2 and len(arith._MEMO) <= 3
+    if limit == "entries":
+        assert 0 < len(addressing._PLANS) <= 2 and 0 < len(arith._MEMO) <= 3
+    else:
+        assert 0 < addressing._held[0] <= 600 and 0 < arith._held[0] <= 600
 
 
 def test_the_recorded_kernel_replays_to_the_numpy_reference(tmp_path) -> None:

@@ -108,11 +108,23 @@ class Plan:
 
 
 #: plans by (tile shape, relative offsets, mask, itemsize, burst bytes); bounded by
-#: ``PLAN_LIMIT`` (cleared when full: gathers at arbitrary offsets never repeat). ``CACHE``
-#: False computes every plan afresh (the byte-identity tests compare both ways).
+#: ``PLAN_LIMIT`` and ``PLAN_BYTES`` (cleared when full: gathers at arbitrary offsets never
+#: repeat). ``CACHE`` False computes every plan afresh (the byte-identity tests compare both
+#: ways).
 _PLANS: dict[tuple, Plan] = {}
-PLAN_LIMIT = 512
 CACHE = True
+PLAN_LIMIT = 512
+PLAN_BYTES = 32 << 20  # and at most this many bytes of keys and stored offsets
+_held = [0]
+
+
+def _keep(key: tuple, plan: Plan, nbytes: int) -> None:
+    nbytes += 0 if plan.stored is None else plan.stored.nbytes
+    if len(_PLANS) >= PLAN_LIMIT or _held[0] + nbytes > PLAN_BYTES:
+        _PLANS.clear()
+        _held[0] = 0
+    _PLANS[key] = plan
+    _held[0] += nbytes
 
 
 def _new_plan(rel: np.ndarray, m: np.ndarray | None, isz: int, burst: int) -> Plan:
@@ -146,9 +158,8 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
         key = (offs.shape, rel.tobytes(), None if m is None else m.tobytes(), isz, burst)
         plan = _PLANS.get(key)
         if plan is None:
-            if len(_PLANS) >= PLAN_LIMIT:
-                _PLANS.clear()
-            plan = _PLANS[key] = _new_plan(rel, m, isz, burst)
+            plan = _new_plan(rel, m, isz, burst)
+            _keep(key, plan, len(key[1]) + (offs.size if m is not None else 0))
     else:
         plan = _new_plan(rel, m, isz, burst)
     hbm = _hbm(t, t.addr + lo * isz, offs.shape, src)

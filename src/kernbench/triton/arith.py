@@ -70,12 +70,19 @@ def binary(op: str, a: Any, b: Any) -> tensor:
 
 #: concrete results by (op, operand keys): every program of a launch computes the same index
 #: arithmetic (``offs_k < K - k * BLOCK_K`` in each loop step of each program), so it is
-#: computed once; bounded (cleared when full), arrays of at most ``MEMO_ELEMENTS``; the
-#: arrays are read only, shared by every value holding them. ``MEMO`` False: no memo.
+#: computed once; bounded (cleared when full: ``MEMO_LIMIT`` entries, ``MEMO_BYTES``), arrays
+#: of at most ``MEMO_ELEMENTS``; the arrays are read only, shared by every value holding
+#: them. ``MEMO`` False: no memo.
 _MEMO: dict[tuple, tuple[np.ndarray, dtype]] = {}
 MEMO = True
 MEMO_LIMIT = 4096
 MEMO_ELEMENTS = 1 << 14
+MEMO_BYTES = 32 << 20  # and at most this many bytes of keys and results
+_held = [0]
+
+
+def _nbytes(key: tuple) -> int:
+    return sum(len(k[-1]) for k in key[1:] if type(k[-1]) is bytes)
 
 
 def _key(x: Any) -> tuple | None:
@@ -104,10 +111,13 @@ def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
     except ZeroDivisionError as exc:
         raise KernelError(f"{exc} in concrete index arithmetic", src) from None
     if key is not None:
-        if len(_MEMO) >= MEMO_LIMIT:
+        nbytes = _nbytes(key) + r.value.nbytes
+        if len(_MEMO) >= MEMO_LIMIT or _held[0] + nbytes > MEMO_BYTES:
             _MEMO.clear()
+            _held[0] = 0
         r.value.flags.writeable = False
         _MEMO[key] = (r.value, out)
+        _held[0] += nbytes
     return r
 
 
