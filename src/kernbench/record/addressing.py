@@ -10,6 +10,7 @@ are the contiguous row-major tile and whose mask is all true writes exactly the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -92,42 +93,101 @@ def _contiguous(shape: tuple[int, ...], strides: list[int]) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How an access at concrete offsets moves, relative to its lowest moved offset: the
+    same for every access whose relative offsets and mask agree (programs 2..P of a launch,
+    iterations of a loop advancing a pointer block), so it is computed once (``_PLANS``)."""
+
+    contiguous: bool  # the plain row-major tile, all moved: the row carries no attrs
+    strides: list[int] | None  # an affine tile's strides, else None
+    base: int  # an affine tile's first relative offset
+    stored: np.ndarray | None  # a non-affine tile's relative offsets (masked-off are 0)
+    n: int  # elements moved
+    work: tuple[int, ...]  # ``ix.dma_work`` of the moved elements
+
+
+#: plans by (tile shape, relative offsets, mask, itemsize, burst bytes); bounded by
+#: ``PLAN_LIMIT`` and ``PLAN_BYTES`` (cleared when full: gathers at arbitrary offsets never
+#: repeat). ``CACHE`` False computes every plan afresh (the byte-identity tests compare both
+#: ways).
+_PLANS: dict[tuple, Plan] = {}
+CACHE = True
+PLAN_LIMIT = 512
+PLAN_BYTES = 32 << 20  # and at most this many bytes of keys and stored offsets
+_held = [0]
+
+
+def _keep(key: tuple, plan: Plan, nbytes: int) -> None:
+    nbytes += 0 if plan.stored is None else plan.stored.nbytes
+    if len(_PLANS) >= PLAN_LIMIT or _held[0] + nbytes > PLAN_BYTES:
+        _PLANS.clear()
+        _held[0] = 0
+    _PLANS[key] = plan
+    _held[0] += nbytes
+
+
+def _new_plan(rel: np.ndarray, m: np.ndarray | None, isz: int, burst: int) -> Plan:
+    flat = rel.reshape(-1)
+    moved = flat if m is None else flat[m.reshape(-1)]
+    work = ix.dma_work(moved, isz, burst)
+    aff = ix.affine(rel)
+    if aff is None:
+        stored = rel if m is None else np.where(m, rel, 0)
+        stored.flags.writeable = False
+        return Plan(False, None, 0, stored, len(moved), work)
+    base, strides = aff
+    contiguous = m is None and base == 0 and _contiguous(rel.shape, strides)
+    return Plan(contiguous, strides, base, None, len(moved), work)
+
+
 def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | None,
-          what: str, src: str) -> tuple[TensorHandle, dict[str, Any], np.ndarray]:
-    """(HBM operand, attrs, moved relative offsets) of an access at concrete ``offs``;
-    attrs empty when it is the plain contiguous tile. BoundsError for a masked-in offset
-    outside the tensor."""
+          what: str, src: str) -> tuple[TensorHandle, dict[str, Any], Plan]:
+    """(HBM operand, attrs, plan) of an access at concrete ``offs``; attrs empty when it is
+    the plain contiguous tile. BoundsError for a masked-in offset outside the tensor."""
     flat = offs.reshape(-1)
     sel = flat if m is None else flat[m.reshape(-1)]
     lo = 0
     if sel.size:
-        bad = (sel < 0) | (sel >= t.numel)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            pos = k if m is None else int(np.flatnonzero(m.reshape(-1))[k])
-            at = tuple(int(i) for i in np.unravel_index(pos, offs.shape))
-            raise BoundsError(f"{what} of {t.name!r}: offset {int(sel[k])} at tile index "
-                              f"{list(at)} is outside tensor {t.name!r} ({t.numel} elements, "
-                              f"shape {list(t.shape)})", src)
-        lo = int(sel.min())
-    rel = offs - lo
-    attrs: dict[str, Any] = {}
-    aff = ix.affine(rel)
-    writer = ctx.driver.writer  # type: ignore[attr-defined]
-    if aff is not None:
-        base, strides = aff
-        if m is None and base == 0 and _contiguous(offs.shape, strides):
-            return _hbm(t, t.addr + lo * t.dtype.itemsize, offs.shape, src), attrs, sel - lo
-        attrs["strides"] = strides
-        if base:
-            attrs["base"] = base
+        lo, hi = int(sel.min()), int(sel.max())
+        if lo < 0 or hi >= t.numel:
+            _out_of_bounds(t, offs, m, sel, what, src)
+    rel = offs - lo  # a new array: a cached plan never shares the caller's
+    isz, burst = t.dtype.itemsize, ctx.hw.dma_burst_bytes
+    if CACHE:
+        key = (offs.shape, rel.tobytes(), None if m is None else m.tobytes(), isz, burst)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _new_plan(rel, m, isz, burst)
+            _keep(key, plan, len(key[1]) + (offs.size if m is not None else 0))
     else:
-        stored = rel if m is None else np.where(m, rel, 0)
-        attrs["access"] = writer.access.add("offsets", stored)
+        plan = _new_plan(rel, m, isz, burst)
+    hbm = _hbm(t, t.addr + lo * isz, offs.shape, src)
+    attrs: dict[str, Any] = {}
+    if plan.contiguous:
+        return hbm, attrs, plan
+    writer = ctx.driver.writer  # type: ignore[attr-defined]
+    if plan.strides is not None:
+        attrs["strides"] = list(plan.strides)
+        if plan.base:
+            attrs["base"] = plan.base
+    else:
+        attrs["access"] = writer.access.add("offsets", plan.stored)
     if m is not None:
         attrs["mask"] = writer.access.add("mask", m)
     writer.indexed = True
-    return _hbm(t, t.addr + lo * t.dtype.itemsize, offs.shape, src), attrs, sel - lo
+    return hbm, attrs, plan
+
+
+def _out_of_bounds(t: HbmTensor, offs: np.ndarray, m: np.ndarray | None, sel: np.ndarray,
+                   what: str, src: str) -> None:
+    bad = (sel < 0) | (sel >= t.numel)
+    k = int(np.flatnonzero(bad)[0])
+    pos = k if m is None else int(np.flatnonzero(m.reshape(-1))[k])
+    at = tuple(int(i) for i in np.unravel_index(pos, offs.shape))
+    raise BoundsError(f"{what} of {t.name!r}: offset {int(sel[k])} at tile index "
+                      f"{list(at)} is outside tensor {t.name!r} ({t.numel} elements, "
+                      f"shape {list(t.shape)})", src)
 
 
 def _value(ctx: KernelContext, value: Any, shape: tuple[int, ...], t: HbmTensor, what: str,
@@ -180,14 +240,13 @@ def load_indexed(tensor: HbmTensor, offsets: np.ndarray, mask: Mask = None,
     if isinstance(mask, TensorHandle):  # which elements move is known in Phase 2 only
         return gather(t, _const_offsets(offs, "load_indexed", src), mask, other, src=src)
     m = _mask(mask, offs.shape, "load_indexed", src)
-    hbm, attrs, moved = _plan(ctx, t, offs, m, "load_indexed", src)
+    hbm, attrs, plan = _plan(ctx, t, offs, m, "load_indexed", src)
     if other is not None and m is not None:
         attrs["other"] = _scalar(other, "load_indexed other", src)
     dt, shape = t.dtype, offs.shape
     dst = TensorHandle(ctx.scratch.alloc(hbm.nbytes, ctx.scope, src), shape, dt)
-    n = len(moved)
-    work = ix.dma_work(moved, dt.itemsize, ctx.hw.dma_burst_bytes) if attrs else (n * dt.itemsize,)
-    _issue(ctx, Cmd(OP.DMA_READ, (hbm,), dst, n, n * dt.itemsize, work, src, 0,
+    n = plan.n
+    _issue(ctx, Cmd(OP.DMA_READ, (hbm,), dst, n, n * dt.itemsize, plan.work, src, 0,
                     _attrs(**attrs) if attrs else "{}"))
     return dst
 
@@ -202,11 +261,10 @@ def store_indexed(tensor: HbmTensor, offsets: np.ndarray, value: TensorHandle | 
     if isinstance(mask, TensorHandle):
         return scatter(t, _const_offsets(offs, "store_indexed", src), value, mask, src=src)
     m = _mask(mask, offs.shape, "store_indexed", src)
-    hbm, attrs, moved = _plan(ctx, t, offs, m, "store_indexed", src)
+    hbm, attrs, plan = _plan(ctx, t, offs, m, "store_indexed", src)
     v = _value(ctx, value, offs.shape, t, "store_indexed", src)
-    isz, n = t.dtype.itemsize, len(moved)
-    work = ix.dma_work(moved, isz, ctx.hw.dma_burst_bytes) if attrs else (n * isz,)
-    _issue(ctx, Cmd(OP.DMA_WRITE, (v,), hbm, n, n * isz, work, src, 0,
+    isz, n = t.dtype.itemsize, plan.n
+    _issue(ctx, Cmd(OP.DMA_WRITE, (v,), hbm, n, n * isz, plan.work, src, 0,
                     _attrs(**attrs) if attrs else "{}"))
     return None
 
@@ -290,11 +348,10 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
     else:
         shape = offs.shape
         m = _mask(mask, shape, what, src)
-        hbm, attrs, moved = _plan(ctx, t, offs, m, what, src)
+        hbm, attrs, plan = _plan(ctx, t, offs, m, what, src)
         if not attrs:
-            attrs["strides"] = ix.affine(offs - offs.reshape(-1)[0])[1]  # type: ignore[index]
-        idx, n = [], len(moved)
-        work = ix.dma_work(moved, isz, ctx.hw.dma_burst_bytes)
+            attrs["strides"] = list(plan.strides)  # type: ignore[arg-type]
+        idx, n, work = [], plan.n, plan.work
     ins: list[TensorHandle] = [hbm]
     if isinstance(value, TensorHandle):
         ins.append(_value(ctx, value, shape, t, what, src))

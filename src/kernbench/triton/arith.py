@@ -31,9 +31,8 @@ def _dt(x: Any) -> tuple[dtype, bool]:
 
 def values(x: Any, t: dtype) -> np.ndarray:
     """Concrete values of ``x`` (a concrete tensor or a scalar) in dtype ``t``."""
-    if type(x) is tensor:
-        return d.cast(x.value, t)
-    return d.cast(np.asarray(x), t)
+    v = x.value if type(x) is tensor else np.asarray(x)
+    return v if v.dtype == t.np else d.cast(v, t)
 
 
 #: (op, a dtype, a is a scalar, b dtype, b is a scalar) -> (computation, result) dtypes
@@ -62,13 +61,64 @@ def binary(op: str, a: Any, b: Any) -> tensor:
     a, b = operand(a, src), operand(b, src)
     if (type(a) is tensor and a.kind == POINTER) or (type(b) is tensor and b.kind == POINTER):
         return _pointer_arith(op, a, b, src)
+    if (type(a) is not tensor or a.kind == CONCRETE) and (
+            type(b) is not tensor or b.kind == CONCRETE):
+        return _concrete_binary(op, a, b, src)
     t, out = types(op, a, b, src)
-    if all(type(x) is not tensor or x.kind == CONCRETE for x in (a, b)):
-        try:
-            return concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
-        except ZeroDivisionError as exc:
-            raise KernelError(f"{exc} in concrete index arithmetic", src) from None
     return data.binary(op, a, b, t, out, src)
+
+
+#: concrete results by (op, operand keys): every program of a launch computes the same index
+#: arithmetic (``offs_k < K - k * BLOCK_K`` in each loop step of each program), so it is
+#: computed once; bounded (cleared when full: ``MEMO_LIMIT`` entries, ``MEMO_BYTES``), arrays
+#: of at most ``MEMO_ELEMENTS``; the arrays are read only, shared by every value holding
+#: them. ``MEMO`` False: no memo.
+_MEMO: dict[tuple, tuple[np.ndarray, dtype]] = {}
+MEMO = True
+MEMO_LIMIT = 4096
+MEMO_ELEMENTS = 1 << 14
+MEMO_BYTES = 32 << 20  # and at most this many bytes of keys and results
+_held = [0]
+
+
+def _nbytes(key: tuple) -> int:
+    return sum(len(k[-1]) for k in key[1:] if type(k[-1]) is bytes)
+
+
+def _key(x: Any) -> tuple | None:
+    """A hashable key telling apart every operand that could compute differently (the
+    Python type of a scalar, a float's sign of zero) or None: not memoised."""
+    if type(x) is tensor:
+        v = x.value
+        if v.size > MEMO_ELEMENTS:
+            return None
+        return (x.dtype, v.shape, v.dtype.str, v.tobytes())
+    return (type(x), x.hex() if type(x) is float else x)
+
+
+def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
+    key = None
+    if MEMO:
+        ka, kb = _key(a), _key(b)
+        if ka is not None and kb is not None:
+            key = (op, ka, kb)
+            got = _MEMO.get(key)
+            if got is not None:
+                return tensor(CONCRETE, got[1], got[0].shape, got[0])
+    t, out = types(op, a, b, src)
+    try:
+        r = concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
+    except ZeroDivisionError as exc:
+        raise KernelError(f"{exc} in concrete index arithmetic", src) from None
+    if key is not None:
+        nbytes = _nbytes(key) + r.value.nbytes
+        if len(_MEMO) >= MEMO_LIMIT or _held[0] + nbytes > MEMO_BYTES:
+            _MEMO.clear()
+            _held[0] = 0
+        r.value.flags.writeable = False
+        _MEMO[key] = (r.value, out)
+        _held[0] += nbytes
+    return r
 
 
 def _pointer_arith(op: str, a: Any, b: Any, src: str) -> tensor:
@@ -93,8 +143,7 @@ def _offset(p: tensor, k: Any, src: str) -> tensor:
     if type(k) is tensor and k.kind == SYMBOLIC or type(p.value) is not np.ndarray:
         return data.symbolic_offsets(p, k, src)
     kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
-    with np.errstate(all="ignore"):
-        offs = np.add(p.value, kv)
+    offs = np.add(p.value, kv)  # int64 arrays wrap silently
     return pointer(p.base, offs, elem)  # type: ignore[arg-type]
 
 

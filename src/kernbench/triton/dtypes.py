@@ -302,12 +302,19 @@ def truediv_type(a: dtype, a_scalar: bool, b: dtype, b_scalar: bool) -> dtype:
     return result_types("div", a, a_scalar, b, b_scalar)[0]
 
 
+#: (min, max) of each integer dtype a Python scalar may meet (``check_scalar``)
+_RANGE: dict[dtype, tuple[int, int]] = {}
+
+
 def check_scalar(x: object, t: dtype) -> None:
     """A Python integer that meets an integer type must fit it (Triton raises otherwise)."""
     if t.is_int() and not t.is_bool() and isinstance(x, int | np.integer) and not isinstance(
             x, bool):
-        info = np.iinfo(t.np)
-        if not info.min <= int(x) <= info.max:
+        bounds = _RANGE.get(t)
+        if bounds is None:
+            info = np.iinfo(t.np)
+            bounds = _RANGE[t] = (int(info.min), int(info.max))
+        if not bounds[0] <= int(x) <= bounds[1]:
             raise PromotionError(f"scalar {x} is out of range for type {t.name}")
         if x < 0 and t.kind == "u":
             raise PromotionError(f"cannot combine unsigned {t.name} with the negative scalar "
@@ -320,11 +327,17 @@ def cast(v: np.ndarray, t: dtype) -> np.ndarray:
     return TRITON.store(np.asarray(v), t.np)
 
 
+_SEMS: dict[str, Elementwise] = {}
+
+
 def _sem(op: str) -> Elementwise:
-    s = OPS[Op(op)].sem
-    if not isinstance(s, Elementwise):  # pragma: no cover - the front end names table ops
-        raise PromotionError(f"{op} is not an elementwise op")
-    return s
+    got = _SEMS.get(op)
+    if got is None:
+        s = OPS[Op(op)].sem
+        if not isinstance(s, Elementwise):  # pragma: no cover - the front end names table ops
+            raise PromotionError(f"{op} is not an elementwise op")
+        got = _SEMS[op] = s
+    return got
 
 
 def result_types(op: str, a: dtype, a_scalar: bool, b: dtype, b_scalar: bool
@@ -334,9 +347,21 @@ def result_types(op: str, a: dtype, a_scalar: bool, b: dtype, b_scalar: bool
     return by_name(t), by_name(out)
 
 
+#: each op's evaluator under the ``TRITON`` policy (an elementwise evaluator reads no attrs)
+_EVALUATORS: dict[str, tuple[Any, bool]] = {}
+
+
 def evaluate(op: str, a: np.ndarray, b: np.ndarray, t: dtype, out: dtype) -> np.ndarray:
     """``a op b`` on concrete values already cast to ``t``, wrapping fixed-width integers
     (an integer ``//`` or ``%`` by zero is a ZeroDivisionError, as Triton)."""
-    with np.errstate(all="ignore"):
-        r = np.asarray(_sem(op).evaluator({}, TRITON)(a, b))
+    got = _EVALUATORS.get(op)
+    if got is None:
+        s = _sem(op)
+        got = _EVALUATORS[op] = (s.evaluator({}, TRITON), s.divides)
+    fn, divides = got
+    if t.is_int() and not divides:  # integer ufuncs on arrays wrap silently: no errstate
+        r = np.asarray(fn(a, b))
+    else:
+        with np.errstate(all="ignore"):
+            r = np.asarray(fn(a, b))
     return r if r.dtype == out.np else cast(r, out)

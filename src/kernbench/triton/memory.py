@@ -95,7 +95,8 @@ def _mask(mask: Any, shape: tuple[int, ...], src: str) -> Any:
         mask = concrete(np.asarray(bool(mask)))
     if not mask.dtype.is_bool():
         raise DtypeError(f"mask must be boolean (int1), got {mask.dtype.name}", src)
-    mask = broadcast_to(mask, shape)
+    if mask.shape != shape:
+        mask = broadcast_to(mask, shape)
     if mask.kind == CONCRETE:
         return None if mask.value.all() else np.array(mask.value)
     return mask
@@ -105,6 +106,13 @@ def _shape_of(src: str, what: str, *named: tuple[str, Any]) -> tuple[int, ...]:
     """The broadcast shape of the named operands; a ShapeError at the kernel's line naming
     each operand's shape when they do not broadcast (a mask of the wrong shape)."""
     shapes = [(n, getattr(plain(x), "shape", ())) for n, x in named]
+    first = shapes[0][1]
+    if all(s == first or s == () for _, s in shapes):  # the usual case: no broadcasting
+        return tuple(first)
+    return _broadcast(shapes, what, src)
+
+
+def _broadcast(shapes: list[tuple[str, Any]], what: str, src: str) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*(s for _, s in shapes)))
     except ValueError:
@@ -114,6 +122,8 @@ def _shape_of(src: str, what: str, *named: tuple[str, Any]) -> tuple[int, ...]:
 
 def _offsets(p: tensor, shape: tuple[int, ...]) -> Any:
     if type(p.value) is np.ndarray:
+        if p.value.shape == shape and p.value.dtype == np.int64:
+            return p.value  # read only below: the pointer's own offsets
         return np.array(np.broadcast_to(p.value, shape), dtype=np.int64)
     return broadcast_to(p, shape).value
 
