@@ -10,6 +10,7 @@ its error surfaces when replay reaches it in time order.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kernbench.errors import ReplayError, TraceFormatError
+from kernbench.replay import batching
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
@@ -50,6 +52,8 @@ class Program:
     sig_out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
     order: np.ndarray
+    #: per signature, (class key, op, attrs, context) when it may run batched (batching.py)
+    sig_batch: list[Any] = dataclasses.field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.op_id)
@@ -218,7 +222,8 @@ def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
-        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order)
+        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order,
+        sig_batch=[b[4] for b in bound])
 
 
 class _Binder:
@@ -233,8 +238,9 @@ class _Binder:
         self.contexts: dict[int, BindContext] = {}
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
-                                            Operand | None]:
-        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
+                                            Operand | None, Any]:
+        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
+        batch class: (key, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
@@ -247,9 +253,16 @@ class _Binder:
                     ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
                 except (ValueError, KeyError, TypeError, IndexError) as exc:
                     msg = str(exc.args[0]) if exc.args else repr(exc)
-                    return _failing(msg), ins, (), out
+                    return _failing(msg), ins, (), out, None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        return self._step(op, row[1], row[2], ins, out), ins, checks, out
+        step = self._step(op, row[1], row[2], ins, out)
+        batch = None
+        if ex.operands is None and not isinstance(step, _Failing):
+            attrs = self._attrs(row[1])
+            k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
+            if k is not None:
+                batch = (k, op, attrs, self._context(row[2]))
+        return step, ins, checks, out, batch
 
     def _attrs(self, attr_code: int) -> dict | str:
         attrs = self.attrs.get(attr_code)
@@ -289,8 +302,17 @@ def _parse_attrs(text: str) -> dict | str:
     return attrs if isinstance(attrs, dict) else f"attrs {text[:80]!r} is not a JSON object"
 
 
-def _failing(message: str) -> Step:
-    def step() -> None:
-        _fail(message)
+class _Failing:
+    """The step of an op that cannot run: raises its error when replay reaches it."""
 
-    return step
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self) -> None:
+        _fail(self.message)
+
+
+def _failing(message: str) -> Step:
+    return _Failing(message)
