@@ -161,8 +161,8 @@ class Batch:
         self.step, self.gathers, self.out, self.npd = step, gathers, out, npd
 
     def __call__(self) -> np.ndarray:
-        for buf, views in self.gathers:
-            np.stack(views, out=buf)
+        for flat, views in self.gathers:  # the members' views end to end, one copy
+            np.concatenate(views, out=flat)
         return self.step()
 
 
@@ -181,7 +181,7 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
             v = slot[0].view
             assert v is not None
             view = np.empty((len(slot), *v.shape), v.dtype)
-            gathers.append((view, [o.view for o in slot]))
+            gathers.append((view.reshape(-1, *v.shape[1:]), [o.view for o in slot]))
         stacked.append(_pseudo(slot[0], view))
     target = _stacked(outs)
     o0 = outs[0]

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay import batching
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
@@ -164,6 +165,13 @@ def _fail(message: str) -> None:
 
 def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
            access: AccessTable = EMPTY) -> Program:
+    """See ``_decode``; the cyclic collector paused meanwhile (replay/nogc.py)."""
+    with no_gc():
+        return _decode(table, store, bound_cache, access)
+
+
+def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
+            access: AccessTable = EMPTY) -> Program:
     """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
     ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
     objects), reused and added to. ``access``: the trace's access.parquet arrays."""

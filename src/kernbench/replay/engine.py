@@ -27,6 +27,7 @@ from kernbench.replay import batching
 from kernbench.replay.binding import nothing
 from kernbench.replay.convert import as_dtype
 from kernbench.replay.decode import Program
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
 from kernbench.replay.validity import expand, plan, rewind_of
@@ -182,6 +183,13 @@ def _explain(program: Program, win: _Window, k: int, failure: Failure) -> RunOut
 
 def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
             last: bool = True) -> RunOutcome:
+    """See ``_execute``; the cyclic collector paused meanwhile (replay/nogc.py)."""
+    with no_gc():
+        return _execute(program, values, carry, last)
+
+
+def _execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
+             last: bool = True) -> RunOutcome:
     """Run one window: the writes carried in from earlier windows (as ops that already ran,
     placed first), then every op of ``program`` in time-faithful order. Written values go
     to ``values`` in landing order. ``last`` False: writes landing after the window's last
