@@ -62,6 +62,38 @@ ATTRS: dict[Op, Callable[[dict], dict | None]] = {
 }
 
 
+class Late:
+    """The step of a signature that may run batched, bound on first use: members of a batch
+    are never bound one by one."""
+
+    __slots__ = ("make", "step")
+
+    def __init__(self, make: Callable[[], Callable[[], Any]]) -> None:
+        self.make: Callable[[], Callable[[], Any]] | None = make
+        self.step: Callable[[], Any] | None = None
+
+    def bound(self) -> Callable[[], Any]:
+        if self.step is None:
+            assert self.make is not None
+            self.step, self.make = self.make(), None
+        return self.step
+
+    def __call__(self) -> Any:
+        return self.bound()()
+
+
+def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[Any]:
+    """``steps`` with the late steps of every signature run outside a batch bound."""
+    alone = np.ones(len(sig), bool)
+    for u in found:
+        alone[u.members] = False
+    out = list(steps)
+    for j in np.unique(sig[alone]).tolist():
+        if isinstance(out[j], Late):
+            out[j] = out[j].bound()
+    return out
+
+
 def _layout(o: Operand) -> tuple[Any, ...] | None:
     if o.error is not None or o.view is None or o.mem is None:
         return None

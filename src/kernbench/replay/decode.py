@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -263,14 +263,15 @@ class _Binder:
                     msg = str(exc.args[0]) if exc.args else repr(exc)
                     return _failing(msg), ins, (), out, None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        step = self._step(op, row[1], row[2], ins, out)
-        batch = None
-        if ex.operands is None and not isinstance(step, _Failing):
+        k = None
+        if ex.operands is None:
             attrs = self._attrs(row[1])
             k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
-            if k is not None:
-                batch = (k, op, attrs, self._context(row[2]))
-        return step, ins, checks, out, batch
+        if k is None:
+            return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
+        # may run batched: bound when the engine first needs it alone
+        step = batching.Late(partial(self._step, op, row[1], row[2], ins, out))
+        return step, ins, checks, out, (k, op, attrs, self._context(row[2]))
 
     def _attrs(self, attr_code: int) -> dict | str:
         attrs = self.attrs.get(attr_code)

@@ -205,9 +205,10 @@ def _execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = ()
     if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
         steps = [nothing if r is not None else st
                  for st, r in zip(win.sig_step, rewinds, strict=True)]
-        recs = _by_position(list(zip(steps, win.sig_out, strict=True)), sig_list)
         units = (batching.units(program, win.sig, steps, win.sig_out, flags, FLUSH_CHECK_EVERY)
                  if BATCH else [])
+        steps = batching.resolve(steps, win.sig, units)
+        recs = _by_position(list(zip(steps, win.sig_out, strict=True)), sig_list)
         k, failure = _run(recs, flags.tolist(), after, values, pending, units)
         valid.settle(k + 1 if failure is None else k)
     else:
