@@ -95,7 +95,11 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
 
 
 def _layout(o: Operand) -> tuple[Any, ...] | None:
-    if o.error is not None or o.view is None or o.mem is None:
+    """What a member's operand must share with the others' (None: it cannot batch: not
+    placed, a set of elements of an indexed row rather than a range, or 0-d)."""
+    if type(o) is not Operand or o.error is not None or o.view is None or o.mem is None:
+        return None
+    if not o.view.ndim:
         return None
     return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 

@@ -263,10 +263,8 @@ class _Binder:
                     msg = str(exc.args[0]) if exc.args else repr(exc)
                     return _failing(msg), ins, (), out, None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        k = None
-        if ex.operands is None:
-            attrs = self._attrs(row[1])
-            k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
+        attrs = self._attrs(row[1])
+        k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
         if k is None:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
         # may run batched: bound when the engine first needs it alone
