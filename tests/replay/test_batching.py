@@ -76,12 +76,15 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], dict,
 def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("batching")
     return {"tiles": kb.record(tiles_case(), root / "tiles.ktrace").path,
+            # blocks (p*6 + j) % 3: tiles 1 and 4 gather the same rows again, while the
+            # first gather's values still wait for the statistics
+            "repeat": kb.record(tiles_case(3, 6, 3), root / "repeat.ktrace").path,
             "softmax": kb.record(kb.build_case("softmax", {"rows": 8, "n": 64,
                                                            "programs": 4}),
                                  root / "softmax.ktrace").path}
 
 
-@pytest.mark.parametrize("name", ["tiles", "softmax"])
+@pytest.mark.parametrize("name", ["tiles", "repeat", "softmax"])
 def test_batched_replay_is_byte_identical_to_one_op_at_a_time(
         traces: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         name: str) -> None:
@@ -89,7 +92,7 @@ def test_batched_replay_is_byte_identical_to_one_op_at_a_time(
     made, off, on = _both(path, monkeypatch)
     assert off["verdict"]["ok"] and off["verdict"]["n_executed"] > 0
     assert on == off
-    assert max(made) >= 4  # the programs' ops did run as batches
+    assert max(made) >= 3  # the programs' ops did run as batches
 
 
 def test_a_failing_batched_call_runs_its_members_one_at_a_time(

@@ -197,9 +197,16 @@ class Batch:
         self.step, self.gathers, self.out, self.npd = step, gathers, out, npd
 
     def __call__(self) -> np.ndarray:
+        """The stacked value: never a gather buffer itself (the next call overwrites it while
+        this value may still wait to land or for the statistics); views of one are copied
+        by the engine as views of memory are."""
         for flat, views in self.gathers:  # the members' views end to end, one copy
             np.concatenate(views, out=flat)
-        return self.step()
+        res = self.step()
+        for flat, _ in self.gathers:
+            if res is flat.base:
+                return res.copy()
+        return res
 
 
 def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[Operand],
@@ -261,16 +268,17 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
         return []
     sig_list = sig.tolist()
     found = []
-    made: dict[tuple[int, ...], Batch | None] = {}
+    made = program.batches
     for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
                                    (flags & DEFERRED) != 0, chunk):
-        sigs = tuple([sig_list[k] for k in members])
-        batch = made.get(sigs, False)
+        sigs = [sig_list[k] for k in members]
+        name = tuple([steps[j] for j in sigs])  # a signature's step is its identity
+        batch = made.get(name, False)
         if batch is False:
             _, op, attrs, ctx = program.sig_batch[sigs[0]]
-            batch = made[sigs] = build(op, attrs, [program.sig_ins[j] for j in sigs],
+            batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
                                        EXECUTORS[op].bind, ctx)
         if batch is not None:
-            found.append(Unit(a, e, members, batch, now))  # type: ignore[arg-type]
+            found.append(Unit(a, e, members, batch, now))
     return found

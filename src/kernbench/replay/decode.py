@@ -29,6 +29,8 @@ from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
+#: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
+BATCHES = ("batches",)
 
 
 @dataclass
@@ -55,6 +57,8 @@ class Program:
     order: np.ndarray
     #: per signature, (class key, op, attrs, context) when it may run batched (batching.py)
     sig_batch: list[Any] = dataclasses.field(default_factory=list)
+    #: batches made, by their members' steps: kept with the bound signatures across windows
+    batches: dict[tuple, Any] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.op_id)
@@ -231,7 +235,8 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
         sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order,
-        sig_batch=[b[4] for b in bound])
+        sig_batch=[b[4] for b in bound],
+        batches={} if bound_cache is None else bound_cache.setdefault(BATCHES, {}))
 
 
 class _Binder:
