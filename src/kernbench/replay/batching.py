@@ -202,7 +202,7 @@ class Batch:
         by the engine as views of memory are."""
         for flat, views in self.gathers:  # the members' views end to end, one copy
             np.concatenate(views, out=flat)
-        res = self.step()
+        res: np.ndarray = self.step()
         for flat, _ in self.gathers:
             if res is flat.base:
                 return res.copy()
