@@ -10,9 +10,10 @@ its error surfaces when replay reaches it in time order.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -20,12 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kernbench.errors import ReplayError, TraceFormatError
+from kernbench.replay import batching
 from kernbench.replay.executors import EXECUTORS, BindContext, Step
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
+#: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
+BATCHES = ("batches",)
 
 
 @dataclass
@@ -50,6 +55,10 @@ class Program:
     sig_out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
     order: np.ndarray
+    #: per signature, (class key, op, attrs, context) when it may run batched (batching.py)
+    sig_batch: list[Any] = dataclasses.field(default_factory=list)
+    #: batches made, by their members' steps: kept with the bound signatures across windows
+    batches: dict[tuple, Any] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.op_id)
@@ -160,6 +169,13 @@ def _fail(message: str) -> None:
 
 def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
            access: AccessTable = EMPTY) -> Program:
+    """See ``_decode``; the cyclic collector paused meanwhile (replay/nogc.py)."""
+    with no_gc():
+        return _decode(table, store, bound_cache, access)
+
+
+def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
+            access: AccessTable = EMPTY) -> Program:
     """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
     ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
     objects), reused and added to. ``access``: the trace's access.parquet arrays."""
@@ -218,7 +234,9 @@ def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
-        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order)
+        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order,
+        sig_batch=[b[4] for b in bound],
+        batches={} if bound_cache is None else bound_cache.setdefault(BATCHES, {}))
 
 
 class _Binder:
@@ -233,8 +251,9 @@ class _Binder:
         self.contexts: dict[int, BindContext] = {}
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
-                                            Operand | None]:
-        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out)."""
+                                            Operand | None, Any]:
+        """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
+        batch class: (key, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple(operands[j] for j in row[4:] if j >= 0)
@@ -247,9 +266,15 @@ class _Binder:
                     ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
                 except (ValueError, KeyError, TypeError, IndexError) as exc:
                     msg = str(exc.args[0]) if exc.args else repr(exc)
-                    return _failing(msg), ins, (), out
+                    return _failing(msg), ins, (), out, None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
-        return self._step(op, row[1], row[2], ins, out), ins, checks, out
+        attrs = self._attrs(row[1])
+        k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
+        if k is None:
+            return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
+        # may run batched: bound when the engine first needs it alone
+        step = batching.Late(partial(self._step, op, row[1], row[2], ins, out))
+        return step, ins, checks, out, (k, op, attrs, self._context(row[2]))
 
     def _attrs(self, attr_code: int) -> dict | str:
         attrs = self.attrs.get(attr_code)
@@ -289,8 +314,17 @@ def _parse_attrs(text: str) -> dict | str:
     return attrs if isinstance(attrs, dict) else f"attrs {text[:80]!r} is not a JSON object"
 
 
-def _failing(message: str) -> Step:
-    def step() -> None:
-        _fail(message)
+class _Failing:
+    """The step of an op that cannot run: raises its error when replay reaches it."""
 
-    return step
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self) -> None:
+        _fail(self.message)
+
+
+def _failing(message: str) -> Step:
+    return _Failing(message)

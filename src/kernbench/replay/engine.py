@@ -23,15 +23,20 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import ReplayError
+from kernbench.replay import batching
 from kernbench.replay.binding import nothing
 from kernbench.replay.convert import as_dtype
 from kernbench.replay.decode import Program
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
 from kernbench.replay.validity import expand, plan, rewind_of
 from kernbench.replay.values import ValueLog
 
 FLUSH_CHECK_EVERY = 256
+#: run identical ops of different programs as one call where that cannot be told
+#: (replay/batching.py); False: one op at a time (the tests compare the two)
+BATCH = True
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,13 @@ def _explain(program: Program, win: _Window, k: int, failure: Failure) -> RunOut
 
 def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
             last: bool = True) -> RunOutcome:
+    """See ``_execute``; the cyclic collector paused meanwhile (replay/nogc.py)."""
+    with no_gc():
+        return _execute(program, values, carry, last)
+
+
+def _execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
+             last: bool = True) -> RunOutcome:
     """Run one window: the writes carried in from earlier windows (as ops that already ran,
     placed first), then every op of ``program`` in time-faithful order. Written values go
     to ``values`` in landing order. ``last`` False: writes landing after the window's last
@@ -193,8 +205,11 @@ def execute(program: Program, values: ValueLog, carry: tuple[Carried, ...] = (),
     if valid.ok:  # the plan settles the valid maps: rewinds need not touch them now
         steps = [nothing if r is not None else st
                  for st, r in zip(win.sig_step, rewinds, strict=True)]
+        units = (batching.units(program, win.sig, steps, win.sig_out, flags, FLUSH_CHECK_EVERY)
+                 if BATCH else [])
+        steps = batching.resolve(steps, win.sig, units)
         recs = _by_position(list(zip(steps, win.sig_out, strict=True)), sig_list)
-        k, failure = _run(recs, flags.tolist(), after, values, pending)
+        k, failure = _run(recs, flags.tolist(), after, values, pending, units)
         valid.settle(k + 1 if failure is None else k)
     else:
         recs = _by_position(list(zip(win.sig_step, win.sig_checks, win.sig_out, strict=True)),
@@ -213,45 +228,105 @@ Failure = ReplayError | ValueError | TypeError | ArithmeticError | IndexError | 
 
 def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
          after: dict[int, list[int]], values: ValueLog,
-         pending: dict[int, tuple[Operand, np.ndarray]]) -> tuple[int, Failure | None]:
+         pending: dict[int, tuple[Operand, np.ndarray]],
+         batches: list[batching.Unit] | None = None) -> tuple[int, Failure | None]:
     """The loop when ``validity.plan`` proved every read valid: no valid map per op.
-    Runs in chunks of FLUSH_CHECK_EVERY ops, checking for a statistics flush between.
-    Returns the last position run and the failure that stopped it (if any)."""
-    log_row, log_value = values.rows.append, values.arrays.append
-    k = -1
+    Runs in chunks of FLUSH_CHECK_EVERY ops, checking for a statistics flush between;
+    ``batches`` (inside chunks, in order) run as one call each. Returns the last position
+    run and the failure that stopped it (if any)."""
+    todo = iter(batches or ())
+    unit = next(todo, None)
     n = len(recs)
+    k = -1
+    with np.errstate(all="ignore"):
+        for k0 in range(0, n, FLUSH_CHECK_EVERY):
+            a, k1 = k0, min(k0 + FLUSH_CHECK_EVERY, n)
+            while unit is not None and unit.start < k1:
+                k, failure = _plain(recs, flags, after, values, pending, a, unit.start)
+                if failure is None:
+                    k, failure = _batched(unit, recs, flags, after, values, pending)
+                if failure is not None:
+                    return k, failure
+                a, unit = unit.end, next(todo, None)
+            k, failure = _plain(recs, flags, after, values, pending, a, k1)
+            if failure is not None:
+                return k, failure
+            if values.due():
+                values.flush()
+    return k, None
+
+
+def _plain(recs: list[tuple[Any, Operand | None]], flags: list[int],
+           after: dict[int, list[int]], values: ValueLog,
+           pending: dict[int, tuple[Operand, np.ndarray]], k0: int, k1: int
+           ) -> tuple[int, Failure | None]:
+    """Positions ``[k0, k1)`` one at a time."""
+    log_row, log_value = values.rows.append, values.arrays.append
+    k = k0 - 1
     try:
-        with np.errstate(all="ignore"):
-            for k0 in range(0, n, FLUSH_CHECK_EVERY):
-                k1 = min(k0 + FLUSH_CHECK_EVERY, n)
-                for k, (step, o), f in zip(range(k0, k1), recs[k0:k1], flags[k0:k1],
-                                           strict=True):
-                    res = step()
-                    if o is not None:
-                        # the value as written: a fresh array of the output dtype (a view
-                        # of memory is snapshotted here, at the read time)
-                        if res.dtype is not o.npd:
-                            res = as_dtype(res, o.npd)  # type: ignore[arg-type]
-                        elif res.base is not None:
-                            res = res.copy()
-                        if not f & DEFERRED:
-                            o.view[...] = res  # type: ignore[index]
-                            log_row(k)
-                            log_value(res)
-                            if not f:
-                                continue
-                        else:
-                            pending[k] = (o, res)
-                    if f & LANDING:
-                        for j in after[k]:
-                            w, r = pending.pop(j)
-                            w.view[...] = r  # type: ignore[index]
-                            log_row(j)
-                            log_value(r)
-                if values.due():
-                    values.flush()
+        for k, (step, o), f in zip(range(k0, k1), recs[k0:k1], flags[k0:k1], strict=True):
+            res = step()
+            if o is not None:
+                # the value as written: a fresh array of the output dtype (a view of
+                # memory is snapshotted here, at the read time)
+                if res.dtype is not o.npd:
+                    res = as_dtype(res, o.npd)  # type: ignore[arg-type]
+                elif res.base is not None:
+                    res = res.copy()
+                if not f & DEFERRED:
+                    o.view[...] = res  # type: ignore[index]
+                    log_row(k)
+                    log_value(res)
+                    if not f:
+                        continue
+                else:
+                    pending[k] = (o, res)
+            if f & LANDING:
+                for j in after[k]:
+                    w, r = pending.pop(j)
+                    w.view[...] = r  # type: ignore[index]
+                    log_row(j)
+                    log_value(r)
     except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError) as exc:
         return k, exc
+    return k, None
+
+
+def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags: list[int],
+             after: dict[int, list[int]], values: ValueLog,
+             pending: dict[int, tuple[Operand, np.ndarray]]) -> tuple[int, Failure | None]:
+    """One batch: its members' values computed by one call, then written and logged as the
+    one-at-a-time loop would; if the call fails, the members run one at a time."""
+    batch, members = unit.batch, unit.members
+    try:
+        res = batch()
+        if res.dtype is not batch.npd:
+            res = as_dtype(res, batch.npd)
+        elif res.base is not None:
+            res = res.copy()
+    except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError):
+        return _plain(recs, flags, after, values, pending, unit.start, unit.end)
+    log_row, log_value = values.rows.append, values.arrays.append  # as in ``_plain``
+    if unit.now and batch.out is not None:
+        batch.out[...] = res
+        values.rows.extend(members)
+        values.arrays.extend(res)
+    else:
+        for i, k in enumerate(members):
+            o = recs[k][1]
+            if flags[k] & DEFERRED:
+                pending[k] = (o, res[i])  # type: ignore[assignment]
+            else:
+                o.view[...] = res[i]  # type: ignore[union-attr,index]
+                log_row(k)
+                log_value(res[i])
+    k = members[-1]
+    if flags[k] & LANDING:
+        for j in after[k]:
+            w, r = pending.pop(j)
+            w.view[...] = r  # type: ignore[index]
+            log_row(j)
+            log_value(r)
     return k, None
 
 

@@ -87,18 +87,22 @@ class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
     __slots__ = ("space", "pe", "size", "buf", "data", "valid", "regions", "_starts",
-                 "check_reads", "mid", "pending")
+                 "check_reads", "mid", "pending", "bank", "base")
 
     def __init__(self, space: str, pe: int, size: int,
                  regions: list[tuple[int, int, str]], check_reads: bool = True,
-                 mid: int = 0) -> None:
+                 mid: int = 0, bank: np.ndarray | None = None, base: int = 0) -> None:
         self.space, self.pe, self.size = space, pe, size
         self.check_reads = check_reads
         self.mid = mid  # a small id, dense per store
         self.pending = 0  # writes into this memory waiting in the engine's heap
         # zeros from the allocator (calloc: pages the run never touches are never made) as a
-        # writable byte buffer; ``bytearray(size)`` would write every byte once more
-        self.data = np.zeros(size, np.uint8)
+        # writable byte buffer; ``bytearray(size)`` would write every byte once more.
+        # ``bank``: the bytes of every PE's instance of the space end to end, this one at
+        # ``base``, so equal operands of different PEs are one strided view (replay/batching)
+        self.bank = np.zeros(size, np.uint8) if bank is None else bank
+        self.base = base
+        self.data = self.bank[base:base + size]
         self.buf = self.data.data  # its bytes as a writable memoryview
         self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
         self.regions = sorted(regions)
@@ -165,6 +169,7 @@ class MemoryStore:
             raise TraceFormatError("manifest hw has no usable 'n_pe'") from None
         self.hbm_regions = list(hbm_regions)
         self.memories: dict[tuple[str, int], Memory] = {}
+        self._banks: dict[str, np.ndarray] = {}
         self._operands: dict[tuple, Operand] = {}
 
     # -- memories --------------------------------------------------------------------
@@ -181,14 +186,20 @@ class MemoryStore:
             raise ValueError(f"{space} of pe {pe} does not exist (n_pe = {self.n_pe})")
         if not spec.per_pe and pe != 0:
             raise ValueError(f"{space} is one shared space (pe 0), not pe {pe}")
+        bank = None
         if spec.size is None:
             regions = self.hbm_regions
             size = max((hi for _, hi, _ in regions), default=0)
         else:
             size = spec.size(self.hw)
             regions = [(0, size, space)]
+            if spec.per_pe:  # calloc'd: the pages of PEs never used are never made
+                bank = self._banks.get(space)
+                if bank is None:
+                    bank = self._banks[space] = np.zeros(size * self.n_pe, np.uint8)
         mem = self.memories[key] = Memory(space, pe, size, regions, spec.check_reads,
-                                          len(self.memories))
+                                          len(self.memories), bank,
+                                          pe * size if bank is not None else 0)
         return mem
 
     def fill(self, space: str, pe: int, addr: int, data: bytes | memoryview) -> None:

@@ -1,0 +1,284 @@
+"""Batching in replay: identical ops of different programs run as one numpy call.
+
+Programs of one grid run the same op at the same time on their own PEs, at the same TCM
+address, with the same shapes, dtypes and attrs: in replay order they are neighbours. Such a
+run of positions (its *members*: same op, attrs, shapes, dtypes, strides and memory bank;
+positions that do nothing in between are skipped over) runs as one call on stacked views
+``(members, *shape)``: the per-PE memories of a space are one bank (``store.Memory.bank``),
+so operands at equal addresses of different PEs, or at evenly spaced HBM addresses, are one
+strided view; other inputs are gathered into a buffer before the call, other outputs
+scattered after it. The op is bound again over the stacked operands by its own executor,
+so the semantics are the unbatched ones (a reduction's axis moves by one).
+
+A run is batched only when that cannot be told from running its members one at a time:
+  * no write lands inside the run (``LANDING`` only at its last position), so every member
+    reads what it would have read; a member's own write may wait (``DEFERRED``);
+  * no byte one member writes is read or written by another member (each member's inputs
+    are read before any member writes, unlike in the one-at-a-time order);
+  * the run stays inside one ``FLUSH_CHECK_EVERY`` chunk of the loop, so the statistics
+    flushes, and so ``values.parquet``, are the same bytes.
+A batched call that raises is run again one member at a time (nothing was written yet), so
+errors name the same op. ``engine.BATCH`` False turns batching off (the tests compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.replay.binding import BindContext, nothing
+from kernbench.replay.executors import EXECUTORS
+from kernbench.replay.schedule import DEFERRED, LANDING
+from kernbench.replay.store import Operand
+from kernbench.schemas import ops
+from kernbench.schemas.ops import Op
+
+if TYPE_CHECKING:
+    from kernbench.replay.decode import Program
+
+#: ops whose executor is correct over operands with a leading member axis; the value says
+#: how attrs change (``_axis``: an integer axis moves by one, None cannot batch)
+_KEEP: Callable[[dict], dict | None] = dict
+
+
+def _axis(default: int | None) -> Callable[[dict], dict | None]:
+    def shift(attrs: dict) -> dict | None:
+        axis = attrs.get("axis", default)
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            return None
+        return {**attrs, "axis": axis + 1 if axis >= 0 else axis}
+    return shift
+
+
+ATTRS: dict[Op, Callable[[dict], dict | None]] = {
+    **{op: _KEEP for op in ops.BINARY | ops.UNARY | ops.TERNARY},
+    Op.WHERE: _KEEP, Op.DMA_READ: _KEEP, Op.DMA_WRITE: _KEEP, Op.COPY: _KEEP,
+    **{op: _axis(None) for op in ops.REDUCTIONS | ops.ARG_REDUCTIONS},
+    **{op: _axis(0) for op in ops.SCANS},
+    Op.SOFTMAX: _axis(-1),
+}
+
+
+class Late:
+    """The step of a signature that may run batched, bound on first use: members of a batch
+    are never bound one by one."""
+
+    __slots__ = ("make", "step")
+
+    def __init__(self, make: Callable[[], Callable[[], Any]]) -> None:
+        self.make: Callable[[], Callable[[], Any]] | None = make
+        self.step: Callable[[], Any] | None = None
+
+    def bound(self) -> Callable[[], Any]:
+        if self.step is None:
+            assert self.make is not None
+            self.step, self.make = self.make(), None
+        return self.step
+
+    def __call__(self) -> Any:
+        return self.bound()()
+
+
+def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[Any]:
+    """``steps`` with the late steps of every signature run outside a batch bound."""
+    alone = np.ones(len(sig), bool)
+    for u in found:
+        alone[u.members] = False
+    out = list(steps)
+    for j in np.unique(sig[alone]).tolist():
+        if isinstance(out[j], Late):
+            out[j] = out[j].bound()
+    return out
+
+
+def _layout(o: Operand) -> tuple[Any, ...] | None:
+    """What a member's operand must share with the others' (None: it cannot batch: not
+    placed, a set of elements of an indexed row rather than a range, or 0-d)."""
+    if type(o) is not Operand or o.error is not None or o.view is None or o.mem is None:
+        return None
+    if not o.view.ndim:
+        return None
+    return id(o.mem.bank), o.shape, o.dtype, o.view.strides
+
+
+def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | None
+        ) -> tuple[Any, ...] | None:
+    """The class of an op signature (``attrs`` parsed from ``text``): signatures of one
+    class may run as one call (None: this one never batches)."""
+    shift = ATTRS.get(op)
+    if shift is None or out is None or not isinstance(attrs, dict) or shift(attrs) is None:
+        return None
+    layouts = [_layout(o) for o in (*ins, out)]
+    if any(x is None for x in layouts):
+        return None
+    return op, text, *layouts
+
+
+def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
+         ) -> list[tuple[int, int, list[int], bool]]:
+    """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
+    position is a class id (>= 0), -1 (runs alone) or -2 (does nothing: skipped over);
+    ``landing``: pending writes land after the position; ``deferred``: its own write waits.
+    Members are consecutive in the order of positions that do something, share a class and
+    a ``chunk``, and no write lands before the last."""
+    q = np.flatnonzero(cls != -2)
+    if len(q) < 2:
+        return []
+    c = cls[q]
+    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
+    # member j joins member j-1: same class, same chunk, no landing in [q[j-1], q[j])
+    join = ((c[1:] == c[:-1]) & (c[1:] >= 0) & (q[1:] // chunk == q[:-1] // chunk)
+            & (lands[q[1:]] == lands[q[:-1]]))
+    edges = np.diff(np.concatenate([[0], join.astype(np.int8), [0]]))
+    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    waits = np.concatenate([[0], np.cumsum(deferred[q], dtype=np.int64)])
+    calm = (waits[last + 1] == waits[first]).tolist()
+    ql = q.tolist()
+    return [(ql[a], ql[b] + 1, ql[a:b + 1], ok)
+            for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
+
+
+def _span(o: Operand) -> tuple[int, int, int]:
+    mem = o.mem
+    assert mem is not None  # a member's operands are placed (``key``)
+    return id(mem.bank), mem.base + o.lo, mem.base + o.hi
+
+
+def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool:
+    """Whether no member writes a byte another member reads or writes."""
+    spans = [(*_span(o), m, 1) for m, o in enumerate(outs)]
+    spans += [(*_span(o), m, 0) for m, row in enumerate(ins) for o in row]
+    spans.sort()
+    bank: int | None = None
+    hi, members, writes = 0, set[int](), False
+    for b, lo, h, m, w in spans:
+        if b != bank or lo >= hi:  # a new cluster of overlapping spans
+            if writes and len(members) > 1:
+                return False
+            bank, hi, members, writes = b, h, {m}, bool(w)
+        else:
+            hi, writes = max(hi, h), writes or bool(w)
+            members.add(m)
+    return not (writes and len(members) > 1)
+
+
+def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
+    """The operands as one view ``(members, *shape)`` when evenly spaced in one bank."""
+    first = group[0]
+    starts = [_span(o)[1] for o in group]
+    stride = starts[1] - starts[0]
+    if stride < 0 or any(b - a != stride for a, b in zip(starts, starts[1:], strict=False)):
+        return None
+    v = first.view
+    mem = first.mem
+    assert v is not None and mem is not None
+    return np.ndarray((len(group), *v.shape), v.dtype, buffer=mem.bank,
+                      offset=starts[0], strides=(stride, *v.strides))
+
+
+def _pseudo(first: Operand, view: np.ndarray) -> Operand:
+    """An operand standing for the stacked members (its executor binds to ``view``)."""
+    o = Operand(first.space, first.pe, first.addr, view.shape, first.dtype, False)
+    o.view, o.npd, o.nbytes = view, first.npd, first.nbytes * len(view)
+    o.hi = o.lo + o.nbytes
+    return o
+
+
+class Batch:
+    """One batched call: gathers before, the step, and where the stacked value goes."""
+
+    __slots__ = ("step", "gathers", "out", "npd")
+
+    def __init__(self, step: Callable[[], Any], gathers: list[tuple[np.ndarray, list]],
+                 out: np.ndarray | None, npd: np.dtype) -> None:
+        self.step, self.gathers, self.out, self.npd = step, gathers, out, npd
+
+    def __call__(self) -> np.ndarray:
+        """The stacked value: never a gather buffer itself (the next call overwrites it while
+        this value may still wait to land or for the statistics); views of one are copied
+        by the engine as views of memory are."""
+        for flat, views in self.gathers:  # the members' views end to end, one copy
+            np.concatenate(views, out=flat)
+        res: np.ndarray = self.step()
+        for flat, _ in self.gathers:
+            if res is flat.base:
+                return res.copy()
+        return res
+
+
+def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[Operand],
+          bind: Callable[[dict, tuple, Operand, BindContext], Any], ctx: BindContext
+          ) -> Batch | None:
+    """The batched call of members with inputs ``ins`` and outputs ``outs`` (one class), or
+    None when they must run one at a time."""
+    if not independent(ins, outs):
+        return None
+    gathers: list[tuple[np.ndarray, list]] = []
+    stacked = []
+    for slot in zip(*ins, strict=True):
+        view = _stacked(slot)
+        if view is None:
+            v = slot[0].view
+            assert v is not None
+            view = np.empty((len(slot), *v.shape), v.dtype)
+            gathers.append((view.reshape(-1, *v.shape[1:]), [o.view for o in slot]))
+        stacked.append(_pseudo(slot[0], view))
+    target = _stacked(outs)
+    o0 = outs[0]
+    assert o0.view is not None and o0.npd is not None
+    out = _pseudo(o0, target if target is not None else
+                  np.empty((len(outs), *o0.view.shape), o0.view.dtype))
+    new = ATTRS[op](attrs)
+    try:
+        step = bind(new, tuple(stacked), out, ctx)  # type: ignore[arg-type]
+    except (ValueError, KeyError, TypeError, IndexError):  # pragma: no cover - same checks
+        return None
+    if step is nothing:  # pragma: no cover - every batchable op writes
+        return None
+    return Batch(step, gathers, target, o0.npd)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A batch at positions ``[start, end)``: its members' positions and its call."""
+
+    start: int
+    end: int
+    members: list[int]
+    batch: Batch
+    #: no member's write waits for a later landing point
+    now: bool
+
+
+def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
+          outs: Sequence[Operand | None], flags: np.ndarray, chunk: int) -> list[Unit]:
+    """The batches of one window of the engine, in position order: ``sig`` per position,
+    ``steps``/``outs`` per signature (carried writes last), ``flags`` the schedule's."""
+    classes: dict[Any, int] = {}
+    cls = [-1] * len(steps)
+    for j, b in enumerate(program.sig_batch):
+        if b is not None:
+            cls[j] = classes.setdefault(b[0], len(classes))
+        elif steps[j] is nothing and outs[j] is None:
+            cls[j] = -2
+    if not classes:
+        return []
+    sig_list = sig.tolist()
+    found = []
+    made = program.batches
+    for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
+                                   (flags & DEFERRED) != 0, chunk):
+        sigs = [sig_list[k] for k in members]
+        name = tuple([steps[j] for j in sigs])  # a signature's step is its identity
+        batch = made.get(name, False)
+        if batch is False:
+            _, op, attrs, ctx = program.sig_batch[sigs[0]]
+            batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
+                                       [program.sig_out[j] for j in sigs],
+                                       EXECUTORS[op].bind, ctx)
+        if batch is not None:
+            found.append(Unit(a, e, members, batch, now))
+    return found

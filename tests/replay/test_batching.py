@@ -1,0 +1,151 @@
+"""Batching in replay (replay/batching.py): identical ops of different programs run as one
+numpy call, and nothing about a replay can tell: verdicts, outputs and values.parquet are
+the same bytes as one op at a time; a run where one member reads what another wrote is
+not batched."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.replay.conftest import op, operand, write_trace
+
+import kernbench as kb
+from kernbench import tl
+from kernbench.replay import batching, engine
+from kernbench.replay.session import replay_in_process
+from kernbench.schemas.ops import Op
+
+
+@kb.kernel
+def tiles(x, w, y, *, n_tiles: int, rows: int, cols: int, blocks: int):
+    pid = tl.program_id(0)
+    wt = tl.load(w, (1, cols), tl.float32)
+    for j in range(n_tiles):
+        with tl.scratch_scope():
+            off = ((pid * n_tiles + j) % blocks) * rows * cols
+            a = tl.load(x + off, (rows, cols), tl.float32)
+            b = tl.exp(a * 0.5) + wt
+            c = b - tl.max(b, axis=1, keepdims=True)
+            s = tl.sum(c, axis=0, keepdims=True)
+            tl.store(y + off, c * 2.0 + s)
+
+
+def tiles_case(programs: int = 5, n_tiles: int = 3, blocks: int = 7) -> kb.Case:
+    """Tiles cycle over ``blocks`` row blocks: the programs' HBM reads are not evenly
+    spaced (gathered), their TCM operands are (one strided view)."""
+    rows, cols = 4, 48
+    return kb.Case(
+        name="batching-tiles", kernel=tiles, grid=(programs,),
+        tensors={"x": kb.tensor((blocks * rows, cols), "float32", init=kb.randn(seed=0)),
+                 "w": kb.tensor((1, cols), "float32", init=kb.randn(seed=1)),
+                 "y": kb.tensor((blocks * rows, cols), "float32", role="output")},
+        params={"n_tiles": n_tiles, "rows": rows, "cols": cols, "blocks": blocks})
+
+
+def _files(path: Path) -> dict[str, str]:
+    return {f: hashlib.sha256((path / "replay" / f).read_bytes()).hexdigest()
+            for f in ("values.parquet", "outputs.parquet")}
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], dict, dict]:
+    """Replay with batching off, then on: (members per batch made, result of each)."""
+    made: list[int] = []
+    build = batching.build
+
+    def counting(*args, **kwargs):
+        got = build(*args, **kwargs)
+        made.append(len(args[2]) if got is not None else 0)
+        return got
+
+    monkeypatch.setattr(batching, "build", counting)
+    out = {}
+    for on in (False, True):
+        monkeypatch.setattr(engine, "BATCH", on)
+        res = replay_in_process(path, reference=False, threads=1, progress=False)
+        verdict = {k: v for k, v in res.verdict.items() if k not in ("run_id", "replay_s")}
+        out[on] = {"verdict": verdict, "files": _files(path),
+                   "outputs": {k: v.tobytes() for k, v in res.outputs.items()}}
+    return made, out[False], out[True]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("batching")
+    return {"tiles": kb.record(tiles_case(), root / "tiles.ktrace").path,
+            # blocks (p*6 + j) % 3: tiles 1 and 4 gather the same rows again, while the
+            # first gather's values still wait for the statistics
+            "repeat": kb.record(tiles_case(3, 6, 3), root / "repeat.ktrace").path,
+            "softmax": kb.record(kb.build_case("softmax", {"rows": 8, "n": 64,
+                                                           "programs": 4}),
+                                 root / "softmax.ktrace").path}
+
+
+@pytest.mark.parametrize("name", ["tiles", "repeat", "softmax"])
+def test_batched_replay_is_byte_identical_to_one_op_at_a_time(
+        traces: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        name: str) -> None:
+    path = shutil.copytree(traces[name], tmp_path / "t.ktrace")
+    made, off, on = _both(path, monkeypatch)
+    assert off["verdict"]["ok"] and off["verdict"]["n_executed"] > 0
+    assert on == off
+    assert max(made) >= 3  # the programs' ops did run as batches
+
+
+def test_a_failing_batched_call_runs_its_members_one_at_a_time(
+        traces: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = shutil.copytree(traces["tiles"], tmp_path / "t.ktrace")
+    monkeypatch.setattr(engine, "BATCH", False)
+    replay_in_process(path, reference=False, threads=1, progress=False)
+    want = _files(path)
+
+    def fail(self):
+        raise ValueError("batched call refused")
+
+    monkeypatch.setattr(batching.Batch, "__call__", fail)
+    monkeypatch.setattr(engine, "BATCH", True)
+    assert replay_in_process(path, reference=False, threads=1, progress=False).ok
+    assert _files(path) == want
+
+
+X = np.arange(1, 9, dtype=np.float32) / 4
+
+
+def _two_exps(tmp_path: Path, second_reads: int) -> Path:
+    """exp of x[0:4] into y[0:4] (pe 0), then exp of the 4 floats at ``second_reads`` into
+    y[4:8] (pe 1), the second starting when the first's write lands: one class of op."""
+    hbm = lambda addr: operand("hbm", addr, (4,))  # noqa: E731
+    ops = [op(Op.EXP, 0, 10, [hbm(0)], hbm(4096), pe=0),
+           op(Op.EXP, 10, 20, [hbm(second_reads)], hbm(4096 + 16), pe=1),
+           op(Op.DMA_WRITE, 30, 40, [hbm(4096)], hbm(8192))]
+    return write_trace(tmp_path / "t.ktrace", ops, {
+        "x": (X, "input"), "y": (np.zeros(8, np.float32), "inout"),
+        "z": (np.zeros(4, np.float32), "output")})
+
+
+@pytest.mark.parametrize("reads, hazard", [(16, False), (4096, True)])
+def test_a_member_reading_another_members_write_is_not_batched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: int, hazard: bool) -> None:
+    path = _two_exps(tmp_path, reads)
+    made, off, on = _both(path, monkeypatch)
+    assert on == off
+    y = np.frombuffer(on["outputs"]["y"], np.float32)
+    np.testing.assert_array_equal(y[:4], np.exp(X[:4]))
+    second = np.exp(np.exp(X[:4])) if hazard else np.exp(X[4:])
+    np.testing.assert_array_equal(y[4:], second.astype(np.float32))
+    assert made == ([0] if hazard else [2])
+
+
+def test_runs_join_one_class_across_idle_positions_and_stop_at_landings_and_chunks() -> None:
+    cls = np.array([3, -2, 3, 3, 5, 5, -1, 5, 5, 5, 5, 5, 7])
+    landing = np.zeros(len(cls), bool)
+    landing[8] = True  # a write lands after position 8: 9 may not join 8
+    deferred = np.zeros(len(cls), bool)
+    deferred[2] = True
+    got = batching.runs(cls, landing, deferred, chunk=11)
+    assert got == [(0, 4, [0, 2, 3], False), (4, 6, [4, 5], True), (7, 9, [7, 8], True),
+                   (9, 11, [9, 10], True)]  # 11: another chunk than 10
+
