@@ -189,3 +189,29 @@ def test_two_variants_of_one_case_in_one_test_compare_as_traces(pytester: pytest
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*FAILED*test_slower_candidate*"])
     result.stdout.fnmatch_lines(["*scale-2.ktrace regressed against the golden*scale.ktrace*"])
+
+
+def test_a_session_run_in_process_keeps_the_outer_sessions_pool_and_update_flag(
+        pytester: pytest.Pytester, kb_replay_pool, tmp_path):
+    """A session inside a session (``pytester``'s in-process runs, an IDE's test runner)
+    has its own replay pool and --kb-update-goldens flag: ending it closes neither of ours."""
+    import kernbench as kb
+    from kernbench.testing import updating_goldens
+
+    pytester.makepyfile(test_inner='''
+from kernbench.testing import updating_goldens
+
+def test_inner(kb_replay_pool):
+    assert updating_goldens()
+    assert kb_replay_pool is not None
+''')
+    pytester.runpytest_inprocess("--kb-update-goldens").assert_outcomes(passed=1)
+    assert not updating_goldens()
+    (tmp_path / "kern_outer.py").write_text(KERNEL.format(extra=0, factor=2.0))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        trace = kb.record(importlib.import_module("kern_outer").case(n=256), tmp_path / "t")
+        assert kb.replay(trace.path, case="kern_outer:case", pool=kb_replay_pool).ok
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("kern_outer", None)

@@ -29,9 +29,11 @@ import pytest
 UPDATE_OPTION = "--kb-update-goldens"
 #: set by ``pytest --kb-update-goldens`` (or the environment variable of the same meaning)
 UPDATE_ENV = "KB_UPDATE_GOLDENS"
-_state = {"update": False}
-#: the session's replay pool, started by the first replay (``_session_pool``)
-_pools: dict[str, Any] = {}
+#: one entry per configured pytest session, innermost last (a session run in-process by
+#: ``pytester`` stacks on the one running it): its update flag and its replay pool, started
+#: by the first replay (``_session_pool``) and closed with that session only
+_sessions: list[dict[str, Any]] = []
+_OUTSIDE = {"update": False, "pool": None}  # kernbench.testing used without pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,23 +44,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _state["update"] = bool(config.getoption("kb_update_goldens", False)) or (
-        os.environ.get(UPDATE_ENV, "") not in ("", "0"))
+    _sessions.append({"update": bool(config.getoption("kb_update_goldens", False)) or (
+        os.environ.get(UPDATE_ENV, "") not in ("", "0")), "pool": None})
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    pool = _pools.pop("session", None)
+    pool = _sessions.pop()["pool"] if _sessions else None
     if pool is not None:
         pool.close()
 
 
 def _session_pool() -> Any:
     """The warm replay worker(s) of this session, started on first use."""
-    pool = _pools.get("session")
+    session = _sessions[-1] if _sessions else _OUTSIDE
+    pool = session["pool"]
     if pool is None:
         from kernbench.replay.pool import ReplayPool
 
-        pool = _pools["session"] = ReplayPool()
+        pool = session["pool"] = ReplayPool()
     return pool
 
 
@@ -71,7 +74,7 @@ def kb_replay_pool() -> Any:
 
 def updating_goldens() -> bool:
     """Whether this session rewrites goldens (``--kb-update-goldens``)."""
-    return _state["update"]
+    return bool((_sessions[-1] if _sessions else _OUTSIDE)["update"])
 
 
 def _trace(trace: Any) -> Any:

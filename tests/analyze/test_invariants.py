@@ -109,8 +109,8 @@ def test_schema_types_are_checked(traces, edit_trace) -> None:
 
 
 def test_unsupported_schema_version_is_a_format_error(traces, edit_trace) -> None:
-    bad = edit_trace(traces("scale-exp"), lambda df: df, schema_version=3)
-    with pytest.raises(TraceFormatError, match="schema_version 3 is not supported"):
+    bad = edit_trace(traces("scale-exp"), lambda df: df, schema_version=4)
+    with pytest.raises(TraceFormatError, match="schema_version 4 is not supported"):
         check(bad)
 
 
