@@ -166,12 +166,13 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
     attrs: dict[str, Any] = {}
     if plan.contiguous:
         return hbm, attrs, plan
-    writer = ctx.driver.writer  # type: ignore[attr-defined]
+    writer = ctx.driver.writer
     if plan.strides is not None:
         attrs["strides"] = list(plan.strides)
         if plan.base:
             attrs["base"] = plan.base
     else:
+        assert plan.stored is not None  # a plan that is neither contiguous nor affine stores
         attrs["access"] = writer.access.add("offsets", plan.stored)
     if m is not None:
         attrs["mask"] = writer.access.add("mask", m)
@@ -281,7 +282,7 @@ def _symbolic_mask(ctx: KernelContext, mask: Mask, shape: tuple[int, ...], what:
     m = _mask(mask, shape, what, src)
     if m is None:
         return [], {}, None
-    return [], {"mask": ctx.driver.writer.access.add("mask", m)}, int(m.sum())  # type: ignore[attr-defined]
+    return [], {"mask": ctx.driver.writer.access.add("mask", m)}, int(m.sum())
 
 
 def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: Any = None, *,
@@ -297,7 +298,7 @@ def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: A
     n = offs.numel if count is None else count
     dst = TensorHandle(ctx.scratch.alloc(offs.numel * t.dtype.itemsize, ctx.scope, src),
                        offs.shape, t.dtype)
-    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
+    ctx.driver.writer.indexed = True
     cmd = Cmd(OP.GATHER, (_whole(t, src), offs, *extra), dst, n, n * t.dtype.itemsize,
               _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs))
     _issue(ctx, cmd)
@@ -314,7 +315,7 @@ def scatter(tensor: HbmTensor, offsets: TensorHandle, value: TensorHandle | int 
     extra, attrs, count = _symbolic_mask(ctx, mask, offs.shape, "scatter", src)
     v = _value(ctx, value, offs.shape, t, "scatter", src)
     n = offs.numel if count is None else count
-    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
+    ctx.driver.writer.indexed = True
     _issue(ctx, Cmd(OP.SCATTER, (v, offs, *extra), _whole(t, src), n, n * t.dtype.itemsize,
                     _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs)))
 
@@ -349,8 +350,9 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
         shape = offs.shape
         m = _mask(mask, shape, what, src)
         hbm, attrs, plan = _plan(ctx, t, offs, m, what, src)
-        if not attrs:
-            attrs["strides"] = list(plan.strides)  # type: ignore[arg-type]
+        if not attrs:  # contiguous: the row-major strides
+            assert plan.strides is not None
+            attrs["strides"] = list(plan.strides)
         idx, n, work = [], plan.n, plan.work
     ins: list[TensorHandle] = [hbm]
     if isinstance(value, TensorHandle):
@@ -358,7 +360,7 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
     else:
         attrs["value"] = _scalar(value, f"{what} value", src)
     dst = TensorHandle(ctx.scratch.alloc(_prod(shape) * isz, ctx.scope, src), shape, t.dtype)
-    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
+    ctx.driver.writer.indexed = True
     cmd = Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs))
     _issue(ctx, cmd)
     _hold_inputs(cmd)
@@ -370,7 +372,8 @@ def _hold_inputs(cmd: Cmd) -> None:
     kernel goes on: their bytes stay busy until the op ends (``read_until``, the time its
     output lands), so a value dying meanwhile frees them only for writers that wait for
     that (lifetime mode's free list, a scope's rewind; issue 27, ADR-0545)."""
-    until = cmd.out.buf.ready_ps  # type: ignore[union-attr]
+    assert cmd.out is not None  # a gather or atomic writes its TCM output
+    until = cmd.out.buf.ready_ps
     for h in cmd.inputs:
         b = h.buf
         if b.space != "hbm" and until > b.read_until:
@@ -393,7 +396,7 @@ def constant(values: np.ndarray, dtype: DType, *, src: str) -> TensorHandle:
         raise ShapeError(f"constant of shape {list(arr.shape)} is empty", src)
     with np.errstate(all="ignore"):
         arr = np.ascontiguousarray(arr.astype(dtype.np))
-    ref = ctx.driver.writer.access.add("values", arr)  # type: ignore[attr-defined]
-    ctx.driver.writer.indexed = True  # type: ignore[attr-defined]
+    ref = ctx.driver.writer.access.add("values", arr)
+    ctx.driver.writer.indexed = True
     return _emit(ctx, OP.CONST, (), tuple(arr.shape), dtype, (arr.size,), src,
                  _attrs(values=ref))

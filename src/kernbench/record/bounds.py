@@ -157,13 +157,13 @@ def counted(run: Callable[[], Any], bound: OpBound) -> Callable[[], Any]:
             raise bound.error
         ctx = current()
         driver, key = ctx.driver, id(ctx)
-        start = driver.seq  # type: ignore[attr-defined]
+        start = driver.seq
         _NESTS.pop(key, None)  # no loop nest outlives its program (a refusal keeps frames)
         try:
             run()
         finally:
             _NESTS.pop(key, None)
         if not bound.projected:
-            bound.program_done(driver.seq - start)  # type: ignore[attr-defined]
+            bound.program_done(driver.seq - start)
 
     return body

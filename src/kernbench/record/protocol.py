@@ -14,11 +14,14 @@ from typing import Any, Protocol
 
 from kernbench.record.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
+from kernbench.record.writer import OpWriter
 from kernbench.trace.hw import HwConfig
 
 
 class PE(Protocol):
     index: int
+    writer: OpWriter  # the recording's op log (rows, access.parquet, the version flags)
+    seq: int  # ops this PE has logged
     hw: HwConfig
     env: Any  # the recording's SimPy environment
     #: the running program's clock (ps); ahead of SimPy's for commands in closed form

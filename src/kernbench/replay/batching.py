@@ -32,7 +32,7 @@ import numpy as np
 from kernbench.replay.binding import BindContext, nothing
 from kernbench.replay.executors import EXECUTORS
 from kernbench.replay.schedule import DEFERRED, LANDING
-from kernbench.replay.store import Operand
+from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
 
@@ -97,7 +97,7 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
 def _layout(o: Operand) -> tuple[Any, ...] | None:
     """What a member's operand must share with the others' (None: it cannot batch: not
     placed, a set of elements of an indexed row rather than a range, or 0-d)."""
-    if type(o) is not Operand or o.error is not None or o.view is None or o.mem is None:
+    if type(o) is not Operand or o.error is not None or o.view is UNPLACED or o.mem is None:
         return None
     if not o.view.ndim:
         return None
@@ -222,13 +222,11 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
         view = _stacked(slot)
         if view is None:
             v = slot[0].view
-            assert v is not None
             view = np.empty((len(slot), *v.shape), v.dtype)
             gathers.append((view.reshape(-1, *v.shape[1:]), [o.view for o in slot]))
         stacked.append(_pseudo(slot[0], view))
     target = _stacked(outs)
     o0 = outs[0]
-    assert o0.view is not None and o0.npd is not None
     out = _pseudo(o0, target if target is not None else
                   np.empty((len(outs), *o0.view.shape), o0.view.dtype))
     new = ATTRS[op](attrs)

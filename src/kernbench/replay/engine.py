@@ -81,10 +81,10 @@ def _layout(outs: list[Operand | None], sig: np.ndarray
     count = np.zeros(len(outs), np.int64)
     for j, o in enumerate(outs):
         if o is not None and o.error is None:
-            if o.ones is None or len(o.ones) != o.nbytes:
+            if len(o.ones) != o.nbytes:
                 o.ones = ones[:o.nbytes]
-            code[j] = dtypes.setdefault(o.npd, len(dtypes))  # type: ignore[arg-type]
-            count[j] = o.nbytes // o.npd.itemsize  # type: ignore[union-attr]
+            code[j] = dtypes.setdefault(o.npd, len(dtypes))
+            count[j] = o.nbytes // o.npd.itemsize
     nbytes = np.array([o.nbytes if o is not None else 0 for o in outs] or [0], np.int64)
     return code[sig], count[sig], list(dtypes), nbytes[sig]
 
@@ -270,11 +270,11 @@ def _plain(recs: list[tuple[Any, Operand | None]], flags: list[int],
                 # the value as written: a fresh array of the output dtype (a view of
                 # memory is snapshotted here, at the read time)
                 if res.dtype is not o.npd:
-                    res = as_dtype(res, o.npd)  # type: ignore[arg-type]
+                    res = as_dtype(res, o.npd)
                 elif res.base is not None:
                     res = res.copy()
                 if not f & DEFERRED:
-                    o.view[...] = res  # type: ignore[index]
+                    o.view[...] = res
                     log_row(k)
                     log_value(res)
                     if not f:
@@ -284,7 +284,7 @@ def _plain(recs: list[tuple[Any, Operand | None]], flags: list[int],
             if f & LANDING:
                 for j in after[k]:
                     w, r = pending.pop(j)
-                    w.view[...] = r  # type: ignore[index]
+                    w.view[...] = r
                     log_row(j)
                     log_value(r)
     except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError) as exc:
@@ -314,17 +314,18 @@ def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags:
     else:
         for i, k in enumerate(members):
             o = recs[k][1]
+            assert o is not None  # a batch member writes an output
             if flags[k] & DEFERRED:
-                pending[k] = (o, res[i])  # type: ignore[assignment]
+                pending[k] = (o, res[i])
             else:
-                o.view[...] = res[i]  # type: ignore[union-attr,index]
+                o.view[...] = res[i]
                 log_row(k)
                 log_value(res[i])
     k = members[-1]
     if flags[k] & LANDING:
         for j in after[k]:
             w, r = pending.pop(j)
-            w.view[...] = r  # type: ignore[index]
+            w.view[...] = r
             log_row(j)
             log_value(r)
     return k, None
@@ -346,21 +347,21 @@ def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
                 res = step()
                 if o is not None:
                     if res.dtype is not o.npd:
-                        res = as_dtype(res, o.npd)  # type: ignore[arg-type]
+                        res = as_dtype(res, o.npd)
                     elif res.base is not None:
                         res = res.copy()
                     if f & DEFERRED:
                         pending[k] = (o, res)
                     else:
-                        o.view[...] = res  # type: ignore[index]
-                        o.valid[o.lo:o.hi] = o.ones  # type: ignore[assignment]
+                        o.view[...] = res
+                        o.valid[o.lo:o.hi] = o.ones
                         log_row(k)
                         log_value(res)
                 if f & LANDING:
                     for j in after[k]:
                         w, r = pending.pop(j)
-                        w.view[...] = r  # type: ignore[index]
-                        w.valid[w.lo:w.hi] = w.ones  # type: ignore[assignment]
+                        w.view[...] = r
+                        w.valid[w.lo:w.hi] = w.ones
                         log_row(j)
                         log_value(r)
                 if not k % FLUSH_CHECK_EVERY and values.due():

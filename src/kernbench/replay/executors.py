@@ -39,7 +39,7 @@ from kernbench.replay.binding import (
 )
 from kernbench.replay.math_binders import infer, math_executors, reduce_step, sem
 from kernbench.replay.memory_binders import memory_executors
-from kernbench.replay.store import NP_DTYPES, Operand
+from kernbench.replay.store import NP_DTYPES, UNPLACED, Operand
 from kernbench.schemas import bf16, ops
 from kernbench.schemas.ops import Op
 from kernbench.schemas.policy import KERNBENCH
@@ -103,7 +103,7 @@ def _bind_copy(name: str) -> Bind:
 
 def _view(o: Operand) -> np.ndarray:
     """The operand's live view (placed before ``bind`` runs; an unplaced one has failed)."""
-    if o.view is None:
+    if o.view is UNPLACED:
         raise ShapeMismatch(f"Shape mismatch: operand {o.space}:{o.addr} is not placed")
     return o.view
 

@@ -90,7 +90,7 @@ class ElementOperand(Operand):
             self.lo, self.hi = int(addrs.min()), int(addrs.max()) + isz
         else:
             self.lo = self.hi = raw.addr
-        self.mem, self.valid, self.region = mem, mem.valid, region  # type: ignore[assignment]
+        self.mem, self.valid, self.region = mem, mem.valid, region
         self.flat = _flat(mem, npd)
         self.index = addrs // isz
         self.sel = sel
@@ -145,7 +145,7 @@ def _roles(attrs: dict, ins: tuple, first: int) -> dict[str, Operand]:
 
 def _extent(o: Operand) -> tuple[int, int]:
     """(first element index in its memory, element count) of a whole-tensor operand."""
-    return o.lo // o.npd.itemsize, (o.hi - o.lo) // o.npd.itemsize  # type: ignore[union-attr]
+    return o.lo // o.npd.itemsize, (o.hi - o.lo) // o.npd.itemsize
 
 
 def _index(table: tuple[int, int], offsets: np.ndarray, mask: np.ndarray | None, what: str

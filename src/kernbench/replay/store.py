@@ -125,12 +125,18 @@ class Memory:
         return self.valid.find(0, lo, hi)
 
 
+#: the view, dtype and marks of an operand not (yet) placed: empty, so a write through them
+#: fails (an op using an unplaced operand fails when replay reaches it, from ``error``)
+UNPLACED: np.ndarray = np.empty(0, np.uint8)
+_BYTES = np.dtype(np.uint8)
+
+
 class Operand:
     """A resolved operand: its bytes ``[lo, hi)`` in ``mem`` and a live view of them.
 
     ``view`` has the operand's value layout (a transposed operand is the ``.T`` of the
-    row-major bytes). ``error`` is set instead when the operand cannot be placed; ops using
-    it fail when replay reaches them.
+    row-major bytes); it is ``UNPLACED`` until the store places it. ``error`` is set instead
+    when the operand cannot be placed; ops using it fail when replay reaches them.
     """
 
     __slots__ = ("space", "pe", "addr", "shape", "dtype", "transposed", "lo", "hi", "nbytes",
@@ -144,10 +150,10 @@ class Operand:
         self.nbytes = 0
         self.hi = addr
         self.mem: Memory | None = None
-        self.valid: bytearray = bytearray(1)  # a failing op never reads through this
-        self.view: np.ndarray | None = None
-        self.ones: memoryview | None = None  # nbytes of 0x01, set by the engine
-        self.npd: np.dtype | None = None
+        self.valid: bytearray | AllValid = bytearray(1)  # a failing op never reads it
+        self.view: np.ndarray = UNPLACED
+        self.ones: memoryview = memoryview(b"")  # nbytes of 0x01, set by the engine
+        self.npd: np.dtype = _BYTES  # the value dtype, once placed
         self.error: str | None = None
 
     def describe(self) -> str:
@@ -248,7 +254,7 @@ class MemoryStore:
             return o
         view = np.frombuffer(mem.buf, dtype=npd, count=count, offset=o.lo)
         o.view = view.reshape(o.shape[::-1]).T if o.transposed else view.reshape(o.shape)
-        o.mem, o.valid = mem, mem.valid  # type: ignore[assignment]
+        o.mem, o.valid = mem, mem.valid
         return o
 
     @property

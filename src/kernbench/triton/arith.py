@@ -144,7 +144,7 @@ def _offset(p: tensor, k: Any, src: str) -> tensor:
         return data.symbolic_offsets(p, k, src)
     kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
     offs = np.add(p.value, kv)  # int64 arrays wrap silently
-    return pointer(p.base, offs, elem)  # type: ignore[arg-type]
+    return pointer(p.hbm_base, offs, elem)
 
 
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}

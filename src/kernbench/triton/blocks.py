@@ -42,7 +42,7 @@ def _numpy(x: tensor, fn: Any) -> tensor | None:
     if x.kind == CONCRETE:
         return concrete(fn(x.value), x.dtype)
     if x.kind == POINTER and type(x.value) is np.ndarray:
-        return pointer(x.base, fn(x.value), x.dtype.element_ty)  # type: ignore[arg-type]
+        return pointer(x.hbm_base, fn(x.value), x.dtype.element_ty)
     if x.kind == POINTER:
         raise KernelError("moving elements of a pointer block with offsets from loaded data "
                           "is not supported by kernbench", src_here())

@@ -120,10 +120,10 @@ def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
     if x.kind == CONCRETE:
         return concrete(concrete_fn(x.value), x.dtype)
     if x.kind == POINTER and type(x.value) is np.ndarray:
-        return pointer(x.base, concrete_fn(x.value), x.dtype.element_ty)  # type: ignore[arg-type]
+        return pointer(x.hbm_base, concrete_fn(x.value), x.dtype.element_ty)
     h = sem.reshape(data.row_major(x.value), shape)
     if x.kind == POINTER:
-        return pointer(x.base, h, x.dtype.element_ty)  # type: ignore[arg-type]
+        return pointer(x.hbm_base, h, x.dtype.element_ty)
     return data.symbolic(h, x.dtype)
 
 

@@ -202,7 +202,7 @@ def symbolic_offsets(p: tensor, k: Any, src: str) -> tensor:
         if _fits_int32(base):
             b = tensor(CONCRETE, d.int32, base.shape, base.astype(np.int32))
     offs = binary("add", b, k, t, t, src)
-    return pointer(p.base, view_handle(offs.value) if offs.kind == SYMBOLIC else offs.value,  # type: ignore[arg-type]
+    return pointer(p.hbm_base, view_handle(offs.value) if offs.kind == SYMBOLIC else offs.value,
                    p.dtype.element_ty)
 
 

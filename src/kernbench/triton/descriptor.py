@@ -136,12 +136,12 @@ def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any
                          f"block_shape {list(blk)} differ in rank", src)
     if pad not in _PADDINGS:
         raise KernelError(f"padding_option {pad!r} is not one of 'zero', 'nan'", src)
-    return tensor_descriptor(base.base, int(base.value), shp, st, blk, pad)  # type: ignore[arg-type]
+    return tensor_descriptor(base.hbm_base, int(base.value), shp, st, blk, pad)
 
 
 def from_host(ptr: tensor, spec: HostSpec) -> tensor_descriptor:
     """The descriptor a kernel parameter bound to a host descriptor sees."""
-    return tensor_descriptor(ptr.base, int(ptr.value), spec.shape, spec.strides,  # type: ignore[arg-type]
+    return tensor_descriptor(ptr.hbm_base, int(ptr.value), spec.shape, spec.strides,
                              spec.block_shape, spec.padding)
 
 

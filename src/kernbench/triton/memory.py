@@ -68,7 +68,7 @@ def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shap
     if not len(shp) == len(st) == len(offs) == len(blk):
         raise ShapeError(f"make_block_ptr: shape {list(shp)}, strides {list(st)}, offsets "
                          f"{list(offs)} and block_shape {list(blk)} differ in rank", src)
-    return block_ptr(base.base, int(base.value), shp, st, offs, blk, _ints(order, "order", src))  # type: ignore[arg-type]
+    return block_ptr(base.hbm_base, int(base.value), shp, st, offs, blk, _ints(order, "order", src))
 
 
 def block_shape_of(b: Any, src: str) -> tuple[int, ...]:
@@ -221,7 +221,7 @@ def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
     m = _mask(mask, shape, src)
     v = _value(value, shape, p.dtype.element_ty, src)
     offs = _offsets(p, shape)
-    STORED.add(p.base.name)  # type: ignore[union-attr]
+    STORED.add(p.hbm_base.name)
     if type(offs) is np.ndarray:
         ix.store_indexed(p.base, offs, _mvalue(v), _mvalue(m), src=src)
     else:
@@ -241,7 +241,7 @@ def _atomic(op: str) -> Any:
         v = _value(val, shape, elem, src)
         if type(v) is tensor and v.dtype is not elem:
             v = arith.cast(v, elem)
-        STORED.add(p.base.name)  # type: ignore[union-attr]
+        STORED.add(p.hbm_base.name)
         h = ix.atomic(op, p.base, _offsets(p, shape), _mvalue(v), _mvalue(m), src=src)
         return data.symbolic(h, elem)
     fn.__name__ = fn.__qualname__ = f"atomic_{op}"

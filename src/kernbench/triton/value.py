@@ -51,6 +51,12 @@ class tensor:  # noqa: N801 - Triton's spelling
         if type(value) is TensorHandle:
             _retain(value)  # this value refers to the buffer until it dies (record.lifetime)
 
+    @property
+    def hbm_base(self) -> HbmTensor:
+        """The HBM tensor a pointer (or block pointer) value points into."""
+        assert self.base is not None, "only a pointer value has an HBM base"
+        return self.base
+
     def __del__(self) -> None:
         h = self.value
         if type(h) is TensorHandle:
