@@ -81,30 +81,25 @@ class Ranges:
             return 0
         return max((self.wr if writes_only else self.rw)[i:j])
 
-    def _split(self, x: int) -> int:
-        """Make ``x`` a segment bound (the new segment copies the one it cuts); its index."""
+    def cut(self, i: int, x: int) -> int:
+        """Make ``x`` a segment bound at index ``i`` (where bisection put it): the new
+        segment copies the one it cuts. Returns ``i``."""
+        self.bounds.insert(i, x)
+        if i:
+            self.wr.insert(i, self.wr[i - 1])
+            self.rw.insert(i, self.rw[i - 1])
+        else:
+            self.wr.insert(0, 0)
+            self.rw.insert(0, 0)
+        return i
+
+    def split(self, x: int) -> int:
+        """Make ``x`` a segment bound (if it is not one); its index."""
         b = self.bounds
         i = bisect_left(b, x)
         if i == len(b) or b[i] != x:
-            b.insert(i, x)
-            if i:
-                self.wr.insert(i, self.wr[i - 1])
-                self.rw.insert(i, self.rw[i - 1])
-            else:
-                self.wr.insert(0, 0)
-                self.rw.insert(0, 0)
+            self.cut(i, x)
         return i
-
-    def add(self, lo: int, hi: int, t_end: int, write: bool) -> None:
-        """An access of ``[lo, hi)`` in flight until ``t_end``."""
-        i = self._split(lo)
-        j = self._split(hi)
-        rw, wr = self.rw, self.wr
-        for k in range(i, j):
-            if rw[k] < t_end:
-                rw[k] = t_end
-            if write and wr[k] < t_end:
-                wr[k] = t_end
 
     def forget(self, before: int) -> int:
         """Drop what ended at or before ``before``; bounds left. Equal neighbours merge once
@@ -148,7 +143,9 @@ class Scoreboard:
 
     def claim(self, program: int, cmd: Any) -> tuple[int, list]:
         """``ready`` and the accesses ``commit`` notes, for one command in one pass: (the
-        earliest start its data allows, its accesses)."""
+        earliest start its data allows, its accesses). Each extent's bounds become segment
+        bounds here (a cut copies its segment, so no answer changes), and ``commit`` raises
+        the segments between them without searching again, unless a cut moved them."""
         t = 0
         plan = []
         memories = self.memories
@@ -156,8 +153,8 @@ class Scoreboard:
         drop_war = DROP_WAR
         out = cmd.out
         n_in = len(cmd.inputs)
-        handles = cmd.inputs if out is None else (*cmd.inputs, out)
-        for k, h in enumerate(handles):
+        cut = False
+        for k, h in enumerate(cmd.inputs if out is None else (*cmd.inputs, out)):
             buf = h.buf
             space = buf.space
             lo = buf.addr
@@ -177,38 +174,41 @@ class Scoreboard:
                 m = memories.get(key)  # type: ignore[assignment]
                 if m is None:
                     m = memories[key] = Ranges()
-            plan.append((m, lo, hi, write))
             b = m.bounds
-            if b:
-                i = bisect_right(b, lo) - 1
-                if i < 0:
-                    i = 0
-                j = bisect_left(b, hi, i)
-                if j > i:  # RAW: a read waits for writes; WAR and WAW: a write for all
-                    vals = m.rw if write and not drop_war else m.wr
-                    v = vals[i] if j == i + 1 else max(vals[i:j])
-                    if v > t:
-                        t = v
+            i = bisect_left(b, lo)
+            if i == len(b) or b[i] != lo:
+                i = m.cut(i, lo)
+                cut = True
+            j = bisect_left(b, hi, i)
+            if j == len(b) or b[j] != hi:
+                j = m.cut(j, hi)
+                cut = True
+            plan.append((m, lo, hi, write, i, j))
+            if j > i:  # RAW: a read waits for writes; WAR and WAW: a write for all
+                vals = m.rw if write and not drop_war else m.wr
+                v = vals[i] if j == i + 1 else max(vals[i:j])
+                if v > t:
+                    t = v
+        if cut and len(plan) > 1:  # a later cut may have moved an earlier extent's segments
+            plan = [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
+                    for m, lo, hi, w, _, _ in plan]
         return t, plan
 
     def commit(self, plan: list, t_end: int) -> None:
         """Note the accesses ``claim`` gave, in flight until ``t_end``."""
-        for m, lo, hi, write in plan:  # Ranges.add, inline where both bounds exist
-            b = m.bounds
-            i = bisect_left(b, lo)
-            if i == len(b) or b[i] != lo:
-                m.add(lo, hi, t_end, write)
-                continue
-            j = bisect_left(b, hi, i)
-            if j == len(b) or b[j] != hi:
-                m.add(lo, hi, t_end, write)
-                continue
-            rw, wr = m.rw, m.wr
-            for k in range(i, j):
-                if rw[k] < t_end:
-                    rw[k] = t_end
-                if write and wr[k] < t_end:
-                    wr[k] = t_end
+        for m, _, _, write, i, j in plan:
+            rw = m.rw
+            if write:
+                wr = m.wr
+                for k in range(i, j):
+                    if rw[k] < t_end:
+                        rw[k] = t_end
+                    if wr[k] < t_end:
+                        wr[k] = t_end
+            else:
+                for k in range(i, j):
+                    if rw[k] < t_end:
+                        rw[k] = t_end
         self.count += len(plan)
         if self.count > self.limit:  # amortised: the index stays as small as what flies
             self.prune(self.floor())
@@ -245,7 +245,17 @@ class Scoreboard:
                 if m is None:
                     m = memories[key] = Ranges()
                 plan.append((m, lo, hi, write))
-        self.commit(plan, t_end)
+        self.commit([(m, lo, hi, w, m.split(lo), m.split(hi)) for m, lo, hi, w in plan]
+                    if len(plan) == 1 else self._indexed(plan), t_end)
+
+    @staticmethod
+    def _indexed(plan: list) -> list:
+        """Cut every extent's bounds first, then find their segments (cuts move indices)."""
+        for m, lo, hi, _ in plan:
+            m.split(lo)
+            m.split(hi)
+        return [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
+                for m, lo, hi, w in plan]
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""
