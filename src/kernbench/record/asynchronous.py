@@ -23,23 +23,6 @@ from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
 
-def _issue_time(pe: PE, engine: Any) -> int:
-    """The kernel's clock once ``engine``'s queue has room (stalling, and letting other
-    resident programs run first, while it is full)."""
-    queue = pe.queues.get(engine)
-    if queue is None:
-        return pe.now
-    depth = pe.hw.engine_queue_depth
-    while True:
-        now = pe.now
-        while queue and queue[0] <= now:
-            queue.popleft()
-        if len(queue) < depth:
-            return now
-        pe.stall(queue[len(queue) - depth])
-        pe.maybe_yield()
-
-
 def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
              t_issue: int) -> tuple[int, int, int]:
     """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
@@ -74,7 +57,7 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
 def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op (or a load) under ``async``: queue it, go on."""
     queue = pe.queues.get(engine)
-    if queue is not None:  # _issue_time, inline
+    if queue is not None:  # room in the engine's queue
         depth = pe.hw.engine_queue_depth
         while True:
             now = pe.now
@@ -98,9 +81,31 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
         loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    start, busy, t_end = schedule(pe, cmd, model, engine, t_issue)
+    # schedule(), inline: the scoreboard, the engine, then what tl.wait and frees see
+    board = pe.board
+    start, plan = board.claim(pe.ctx.program, cmd)
+    now = t_issue + pe.dispatch_ps
+    if now > start:
+        start = now
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    board.commit(plan, t_end)
+    if start > t_issue and queue is not None:
+        queue.append(start)
+    out = cmd.out
+    if out is not None and out.buf.ready_ps < t_end:
+        out.buf.ready_ps = t_end
+    for h in cmd.inputs:
+        if h.buf.read_until < t_end:
+            h.buf.read_until = t_end
+    if t_end > pe.last_end:
+        pe.last_end = t_end
     pe.row(t_issue, start, t_end, busy, wait, cmd)
-    now = pe.now = t_issue + pe.dispatch_ps
+    pe.now = now
     if now >= pe.switch_at:
         pe.maybe_yield()
 

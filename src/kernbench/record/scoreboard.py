@@ -198,7 +198,12 @@ class Scoreboard:
         """Note the accesses ``claim`` gave, in flight until ``t_end``."""
         for m, _, _, write, i, j in plan:
             rw = m.rw
-            if write:
+            if j == i + 1:  # one segment: the common case
+                if rw[i] < t_end:
+                    rw[i] = t_end
+                if write and m.wr[i] < t_end:
+                    m.wr[i] = t_end
+            elif write:
                 wr = m.wr
                 for k in range(i, j):
                     if rw[k] < t_end:
