@@ -23,30 +23,12 @@ from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
 
-def _issue_time(pe: PE, engine: Any) -> int:
-    """The kernel's clock once ``engine``'s queue has room (stalling, and letting other
-    resident programs run first, while it is full)."""
-    queue = pe.queues.get(id(engine))
-    if queue is None:
-        return pe.now
-    depth = pe.hw.engine_queue_depth
-    while True:
-        now = pe.now
-        while queue and queue[0] <= now:
-            queue.popleft()
-        if len(queue) < depth:
-            return now
-        pe.stall(queue[len(queue) - depth])
-        pe.maybe_yield()
-
-
 def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
              t_issue: int) -> tuple[int, int, int]:
     """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
     end)."""
-    program = pe.ctx.program
-    reads, writes = accesses(cmd)
-    start = pe.board.ready(program, reads, writes)
+    board = pe.board
+    start, plan = board.claim(pe.ctx.program, cmd)
     earliest = t_issue + pe.dispatch_ps
     if earliest > start:
         start = earliest
@@ -56,10 +38,11 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
     engine.busy_until = start + busy
     engine.busy_total += busy
     t_end = start + busy + latency
-    pe.board.note(program, reads, writes, t_end)
-    queue = pe.queues.get(id(engine))
-    if queue is not None and start > t_issue:
-        queue.append(start)
+    board.commit(plan, t_end)
+    if start > t_issue:
+        queue = pe.queues.get(engine)
+        if queue is not None:
+            queue.append(start)
     out = cmd.out
     if out is not None and out.buf.ready_ps < t_end:  # what tl.wait and lifetime frees see
         out.buf.ready_ps = t_end
@@ -73,16 +56,58 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
 
 def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op (or a load) under ``async``: queue it, go on."""
-    t_issue = _issue_time(pe, engine)
-    wait = pe.take_wait()
-    if pe.loop is not None and pe.loop.stages >= 2 and cmd.op in pe.pipelinable:
-        pe.loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
+    queue = pe.queues.get(engine)
+    if queue is not None:  # room in the engine's queue
+        depth = pe.hw.engine_queue_depth
+        while True:
+            now = pe.now
+            while queue and queue[0] <= now:
+                queue.popleft()
+            if len(queue) < depth:
+                break
+            until = queue[len(queue) - depth]  # the kernel stalls until a slot frees
+            if until > now:
+                pe.carried_wait += until - now
+                pe.now = until
+            if pe.now >= pe.switch_at:
+                pe.maybe_yield()
+        t_issue = now
+    else:
+        t_issue = pe.now
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    loop = pe.loop
+    if loop is not None and loop.stages >= 2 and cmd.op in pe.pipelinable:
+        loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    start, busy, t_end = schedule(pe, cmd, model, engine, t_issue)
+    # schedule(), inline: the scoreboard, the engine, then what tl.wait and frees see
+    board = pe.board
+    start, plan = board.claim(pe.ctx.program, cmd)
+    now = t_issue + pe.dispatch_ps
+    if now > start:
+        start = now
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    board.commit(plan, t_end)
+    if start > t_issue and queue is not None:
+        queue.append(start)
+    out = cmd.out
+    if out is not None and out.buf.ready_ps < t_end:
+        out.buf.ready_ps = t_end
+    for h in cmd.inputs:
+        if h.buf.read_until < t_end:
+            h.buf.read_until = t_end
+    if t_end > pe.last_end:
+        pe.last_end = t_end
     pe.row(t_issue, start, t_end, busy, wait, cmd)
-    pe.now = t_issue + pe.dispatch_ps
-    pe.maybe_yield()
+    pe.now = now
+    if now >= pe.switch_at:
+        pe.maybe_yield()
 
 
 def scope_exit(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:

@@ -3,8 +3,9 @@
 A message sent to ``"next"`` lands in the next PE's ``"prev"`` queue (and vice versa). Each
 queue holds ``ipcq_depth`` unclaimed messages (credits); a receive (``recv``, or a posted
 ``recv_async``) claims one and frees its credit. ``send`` blocks only while the receiver's
-queue is full, then hands the message to its link: the link is busy for
-``ceil(nbytes / link_bw)`` and the message is visible ``link_latency`` later. The source
+queue is full (and, under blocking issue, until its source is visible), then hands the
+message to its link: the link is busy for ``ceil(nbytes / link_bw)`` from when it is free
+and the source visible, and the message is visible ``link_latency`` later. The source
 buffer stays pending until the link has read it, so it cannot be overwritten early.
 
 Messages live in the receiver's ``ipcq`` memory space, one slot of ``ipcq_slot_kib`` per
@@ -64,11 +65,14 @@ def _sync(pe: PE, t: int) -> Generator[simpy.Event, Any, None]:
 
 
 def run_send(req: Send, pe: PE) -> Generator[simpy.Event, Any, None]:
-    """``tl.send``: wait for a credit, occupy the link, queue the message."""
+    """``tl.send``: wait for a credit, occupy the link, queue the message. Blocking issue
+    first waits for the source to be visible; ``async`` issue does not: the link starts
+    reading it once it is (the scoreboard's RAW edge), and later writers of the source wait
+    for the send (its WAR edge)."""
     ring, x = pe.ring, req.x
     start_now = pe.now
-    ready = max(start_now, x.buf.ready_ps,
-                pe.data_ready(Cmd(OP.SEND, (x,), None, 0, 0, (), req.src)))
+    visible = max(x.buf.ready_ps, pe.data_ready(Cmd(OP.SEND, (x,), None, 0, 0, (), req.src)))
+    ready = start_now if pe.hw.engine_issue == "async" else max(start_now, visible)
     yield from _sync(pe, ready)
     dst = ring.neighbour(pe.index, req.direction)
     incoming = OPPOSITE[req.direction]
@@ -80,7 +84,7 @@ def run_send(req: Send, pe: PE) -> Generator[simpy.Event, Any, None]:
     cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src,
               attrs=f'{{"dir":"{req.direction}","to":{dst}}}')
     busy, latency = TIMING[OP.SEND](pe, cmd)
-    start = pe.links[req.direction].occupy(t_issue, busy)
+    start = pe.links[req.direction].occupy(max(t_issue, visible), busy)
     arrival = start + busy + latency
     ring.queues[key].put(Message(slot, arrival))
     pe.record(cmd, t_issue, start, arrival, busy, t_issue - start_now + pe.take_wait())

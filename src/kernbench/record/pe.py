@@ -77,15 +77,15 @@ class PEDriver:
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
         #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (asynchronous.py)
         self.is_async = hw.engine_issue == "async"
-        self.board = Scoreboard(self.floor)  # the async policy's in-flight accesses
-        self.queues: dict[int, deque[int]] = {}  # the async policy's engine queues (starts)
+        self.board = Scoreboard(self.floor, index)  # the async policy's in-flight accesses
+        self.queues: dict[Any, deque[int]] = {}  # the async policy's engine queues (starts)
         self.last_end = 0  # the end of the running program's last op (async)
         self.switch_at = resident.NEVER  # hand over to another resident program from then on
         self.peak = 0  # the scratch peak over this PE's slots (async)
         self.pipelinable = _PIPELINABLE
         self.by_op = self._by_op
         if self.is_async:
-            self.queues = {id(e): deque() for e in (self.dma_rd, self.dma_wr, self.gemm,
+            self.queues = {e: deque() for e in (self.dma_rd, self.dma_wr, self.gemm,
                                                     self.math)}
             for op, (model, engine, _) in self._by_op.items():
                 self._by_op[op] = (model, engine, partial(

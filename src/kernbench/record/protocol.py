@@ -45,7 +45,7 @@ class PE(Protocol):
     pipelinable: frozenset  # the loads a pipelined loop times
     # the async policy's machine state (record/asynchronous.py, record/scoreboard.py)
     board: Any
-    queues: dict[int, deque[int]]
+    queues: dict[Any, deque[int]]  # engine -> the starts of its queued ops
     last_end: int
     switch_at: int
     peak: int

@@ -1,0 +1,82 @@
+"""The scoreboard's interval index (ADR-0595) against a list of every access, scanned: random
+overlapping extents in TCM, staging and HBM (per program), reads, writes and atomics, with
+prunes at a rising floor. Every ``claim`` must give the scan's answer."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kernbench.record import scoreboard
+from kernbench.record.commands import Cmd
+from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.record.scoreboard import Scoreboard
+from kernbench.schemas import dtypes
+from kernbench.schemas.ops import ATOMICS, OP
+
+_ATOMIC = next(iter(sorted(ATOMICS, key=str)))
+
+
+def _handle(space: str, addr: int, n: int) -> TensorHandle:
+    return TensorHandle(Buffer(space, 0, addr, 4 * n, None, ""), (n,), dtypes.float32)
+
+
+def _extent(h: TensorHandle, strided: bool) -> tuple[str, int, int]:
+    b = h.buf
+    hi = 1 << 62 if b.space == "hbm" and strided else b.addr + b.nbytes
+    return b.space, b.addr, hi
+
+
+def _scan(done: list, program: int, reads: list, writes: list, floor: int,
+          drop_war: bool) -> int:
+    """The start rule, scanning every access noted so far (those ended by ``floor`` can no
+    longer matter: the answer is compared above it)."""
+    t = 0
+    for space, lo, hi, prog, is_write, end in done:
+        if end <= floor or (space == "hbm" and prog != program):
+            continue
+        for s, a, b in reads:
+            if s == space and lo < b and a < hi and is_write:
+                t = max(t, end)
+        for s, a, b in writes:
+            if s == space and lo < b and a < hi and (is_write or not drop_war):
+                t = max(t, end)
+    return t
+
+
+@pytest.mark.parametrize("drop_war", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_claim_gives_the_latest_conflicting_end_a_scan_of_every_access_gives(
+        seed, drop_war, monkeypatch) -> None:
+    monkeypatch.setattr(scoreboard, "DROP_WAR", drop_war)
+    rng = random.Random(seed)
+    floor = [0]
+    board = Scoreboard(lambda: floor[0], 0)
+    done: list = []
+    for step in range(600):
+        program = rng.randrange(2)
+        space = rng.choice(["tcm", "tcm", "staging", "hbm"])
+
+        def operand(space: str = space) -> TensorHandle:
+            return _handle(space, 64 * rng.randrange(24), 16 * rng.randrange(1, 9))
+
+        inputs = tuple(operand() for _ in range(rng.randrange(3)))
+        out = None if rng.random() < 0.2 else operand(rng.choice(["tcm", space]))
+        op = _ATOMIC if space == "hbm" and inputs and rng.random() < 0.2 else OP.ADD
+        attrs = '{"strided":1}' if space == "hbm" and rng.random() < 0.2 else "{}"
+        cmd = Cmd(op, inputs, out, 0, 0, (0,), "", 0, attrs)
+        reads = [_extent(h, attrs != "{}") for h in inputs]
+        writes = [] if out is None else [_extent(out, attrs != "{}")]
+        if op in ATOMICS:
+            writes += [r for r in reads if r[0] == "hbm"]
+        t, plan = board.claim(program, cmd)
+        assert max(t, floor[0]) == max(_scan(done, program, reads, writes, floor[0],
+                                             drop_war), floor[0]), step
+        end = floor[0] + rng.randrange(1, 400)
+        board.commit(plan, end)
+        done += [(s, lo, hi, program, False, end) for s, lo, hi in reads]
+        done += [(s, lo, hi, program, True, end) for s, lo, hi in writes]
+        floor[0] += rng.randrange(0, 40)  # the PE's clock moves on; prunes drop the past
+    board.prune(floor[0])  # bounds are 64-byte multiples below 64 * 32, plus the far end:
+    assert board.count <= 4 * 33  # per memory at most that many, however many accesses
