@@ -33,7 +33,7 @@ UPDATE_ENV = "KB_UPDATE_GOLDENS"
 #: ``pytester`` stacks on the one running it): its update flag and its replay pool, started
 #: by the first replay (``_session_pool``) and closed with that session only
 _sessions: list[dict[str, Any]] = []
-_OUTSIDE = {"update": False, "pool": None}  # kernbench.testing used without pytest
+_OUTSIDE: dict[str, Any] = {"update": False, "pool": None}  # used without pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
