@@ -1,5 +1,6 @@
-"""ahbm-v2 sends are asynchronous (docs/hardware-model.md, ADR-0596): the kernel issues a ``send`` without waiting for
-its source to be visible, the link starts reading it once it is (RAW), and a later write to
+"""ahbm-v2 sends are asynchronous (docs/hardware-model.md, ADR-0596): the kernel issues a
+``send`` without waiting for its source to be visible, the link starts reading it once it is
+(RAW), and a later write to
 the sent buffer waits for the send (WAR). A ring kernel that overwrites a buffer right after
 sending it replays verified; with the WAR edge dropped (``scoreboard.DROP_WAR``) it fails."""
 
