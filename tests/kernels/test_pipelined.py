@@ -18,23 +18,23 @@ RING = [{"n_ranks": 3, "S_kv_per_rank": 128, "C": 32},
 HW = ["ahbm-v1", "ahbm-v2"]
 
 
-def _verified(tmp_path, name, params, hw):
+def _verified(tmp_path, name, params, hw, pool):
     trace = kb.record(build_case(name, params), tmp_path / f"{hw}.ktrace", hw=hw)
-    res = kb.replay(trace.path)
+    res = kb.replay(trace.path, pool=pool)
     assert res.ok and res.verdict["outputs"]["o"]["checked"], res.verdict
     assert check(trace).exit_code == 0, check(trace).to_text()
     return trace, res.outputs["o"]
 
 
 @pytest.mark.parametrize("hw", HW)
-def test_pipelined_prefill_replays_verified_with_short_tail_tiles(tmp_path, hw):
-    _verified(tmp_path, "gqa-prefill", {**PREFILL[1], "schedule": "pipelined"}, hw)
+def test_pipelined_prefill_replays_verified_with_short_tail_tiles(tmp_path, hw, kb_replay_pool):
+    _verified(tmp_path, "gqa-prefill", {**PREFILL[1], "schedule": "pipelined"}, hw, kb_replay_pool)
 
 
-def test_pipelined_prefill_verified_on_v2_is_the_serial_prefill_sooner(tmp_path):
+def test_pipelined_prefill_verified_on_v2_is_the_serial_prefill_sooner(tmp_path, kb_replay_pool):
     # verified: the same outputs as the numpy reference the serial kernel is verified against
     piped, _ = _verified(tmp_path / "p", "gqa-prefill", {**PREFILL[0], "schedule": "pipelined"},
-                         "ahbm-v2")
+                         "ahbm-v2", kb_replay_pool)
     serial = kb.record(build_case("gqa-prefill", PREFILL[0]), tmp_path / "s.ktrace",
                        hw="ahbm-v2")
     assert piped.manifest["kernel"].endswith("gqa:gqa_prefill_pipelined")
@@ -45,8 +45,8 @@ def test_pipelined_prefill_verified_on_v2_is_the_serial_prefill_sooner(tmp_path)
 @pytest.mark.parametrize(("hw", "params"), [("ahbm-v1", RING[1]), ("ahbm-v2", RING[1]),
                                             ("ahbm-v2", RING[0])],
                          ids=["causal-v1", "causal-v2", "full-v2"])
-def test_pipelined_ring_prefill_replays_verified(tmp_path, hw, params):
-    _verified(tmp_path, "ring-attention", {**params, "schedule": "pipelined"}, hw)
+def test_pipelined_ring_prefill_replays_verified(tmp_path, hw, params, kb_replay_pool):
+    _verified(tmp_path, "ring-attention", {**params, "schedule": "pipelined"}, hw, kb_replay_pool)
 
 
 def test_pipelined_prefill_issues_the_next_scores_gemm_before_this_tiles_softmax(tmp_path):
