@@ -1,12 +1,10 @@
 """Indexed memory: loads and stores at concrete element offsets with masks, gathers and
 scatters at offsets loaded into TCM, atomics, and concrete values materialised in TCM.
 
-The rows these write are described in ``kernbench.schemas.elements`` (docs/trace-format.md):
-an affine tile keeps its strides in attrs, any other pattern, every mask that is not all
-true and every ``const`` array goes to ``access.parquet`` once. A load/store whose offsets
-are the contiguous row-major tile and whose mask is all true writes exactly the row
-``tl.load``/``tl.store`` writes. Every function runs inside a kernel being recorded.
-"""
+Rows as ``kernbench.schemas.elements`` describes (docs/trace-format.md): an affine tile keeps
+its strides in attrs; other patterns, masks not all true and ``const`` arrays go to
+``access.parquet`` once; the contiguous all-true tile is the plain ``tl.load``/``tl.store``
+row. Every function runs inside a kernel being recorded."""
 
 from __future__ import annotations
 
@@ -97,7 +95,7 @@ def _contiguous(shape: tuple[int, ...], strides: list[int]) -> bool:
 class Plan:
     """How an access at concrete offsets moves, relative to its lowest moved offset: the
     same for every access whose relative offsets and mask agree (programs 2..P of a launch,
-    iterations of a loop advancing a pointer block), so it is computed once (``_PLANS``)."""
+    iterations of a loop advancing a pointer block), computed once (``_PLANS``)."""
 
     contiguous: bool  # the plain row-major tile, all moved: the row carries no attrs
     strides: list[int] | None  # an affine tile's strides, else None
@@ -107,10 +105,9 @@ class Plan:
     work: tuple[int, ...]  # ``ix.dma_work`` of the moved elements
 
 
-#: plans by (tile shape, relative offsets, mask, itemsize, burst bytes); bounded by
+#: plans by (tile shape, relative offsets, mask, itemsize, burst bytes), bounded by
 #: ``PLAN_LIMIT`` and ``PLAN_BYTES`` (cleared when full: gathers at arbitrary offsets never
-#: repeat). ``CACHE`` False computes every plan afresh (the byte-identity tests compare both
-#: ways).
+#: repeat); ``CACHE`` False plans afresh (the byte-identity tests compare both ways).
 _PLANS: dict[tuple, Plan] = {}
 CACHE = True
 PLAN_LIMIT = 512
@@ -171,8 +168,8 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
         attrs["strides"] = list(plan.strides)
         if plan.base:
             attrs["base"] = plan.base
-    else:
-        assert plan.stored is not None  # a plan that is neither contiguous nor affine stores
+    else:  # neither contiguous nor affine: the offsets are stored
+        assert plan.stored is not None
         attrs["access"] = writer.access.add("offsets", plan.stored)
     if m is not None:
         attrs["mask"] = writer.access.add("mask", m)
