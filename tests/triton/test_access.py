@@ -1,14 +1,23 @@
 """Memory access per HBM element (``kernbench.analyze.access``) on recorded Triton kernels:
 the owner of each element is the program the grid ordering predicts, per-tensor traffic has
 its closed form, descriptor edge tiles touch only in-bounds elements, and ``kernbench plot
---access`` draws it (exit 2 and one line for a tensor the trace does not have)."""
+--access`` draws it (exit 2 and one line for a tensor the trace does not have). Scatters and
+atomics at loaded offsets are counted, not placed: the picture names what it leaves out, and
+a tensor with nothing placed is refused in one line (exit 2), never a matplotlib error."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
+import pytest
+import triton
+import triton.language as tl
 from click.testing import CliRunner
 
+import kernbench as kb
+from kernbench import triton as kbt
 from kernbench.analyze import report
 from kernbench.analyze.access import access_map, element_accesses, tensor_traffic
 from kernbench.cli import main
@@ -111,3 +120,106 @@ def test_plot_access_draws_a_tensor_and_refuses_an_unknown_one(replayed, tmp_pat
                                     str(out)])
     assert bad.exit_code == 2 and "did you mean 'a_desc'" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+# -- what the trace cannot place: scatters and atomics at loaded offsets (known at replay) ---
+@triton.jit
+def copy_then_scatter_kernel(x_ptr, idx_ptr, out_ptr, hist_ptr, sum_ptr, spare_ptr,
+                             BLOCK: tl.constexpr, N: tl.constexpr):
+    """Row 0 of ``out`` a placed copy of ``x``, row 1 ``2 x`` scattered to the positions
+    ``idx`` holds, ``hist`` bumped at loaded offsets, ``sum`` one element; ``spare`` never
+    touched."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    dst = tl.load(idx_ptr + offs)
+    tl.store(out_ptr + offs, x)
+    tl.store(out_ptr + N + dst, x * 2.0)
+    tl.atomic_add(hist_ptr + dst % 4, x)
+    tl.atomic_add(sum_ptr, tl.sum(x, axis=0))
+
+
+N, BLOCK = 16, 8
+
+
+@pytest.fixture(scope="module")
+def scattered(tmp_path_factory) -> dict[str, Any]:
+    """The issue's permute kernel and the kernel above, recorded (Phase 1 is all the access
+    picture reads)."""
+    from tests.triton.kernels import permute
+
+    x = np.arange(N, dtype=np.float32)
+    idx = np.random.default_rng(3).permutation(N).astype(np.int32)
+    case = kbt.case(copy_then_scatter_kernel, (N // BLOCK,), x, idx,
+                    np.zeros((2, N), np.float32), np.zeros(4, np.float32),
+                    np.zeros(1, np.float32), np.zeros(3, np.float32), BLOCK=BLOCK, N=N)
+    d = tmp_path_factory.mktemp("scattered")
+    return {"permute": kb.record(permute.case(), out=d / "permute.ktrace"),
+            "mixed": kb.record(case, out=d / "mixed.ktrace")}
+
+
+def _plot(trace, tensor: str, out):
+    return CliRunner().invoke(main, ["plot", str(trace.path), "--access", tensor, "-o",
+                                     str(out)])
+
+
+def test_plot_access_refuses_a_scatter_only_tensor_in_one_line_naming_it_and_why(
+        scattered, tmp_path) -> None:
+    """The permute kernel's output is written only by scatters at loaded offsets: exit 2,
+    one line naming the tensor and the reason, nothing drawn, the trace not blamed."""
+    trace = scattered["permute"]
+    got = _plot(trace, "out_ptr", tmp_path / "p.png")
+    assert got.exit_code == 2 and len(got.output.strip().splitlines()) == 1, got.output
+    assert "'out_ptr': it is moved only by 2 scatter ops" in got.output
+    assert "known only at replay" in got.output
+    assert "cannot read the trace" not in got.output and "FixedLocator" not in got.output
+    assert not (tmp_path / "p.png").exists()
+    row = tensor_traffic(trace).filter(pl.col("tensor") == "out_ptr").row(0, named=True)
+    assert row["gather_ops"] == 2 and row["bytes_written"] == 0
+
+
+def test_atomics_at_loaded_offsets_are_counted_not_spread_over_the_whole_tensor(
+        scattered, tmp_path) -> None:
+    trace = scattered["mixed"]
+    assert access_map(trace, "hist_ptr")["touches"].sum() == 0
+    row = tensor_traffic(trace).filter(pl.col("tensor") == "hist_ptr").row(0, named=True)
+    assert (row["gather_ops"], row["bytes_read"], row["bytes_written"]) == (2, 0, 0)
+    got = _plot(trace, "hist_ptr", tmp_path / "h.png")
+    assert got.exit_code == 2 and "'hist_ptr': it is moved only by 2 atomic_add ops" in \
+        got.output
+    # the one-element sum is an atomic at a concrete address: placed, both programs
+    one = access_map(trace, "sum_ptr").row(0, named=True)
+    assert (one["reads"], one["writes"], one["programs"], one["owner"]) == (2, 2, 2, 0)
+
+
+def test_plot_access_draws_the_placed_part_of_a_tensor_and_names_the_scatters_it_leaves_out(
+        scattered) -> None:
+    from kernbench.plot.access_figure import access_figure
+
+    trace = scattered["mixed"]
+    got = access_map(trace, "out_ptr")
+    np.testing.assert_array_equal(got["writes"].to_numpy().reshape(2, N),
+                                  [[1] * N, [0] * N])
+    owner = got["owner"].to_numpy(allow_copy=True).reshape(2, N)
+    np.testing.assert_array_equal(owner[0], np.arange(N) // BLOCK)
+    assert got["owner"].null_count() == N  # row 1: only scattered
+    title = access_figure(trace, "out_ptr").get_suptitle()  # drawn: the CLI test above
+    assert title.startswith("not drawn: 2 scatter ops on out_ptr") and "replay" in title
+
+
+@pytest.mark.parametrize(("tensor", "shape"), [("x_ptr", (1, N)), ("sum_ptr", (1, 1))],
+                         ids=["single-row", "single-element"])
+def test_plot_access_draws_a_single_row_or_single_element_tensor(scattered, tensor,
+                                                                  shape) -> None:
+    from kernbench.plot.access_figure import access_figure
+
+    fig = access_figure(scattered["mixed"], tensor)
+    assert fig.get_suptitle() == ""  # nothing left out
+    assert [ax.images[0].get_array().shape for ax in fig.axes[:3]] == [shape] * 3
+    site_bar = fig.axes[4]  # the colorbar of the kernel-line panel: one label a tick
+    assert len(site_bar.get_yticks()) == len(site_bar.get_yticklabels()) == 1
+
+
+def test_plot_access_refuses_a_tensor_nothing_touches(scattered, tmp_path) -> None:
+    got = _plot(scattered["mixed"], "spare_ptr", tmp_path / "s.png")
+    assert got.exit_code == 2 and len(got.output.strip().splitlines()) == 1
+    assert "'spare_ptr': no load, store or atomic in the trace touches it" in got.output

@@ -6,8 +6,8 @@ The elements come from the trace alone (Phase 1): a DMA row's HBM operand is the
 run ``[addr, addr + numel)`` of its dtype, an indexed row's (block pointers, masked loads,
 tensor descriptors) the masked-in elements its ``strides`` / ``access`` attrs and
 access.parquet name (``kernbench.schemas.elements``). An atomic reads and writes its elements.
-Gathers and scatters move elements at offsets known only in Phase 2: they are counted per
-tensor (``gather_ops``), not placed.
+Gathers, scatters and atomics at loaded offsets (``"offsets": "input"``) move elements at
+offsets known only in Phase 2: they are counted per tensor (``gather_ops``), not placed.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def _owner(tensors: list[dict[str, Any]], pe: int, addr: int) -> dict[str, Any] 
 def _relative(attrs: str, shape: tuple[int, ...], table: ix.AccessTable) -> np.ndarray:
     """The moved element offsets (relative to the operand address) of one HBM operand."""
     parsed = json.loads(attrs) if attrs else {}
+    if parsed.get("offsets") == ix.INPUT:  # an atomic at loaded offsets: not placed
+        return np.empty(0, np.int64)
     if ix.is_indexed(parsed):
         rel, mask = ix.elements(parsed, shape, table)
         return np.asarray(ix.moved(rel, mask), np.int64)
@@ -140,7 +142,8 @@ def access_map(trace: Trace, tensor: str) -> pl.DataFrame:
 def tensor_traffic(trace: Trace) -> pl.DataFrame:
     """Per HBM tensor: bytes_read (elements read × itemsize, each time), bytes_used
     (distinct elements read × itemsize), rereads (bytes_read / bytes_used), bytes_written
-    (elements written × itemsize, each time), gather_ops (gathers/scatters, not placed)."""
+    (elements written × itemsize, each time), gather_ops (gathers, scatters and atomics at
+    loaded offsets: counted, not placed)."""
     tensors = _tensors(trace)
     acc = element_accesses(trace)
     item = pl.DataFrame({"tensor": [t["name"] for t in tensors],
@@ -149,7 +152,8 @@ def tensor_traffic(trace: Trace) -> pl.DataFrame:
         read=pl.col("read").sum().cast(pl.Int64),
         used=pl.col("element").filter(pl.col("read")).n_unique().cast(pl.Int64),
         written=pl.col("write").sum().cast(pl.Int64))
-    unplaced = _unplaced(trace, tensors)
+    unplaced = unplaced_ops(trace).group_by("tensor").agg(
+        gather_ops=pl.len().cast(pl.Int64))
     out = item.join(per, on="tensor", how="left").join(unplaced, on="tensor", how="left")
     out = out.with_columns(pl.col("read", "used", "written", "gather_ops").fill_null(0))
     return out.select(
@@ -160,15 +164,28 @@ def tensor_traffic(trace: Trace) -> pl.DataFrame:
         bytes_written=pl.col("written") * pl.col("itemsize"), gather_ops="gather_ops")
 
 
-def _unplaced(trace: Trace, tensors: list[dict[str, Any]]) -> pl.DataFrame:
-    names: list[str] = []
-    for r in trace.ops.filter(pl.col("name").is_in(_UNPLACED)).select(
-            "inputs", "output").iter_rows(named=True):
+def unplaced_ops(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
+    """One row per op that moves elements of an HBM tensor at offsets known only in Phase 2
+    (a gather, a scatter, an atomic at loaded offsets): op_id, name and tensor."""
+    tensors = _tensors(trace)
+    if tensor is not None:
+        _check_name(tensors, tensor)
+    loaded = pl.col("name").is_in(list(_ATOMIC_NAMES)) & pl.col("attrs").str.contains(
+        ix.INPUT, literal=True)
+    rows: dict[str, list[Any]] = {"op_id": [], "name": [], "tensor": []}
+    for r in trace.ops.filter(pl.col("name").is_in(_UNPLACED) | loaded).select(
+            "op_id", "name", "attrs", "inputs", "output").iter_rows(named=True):
+        if r["name"] not in _UNPLACED and (
+                json.loads(r["attrs"] or "{}").get("offsets") != ix.INPUT):
+            continue  # an atomic at concrete offsets (only its mask is loaded): placed
         for o in [*(r["inputs"] or []), r["output"]]:
             if o is not None and o["space"] == "hbm":
                 t = _owner(tensors, o["pe"], o["addr"])
                 if t is not None:
-                    names.append(t["name"])
+                    if tensor in (None, t["name"]):
+                        rows["op_id"].append(r["op_id"])
+                        rows["name"].append(r["name"])
+                        rows["tensor"].append(t["name"])
                     break
-    return pl.DataFrame({"tensor": names}, schema={"tensor": pl.String}).group_by(
-        "tensor").agg(gather_ops=pl.len().cast(pl.Int64))
+    return pl.DataFrame(rows, schema={"op_id": pl.Int64, "name": pl.String,
+                                      "tensor": pl.String})

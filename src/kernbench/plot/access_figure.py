@@ -1,7 +1,11 @@
 """The picture of one HBM tensor's accesses (``kernbench plot TRACE --access TENSOR``): which
 program touched each element first (the owner), at which kernel line, and a heat map of how
 often it was touched. The data is ``kernbench.analyze.access.access_map``; a tensor of more
-than two dimensions is drawn with its leading dimensions flattened into rows."""
+than two dimensions is drawn with its leading dimensions flattened into rows.
+
+Gathers, scatters and atomics at loaded offsets move elements known only at replay: the
+picture draws the placed accesses and says how many such ops it leaves out; a tensor with no
+placed access at all is refused in one line (BadInputError) rather than drawn blank."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import polars as pl
 from matplotlib.colors import BoundaryNorm, Colormap, ListedColormap
 from matplotlib.figure import Figure
 
-from kernbench.analyze.access import access_map
+from kernbench.analyze.access import access_map, unplaced_ops
+from kernbench.errors import BadInputError
 from kernbench.trace import Trace
 
 #: the categorical palette of programs and sites (cycled); untouched elements are white
@@ -34,6 +39,9 @@ def _categorical(n: int) -> tuple[Colormap, BoundaryNorm]:
 def access_figure(trace: Trace, tensor: str) -> Figure:
     """Three panels of ``tensor``: owner program, owner's kernel line, touches."""
     frame = access_map(trace, tensor)
+    unplaced = unplaced_ops(trace, tensor)
+    if not frame["touches"].sum():
+        raise BadInputError(_nothing_placed(tensor, unplaced))
     rows, cols = int(frame["row"].to_numpy().max()) + 1, int(frame["col"].to_numpy().max()) + 1
     sites = sorted(s for s in frame["site"].unique().to_list() if s is not None)
     frame = frame.with_columns(site_id=pl.col("site").replace_strict(
@@ -53,8 +61,8 @@ def access_figure(trace: Trace, tensor: str) -> Figure:
     im = axes[1].imshow(_grid(frame, "site_id", rows, cols), cmap=cmap, norm=norm,
                         interpolation="nearest", aspect="auto")
     axes[1].set_title("its load/store site (kernel line)")
-    bar = fig.colorbar(im, ax=axes[1], ticks=range(len(sites)))
-    bar.ax.set_yticklabels([_short(s) for s in sites] or [""])
+    bar = fig.colorbar(im, ax=axes[1])
+    bar.set_ticks(range(len(sites)), labels=[_short(s) for s in sites])  # one label a tick
     heat = np.ma.masked_equal(frame["touches"].to_numpy().reshape(rows, cols), 0)
     im = axes[2].imshow(heat, cmap="viridis", interpolation="nearest", aspect="auto")
     axes[2].set_title("touches per element (reads + writes; white: never)")
@@ -62,7 +70,25 @@ def access_figure(trace: Trace, tensor: str) -> Figure:
     for ax in axes:
         ax.set_xlabel("column")
         ax.set_ylabel("row")
+    if unplaced.height:
+        fig.suptitle(f"not drawn: {_ops(unplaced)} on {tensor} (element offsets loaded "
+                     "from data, known only at replay)")
     return fig
+
+
+def _ops(unplaced: pl.DataFrame) -> str:
+    """``2 scatter ops, 1 atomic_add op``: the unplaced ops by name."""
+    counts = unplaced.group_by("name").len().sort("name").iter_rows()
+    return ", ".join(f"{n} {name} op{'s' * (n != 1)}" for name, n in counts)
+
+
+def _nothing_placed(tensor: str, unplaced: pl.DataFrame) -> str:
+    if unplaced.height:
+        return (f"cannot draw the accesses of {tensor!r}: it is moved only by "
+                f"{_ops(unplaced)}, at element offsets loaded from data (known only at "
+                "replay, not in the trace); kernbench report counts them as gather_ops")
+    return (f"cannot draw the accesses of {tensor!r}: no load, store or atomic in the trace "
+            "touches it")
 
 
 def _short(src: str) -> str:
