@@ -216,11 +216,6 @@ def not_on_int(x_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def cas(x_ptr, BLOCK: tl.constexpr):
-    tl.atomic_cas(x_ptr, 0, 1)
-
-
-@triton.jit
 def gather_call(x_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.store(x_ptr + tl.arange(0, BLOCK), tl.gather(x, x, 0))
@@ -252,15 +247,14 @@ def imported_refused(x_ptr, BLOCK: tl.constexpr):
     (and_on_int_data, r"Python 'and' on a tl\.int32 value: Triton's compiler rejects it"),
     (if_and_on_data, r"control flow on loaded data"),
     (not_on_int, r"Python 'not' on a tl\.int32 value: Triton's compiler rejects it"),
-    (cas, r"tl\.atomic_cas is not supported by kernbench: a compare-and-swap"),
     (gather_call, r"tl\.gather is not supported by kernbench: a gather of a block"),
     (missing_member, r"tl\.tensor\.frobnicate is not supported by kernbench: Triton's "
                      r"tl\.tensor has no attribute 'frobnicate' either"),
     (missing_dtype_attr, r"tl\.dtype\.to_ir is not supported by kernbench"),
     (missing_libdevice, r"libdevice\.j0 is not supported by kernbench"),
     (imported_refused, r"tl\.inline_asm_elementwise is not supported by kernbench: inline"),
-], ids=["and-int-data", "if-and-data", "not-int", "atomic-cas", "gather", "tensor-attr",
-        "dtype-attr", "libdevice", "imported-name"])
+], ids=["and-int-data", "if-and-data", "not-int", "gather", "tensor-attr", "dtype-attr",
+        "libdevice", "imported-name"])
 def test_refusal_is_a_kernel_error_at_the_kernel_line(tmp_path, kernel, match) -> None:
     c = kbt.case(kernel, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])
     with pytest.raises(KernelError, match=rf"^{HERE}:\d+: .*{match}"):

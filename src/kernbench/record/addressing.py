@@ -8,6 +8,7 @@ row. Every function runs inside a kernel being recorded."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,10 +199,7 @@ def _value(ctx: KernelContext, value: Any, shape: tuple[int, ...], t: HbmTensor,
                              f"{list(shape)}", src)
         return value
     v = _scalar(value, f"{what} value", src)
-    n = 1
-    for s in shape:
-        n *= s
-    return _emit(ctx, OP.FILL, (), shape, t.dtype, (n,), src, _attrs(value=v))
+    return _emit(ctx, OP.FILL, (), shape, t.dtype, (math.prod(shape),), src, _attrs(value=v))
 
 
 def _handle(h: Any, what: str, src: str, ints: bool = False) -> TensorHandle:
@@ -318,16 +316,20 @@ def scatter(tensor: HbmTensor, offsets: TensorHandle, value: TensorHandle | int 
 
 
 def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
-           value: TensorHandle | int | float, mask: Mask = None, *, src: str) -> TensorHandle:
+           value: TensorHandle | int | float, mask: Mask = None, *, src: str,
+           cmp: TensorHandle | int | float | None = None) -> TensorHandle:
     """Read-modify-write of ``tensor``'s elements at ``offsets`` with ``op`` (add, max, min,
-    xchg, and, or, xor); returns the old values (a pending TCM handle). Phase 2 applies
-    atomics in time order; the race detector never reports them."""
+    xchg, and, or, xor; cas with ``cmp``); returns the old values (a pending TCM handle).
+    Phase 2 applies atomics in time order; the race detector never reports them."""
     ctx = current()
     t = _tensor(tensor, f"atomic_{op}", src)
     aop: Op | None = ATOMIC_OPS.get(op)
     if aop is None:
         raise KernelError(f"atomic op {op!r} is not one of {sorted(ATOMIC_OPS)}", src)
     what = aop.value
+    if (cmp is None) is (aop is OP.ATOMIC_CAS):
+        raise KernelError(f"{what} {'needs a' if cmp is None else 'takes no'} compare value "
+                          f"(cmp={cmp!r})", src)
     if OPS[aop].ints and t.dtype.is_float:
         raise DtypeError(f"{what} needs an integer tensor, {t.name!r} is {t.dtype.name}", src)
     if not isinstance(offsets, TensorHandle):
@@ -352,11 +354,15 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
             attrs["strides"] = list(plan.strides)
         idx, n, work = [], plan.n, plan.work
     ins: list[TensorHandle] = [hbm]
-    if isinstance(value, TensorHandle):
-        ins.append(_value(ctx, value, shape, t, what, src))
-    else:
-        attrs["value"] = _scalar(value, f"{what} value", src)
-    dst = TensorHandle(ctx.scratch.alloc(_prod(shape) * isz, ctx.scope, src), shape, t.dtype)
+    for key, v in (("value", value), ("cmp", cmp)):  # inputs: [hbm, value?, cmp?, ...]
+        if isinstance(v, TensorHandle):
+            ins.append(_value(ctx, v, shape, t, what if key == "value" else f"{what} cmp", src))
+            if key == "cmp":  # a TCM value is marked by its absence, a TCM cmp by "input"
+                attrs["cmp"] = ix.INPUT
+        elif v is not None:
+            attrs[key] = _scalar(v, f"{what} {key}", src)
+    dst = TensorHandle(ctx.scratch.alloc(math.prod(shape) * isz, ctx.scope, src), shape,
+                       t.dtype)
     ctx.driver.writer.indexed = True
     cmd = Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs))
     _issue(ctx, cmd)
@@ -375,13 +381,6 @@ def _hold_inputs(cmd: Cmd) -> None:
         b = h.buf
         if b.space != "hbm" and until > b.read_until:
             b.read_until = until
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def constant(values: np.ndarray, dtype: DType, *, src: str) -> TensorHandle:

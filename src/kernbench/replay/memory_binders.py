@@ -134,8 +134,9 @@ def _bind_read(plain: Callable) -> Callable:
 
 # -- gather / scatter / atomics: offsets known when the op runs -------------------------------
 def _roles(attrs: dict, ins: tuple, first: int) -> dict[str, Operand]:
-    """The TCM operands after the first ``first`` inputs: value?, offsets?, mask?."""
+    """The TCM operands after the first ``first`` inputs: value?, cmp?, offsets?, mask?."""
     names = [n for n, on in (("value", "value" not in attrs and first == 1),
+                             ("cmp", attrs.get("cmp") == ix.INPUT),
                              ("offsets", attrs.get("offsets") == ix.INPUT),
                              ("mask", attrs.get("mask") == ix.INPUT)) if on]
     need(len(ins) == first + len(names), f"expected {first + len(names)} inputs "
@@ -254,10 +255,13 @@ def _bind_atomic(op: Op) -> Callable:
         need(len(ins) >= 1 and out is not None, f"{op.value} needs the tensor and an output")
         t = ins[0]
         roles = _roles(attrs, ins, 1)
-        if "value" in roles:
-            need(roles["value"].shape == out.shape, f"{op.value} value "
-                 f"{list(roles['value'].shape)} for a {list(out.shape)} result")
-        value = reader(roles["value"]) if "value" in roles else partial(same, attrs["value"])
+        for key in _OPERANDS.get(op, ("value",)):
+            if key in roles:
+                need(roles[key].shape == out.shape, f"{op.value} {key} "
+                     f"{list(roles[key].shape)} for a {list(out.shape)} result")
+            need(key in roles or key in attrs, f"{op.value} needs attrs {key!r} or an input")
+        values = tuple(reader(roles[key]) if key in roles else partial(same, attrs[key])
+                       for key in _OPERANDS.get(op, ("value",)))
         if isinstance(t, ElementOperand):
             need(t.shape == out.shape, f"{op.value} of {list(t.shape)} writes {list(out.shape)}")
             where = partial(same, (t.index, t.sel))
@@ -267,36 +271,46 @@ def _bind_atomic(op: Op) -> Callable:
             read_mask = partial(same, roles["mask"].view) if "mask" in roles else None
             where = partial(_runtime_index, t, roles["offsets"].view, read_mask, static, op)
         fn = partial(_bf16_combine, combine) if t.npd == BF16 else combine
-        return partial(_atomic, fn, _flat(t.mem, t.npd), where, value, out.shape)
+        return partial(_atomic, fn, _flat(t.mem, t.npd), where, values, out.shape)
 
     return bind
+
+
+#: the operands an atomic's combine takes after the old value, in its order
+_OPERANDS: dict[Op, tuple[str, ...]] = {Op.ATOMIC_CAS: ("cmp", "value")}
 
 
 def _runtime_index(t, offsets, read_mask, static, op):
     return _index(_extent(t), offsets, read_mask() if read_mask is not None else static, op.value)
 
 
-def _bf16_combine(combine: Callable, old: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _bf16_combine(combine: Callable, old: np.ndarray, *vs: np.ndarray) -> np.ndarray:
     """``combine`` of bf16 bits as ``ml_dtypes`` computes it: in float32, rounded back."""
-    return as_dtype(np.asarray(combine(to_f32(old), to_f32(np.asarray(v, BF16)))), BF16)
+    return as_dtype(np.asarray(combine(to_f32(old), *(to_f32(np.asarray(v, BF16))
+                                                      for v in vs))), BF16)
 
 
-def _atomic(combine: Callable, flat: np.ndarray, where: Callable, value: Callable,
-            shape: tuple[int, ...]) -> np.ndarray:
-    index, sel = where()
-    raw = value()
+def _operand(raw: Any, flat: np.ndarray, shape: tuple[int, ...], sel: np.ndarray | None
+             ) -> np.ndarray:
+    """One operand of an atomic (value, cmp) in the tensor's dtype, flat, masked-in only."""
     v = np.broadcast_to(as_dtype(np.asarray(raw), BF16) if flat.dtype == BF16 else
                         np.asarray(raw, dtype=flat.dtype), shape).reshape(-1)
-    if sel is not None:
-        v = v[sel]
+    return v if sel is None else v[sel]
+
+
+def _atomic(combine: Callable, flat: np.ndarray, where: Callable, values: tuple[Callable, ...],
+            shape: tuple[int, ...]) -> np.ndarray:
+    index, sel = where()
+    vs = [_operand(value(), flat, shape, sel) for value in values]
     if len(np.unique(index)) == len(index):
         old = flat[index]
-        flat[index] = np.asarray(combine(old, v)).astype(flat.dtype)
+        flat[index] = np.asarray(combine(old, *vs)).astype(flat.dtype)
     else:  # the same element twice in one atomic: one after the other, in tile order
         old = np.empty(len(index), flat.dtype)
-        for j, (e, x) in enumerate(zip(index.tolist(), v, strict=True)):
+        for j, e in enumerate(index.tolist()):
             old[j] = flat[e]
-            flat[e] = np.asarray(combine(flat[e:e + 1], x)).astype(flat.dtype)[0]
+            xs = [v[j:j + 1] for v in vs]
+            flat[e] = np.asarray(combine(flat[e:e + 1], *xs)).astype(flat.dtype)[0]
     res = np.zeros(shape, flat.dtype)
     res.reshape(-1)[slice(None) if sel is None else sel] = old
     return res

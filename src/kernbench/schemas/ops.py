@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.schemas import semantics as sm
-from kernbench.schemas.oracles import erf, fma, rsqrt, sigmoid, xchg
+from kernbench.schemas.oracles import cas, erf, fma, rsqrt, sigmoid, xchg
 from kernbench.schemas.policy import c_floordiv, c_mod
 
 
@@ -166,6 +166,7 @@ class Op(StrEnum):
     CUMPROD = "cumprod"
     ARGMAX = "argmax"
     ARGMIN = "argmin"
+    ATOMIC_CAS = "atomic_cas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +324,9 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
           np.argmax),
     _spec(Op.ARGMIN, Family.ARG, Dt.INT32, 1, "index of the minimum along axis (first on ties)",
           np.argmin),
+    _spec(Op.ATOMIC_CAS, Family.ATOMIC, Dt.GIVEN, -1,
+          "HBM old = x; x = v if old == cmp (bitwise) else old; returns old (lazy)", cas,
+          kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE),
 )}
 
 #: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-__all__ = ["erf", "fma", "floordiv", "mod", "rsqrt", "sigmoid", "xchg"]
+__all__ = ["cas", "erf", "fma", "floordiv", "mod", "rsqrt", "sigmoid", "xchg"]
 
 
 def rsqrt(x: np.ndarray) -> np.ndarray:
@@ -52,3 +52,12 @@ def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def xchg(old: np.ndarray, value: np.ndarray) -> np.ndarray:
     """atomic_xchg's combine: the new value replaces the old."""
     return np.broadcast_to(value, np.shape(old))
+
+
+def cas(old: np.ndarray, cmp: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """atomic_cas's combine: ``value`` where ``old`` equals ``cmp`` bit for bit (as the
+    hardware compares: ``-0.0`` is not ``0.0``, a NaN equals its own bits), else ``old``."""
+    old = np.asarray(old)
+    bits = np.dtype(f"u{old.dtype.itemsize}")
+    same = old.view(bits) == np.asarray(cmp, old.dtype).view(bits)
+    return np.where(same, np.asarray(value, old.dtype), old)

@@ -49,6 +49,7 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "id_or_input": (lambda v: v == INPUT or (_int(v) and 0 <= v < 1 << 62),
                     "an access.parquet id or \"input\""),
     "input": (lambda v: v == INPUT, "\"input\""),
+    "scalar_or_input": (lambda v: v == INPUT or _scalar(v), "a number, bool or \"input\""),
     "ints": (lambda v: isinstance(v, list) and len(v) <= 8 and all(map(_int, v)),
              "a list of at most 8 integers"),
     "int": (_int, "an integer"),
@@ -69,7 +70,8 @@ FIELDS: dict[Family, dict[str, str]] = {
     Family.MEMORY: {**_ELEMENTS, "other": "scalar"},
     Family.GATHER: {"mask": "id_or_input", "other": "scalar"},
     Family.SCATTER: {"mask": "id_or_input"},
-    Family.ATOMIC: {**_ELEMENTS, "mask": "id_or_input", "offsets": "input", "value": "scalar"},
+    Family.ATOMIC: {**_ELEMENTS, "mask": "id_or_input", "offsets": "input", "value": "scalar",
+                    "cmp": "scalar_or_input"},
     Family.CONST: {"values": "id"},
     Family.FILL: {"value": "scalar"},
     Family.ARANGE: {"start": "int32"},
@@ -90,7 +92,8 @@ REQUIRED: dict[Family, tuple[str, ...]] = {
     Family.FILL: ("value",),
 }
 #: ops of a family that need more keys than the family
-REQUIRED_BY_OP: dict[Op, tuple[str, ...]] = {Op.SCOPE_EXIT: ("lo", "hi")}
+REQUIRED_BY_OP: dict[Op, tuple[str, ...]] = {Op.SCOPE_EXIT: ("lo", "hi"),
+                                              Op.ATOMIC_CAS: ("cmp",)}
 
 
 def _inputs_gather(a: dict) -> int:
@@ -98,7 +101,8 @@ def _inputs_gather(a: dict) -> int:
 
 
 def _inputs_atomic(a: dict) -> int:
-    return 1 + ("value" not in a) + (a.get("offsets") == INPUT) + (a.get("mask") == INPUT)
+    return (1 + ("value" not in a) + (a.get("cmp") == INPUT) + (a.get("offsets") == INPUT)
+            + (a.get("mask") == INPUT))
 
 
 #: family -> the number of inputs an op's attrs imply

@@ -108,9 +108,6 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
 
 #: names kernbench does not run, and why (``tl.X is not supported by kernbench: why``)
 REFUSED = {
-    "atomic_cas": "a compare-and-swap has three operands (pointer, compare, value) and the op "
-                  "table's atomics two; use tl.atomic_xchg / atomic_max or a lock-free "
-                  "formulation",
     "inline_asm_elementwise": "inline assembly names GPU instructions the modelled hardware "
                               "does not have",
     "device_print": "it prints data, which Phase 1 (recording) does not have",

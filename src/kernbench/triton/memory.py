@@ -248,5 +248,21 @@ def _atomic(op: str) -> Any:
     return fn
 
 
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
+    """Per element, atomically: ``old = *p; if old == cmp: *p = val``; returns ``old``."""
+    src = src_here()
+    ix = data.indexed(src)
+    p = _pointer(pointer, src, "tl.atomic_cas")
+    shape = _shape_of(src, "tl.atomic_cas", ("pointer block", p), ("compare", cmp),
+                      ("value", val))
+    elem = p.dtype.element_ty
+    c, v = (_value(x, shape, elem, src) for x in (cmp, val))
+    c, v = (arith.cast(x, elem) if type(x) is tensor and x.dtype is not elem else x
+            for x in (c, v))
+    STORED.add(p.hbm_base.name)
+    h = ix.atomic("cas", p.base, _offsets(p, shape), _mvalue(v), None, src=src, cmp=_mvalue(c))
+    return data.symbolic(h, elem)
+
+
 ATOMICS = {f"atomic_{op}": _atomic(op) for op in ("add", "max", "min", "xchg", "and", "or",
-                                                   "xor")}
+                                                   "xor")} | {"atomic_cas": atomic_cas}
