@@ -81,29 +81,8 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
         loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    # schedule(), inline: the scoreboard, the engine, then what tl.wait and frees see
-    board = pe.board
-    start, plan = board.claim(pe.ctx.program, cmd)
+    start, busy, t_end = schedule(pe, cmd, model, engine, t_issue)
     now = t_issue + pe.dispatch_ps
-    if now > start:
-        start = now
-    busy, latency = model(pe, cmd)
-    if engine.busy_until > start:
-        start = engine.busy_until
-    engine.busy_until = start + busy
-    engine.busy_total += busy
-    t_end = start + busy + latency
-    board.commit(plan, t_end)
-    if start > t_issue and queue is not None:
-        queue.append(start)
-    out = cmd.out
-    if out is not None and out.buf.ready_ps < t_end:
-        out.buf.ready_ps = t_end
-    for h in cmd.inputs:
-        if h.buf.read_until < t_end:
-            h.buf.read_until = t_end
-    if t_end > pe.last_end:
-        pe.last_end = t_end
     pe.row(t_issue, start, t_end, busy, wait, cmd)
     pe.now = now
     if now >= pe.switch_at:
