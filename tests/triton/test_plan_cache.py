@@ -18,6 +18,7 @@ import triton.language as tl
 import kernbench as kb
 from kernbench import triton as kbt
 from kernbench.record import addressing
+from kernbench.record.memo import BoundedMemo
 from kernbench.triton import arith
 from kernbench.triton.value import concrete
 
@@ -75,8 +76,8 @@ def uncached(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_caches_off_cold_and_warm_record_the_same_bytes(uncached, tmp_path,
                                                         monkeypatch) -> None:
-    monkeypatch.setattr(addressing, "_PLANS", {})
-    monkeypatch.setattr(arith, "_MEMO", {})
+    monkeypatch.setattr(addressing, "_PLANS", BoundedMemo())
+    monkeypatch.setattr(arith, "_MEMO", BoundedMemo())
     cold = _record(tmp_path, "cold")
     plans, memo = len(addressing._PLANS), len(arith._MEMO)
     warm = _record(tmp_path, "warm")
@@ -92,21 +93,19 @@ def test_caches_off_cold_and_warm_record_the_same_bytes(uncached, tmp_path,
 @pytest.mark.parametrize("limit", ["entries", "bytes"])
 def test_caches_cleared_when_full_still_record_the_same_bytes(uncached, tmp_path, monkeypatch,
                                                               limit: str) -> None:
-    monkeypatch.setattr(addressing, "_PLANS", {})
-    monkeypatch.setattr(arith, "_MEMO", {})
+    monkeypatch.setattr(addressing, "_PLANS", BoundedMemo())
+    monkeypatch.setattr(arith, "_MEMO", BoundedMemo())
     if limit == "entries":
         monkeypatch.setattr(addressing, "PLAN_LIMIT", 2)
         monkeypatch.setattr(arith, "MEMO_LIMIT", 3)
     else:  # 600 bytes: one 32-element plan (256 bytes of offsets, its mask, its stored)
         monkeypatch.setattr(addressing, "PLAN_BYTES", 600)
         monkeypatch.setattr(arith, "MEMO_BYTES", 600)
-        monkeypatch.setattr(addressing, "_held", [0])
-        monkeypatch.setattr(arith, "_held", [0])
     assert _record(tmp_path, "small") == uncached
     if limit == "entries":
         assert 0 < len(addressing._PLANS) <= 2 and 0 < len(arith._MEMO) <= 3
     else:
-        assert 0 < addressing._held[0] <= 600 and 0 < arith._held[0] <= 600
+        assert 0 < addressing._PLANS.held <= 600 and 0 < arith._MEMO.held <= 600
 
 
 def test_the_recorded_kernel_replays_to_the_numpy_reference(tmp_path) -> None:
@@ -125,7 +124,7 @@ SCALARS = [1, True, 1.0, 0.0, -0.0, 2**40]
 
 def test_memoised_concrete_arithmetic_tells_apart_scalars_python_calls_equal(
         monkeypatch) -> None:
-    monkeypatch.setattr(arith, "_MEMO", {})
+    monkeypatch.setattr(arith, "_MEMO", BoundedMemo())
     a = concrete(np.arange(4, dtype=np.int32) - 1)
     f = concrete(np.array([1.0, -1.0, 0.5], np.float32))
 

@@ -21,6 +21,7 @@ from kernbench.record.handle import Buffer, HbmTensor, TensorHandle
 from kernbench.record.lowering import attrs_json as _attrs
 from kernbench.record.lowering import emit as _emit
 from kernbench.record.lowering import issue as _issue
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.operands import live as _live
 from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DType
@@ -109,20 +110,15 @@ class Plan:
 #: plans by (tile shape, relative offsets, mask, itemsize, burst bytes), bounded by
 #: ``PLAN_LIMIT`` and ``PLAN_BYTES`` (cleared when full: gathers at arbitrary offsets never
 #: repeat); ``CACHE`` False plans afresh (the byte-identity tests compare both ways).
-_PLANS: dict[tuple, Plan] = {}
+_PLANS = BoundedMemo()
 CACHE = True
 PLAN_LIMIT = 512
 PLAN_BYTES = 32 << 20  # and at most this many bytes of keys and stored offsets
-_held = [0]
 
 
 def _keep(key: tuple, plan: Plan, nbytes: int) -> None:
     nbytes += 0 if plan.stored is None else plan.stored.nbytes
-    if len(_PLANS) >= PLAN_LIMIT or _held[0] + nbytes > PLAN_BYTES:
-        _PLANS.clear()
-        _held[0] = 0
-    _PLANS[key] = plan
-    _held[0] += nbytes
+    _PLANS.keep(key, plan, nbytes, PLAN_LIMIT, PLAN_BYTES)
 
 
 def _new_plan(rel: np.ndarray, m: np.ndarray | None, isz: int, burst: int) -> Plan:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import KernelError
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import src_here
 from kernbench.triton import data
 from kernbench.triton import dtypes as d
@@ -73,12 +74,11 @@ def binary(op: str, a: Any, b: Any) -> tensor:
 #: computed once; bounded (cleared when full: ``MEMO_LIMIT`` entries, ``MEMO_BYTES``), arrays
 #: of at most ``MEMO_ELEMENTS``; the arrays are read only, shared by every value holding
 #: them. ``MEMO`` False: no memo.
-_MEMO: dict[tuple, tuple[np.ndarray, dtype]] = {}
+_MEMO = BoundedMemo()
 MEMO = True
 MEMO_LIMIT = 4096
 MEMO_ELEMENTS = 1 << 14
 MEMO_BYTES = 32 << 20  # and at most this many bytes of keys and results
-_held = [0]
 
 
 def _nbytes(key: tuple) -> int:
@@ -111,13 +111,8 @@ def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
     except ZeroDivisionError as exc:
         raise KernelError(f"{exc} in concrete index arithmetic", src) from None
     if key is not None:
-        nbytes = _nbytes(key) + r.value.nbytes
-        if len(_MEMO) >= MEMO_LIMIT or _held[0] + nbytes > MEMO_BYTES:
-            _MEMO.clear()
-            _held[0] = 0
         r.value.flags.writeable = False
-        _MEMO[key] = (r.value, out)
-        _held[0] += nbytes
+        _MEMO.keep(key, (r.value, out), _nbytes(key) + r.value.nbytes, MEMO_LIMIT, MEMO_BYTES)
     return r
 
 
