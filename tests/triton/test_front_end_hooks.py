@@ -6,6 +6,7 @@ inside a body is rebound by the running launch, and a program's launch options
 from __future__ import annotations
 
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -16,7 +17,6 @@ import kernbench as kb
 from kernbench import triton as kbt
 from kernbench.record import pipeline
 from kernbench.triton import core, jit, standin
-from kernbench.triton.capture import Capture
 
 
 @standin.jit
@@ -59,7 +59,7 @@ def staged(x_ptr, out_ptr, FAIL: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, 4), acc)
 
 
-class _Spy(Capture):
+class _Spy(kbt.Capture):
     """A capture that notes its launches instead of recording them (no replay worker)."""
 
     def __init__(self, out_dir: object) -> None:
@@ -144,9 +144,16 @@ def test_a_failing_launch_leaves_no_stale_state(tmp_path, monkeypatch) -> None:
     np.testing.assert_array_equal(kb.replay(t.path, in_process=True).outputs["out_ptr"],
                                   x[:4] + x[4:])
     with pytest.raises(kb.KernelError, match="asked to fail"), \
-            Capture(tmp_path / "cap", pool=kb.ReplayPool()):
+            kbt.Capture(tmp_path / "cap", pool=kb.ReplayPool()):
         staged[(1,)](x, out, FAIL=1, num_stages=3)
     assert seen[-1] == 3 and jit.current_host() is jit.OUTSIDE
     assert core.launch_options() == core.DEFAULT_OPTIONS
     with pytest.raises(kb.BadInputError, match="outside kbt.capture"):
         _scale[(1,)](x, 4)
+
+
+def test_kbt_capture_stays_the_function_when_the_class_is_reached_first(monkeypatch) -> None:
+    pkg, module = sys.modules["kernbench.triton"], sys.modules["kernbench.triton.capture"]
+    monkeypatch.setattr(pkg, "capture", module)  # what importing the submodule first does
+    monkeypatch.delattr(pkg, "Capture", raising=False)
+    assert kbt.Capture is module.Capture and kbt.capture is module.capture
