@@ -25,9 +25,12 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     mod = importlib.import_module(module)
-    value = mod if name == "language" else getattr(mod, name)
-    globals()[name] = value
-    return value
+    # importing ``kernbench.triton.capture`` made ``capture`` the submodule: every lazy name
+    # of the module is bound now, so ``kbt.Capture`` first leaves ``kbt.capture`` the function
+    for lazy, of in _LAZY.items():
+        if of == module:
+            globals()[lazy] = mod if lazy == "language" else getattr(mod, lazy)
+    return globals()[name]
 
 
 install()

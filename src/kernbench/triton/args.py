@@ -4,26 +4,27 @@ autotune config and heuristics applied, host arrays (numpy, CPU torch) classifie
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsIndex, SupportsInt
 
 import numpy as np
 
 from kernbench.errors import BadInputError, closest
 from kernbench.schemas import dtypes as kb_dtypes
 from kernbench.triton.descriptor import HostSpec, host_spec, is_descriptor
-from kernbench.triton.jit import KernelInfo
+from kernbench.triton.jit import ConfigLayer, ConfigLike, Grid, KernelInfo
 
 _SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
 
-def is_torch(x: Any) -> bool:
+def is_torch(x: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def host_array(name: str, x: Any) -> np.ndarray:
+def host_array(name: str, x: Any) -> np.ndarray:  # Any: a torch tensor (torch has no types)
     """A numpy array with the bytes the kernel sees (a view for torch CPU tensors)."""
     if is_torch(x):
         if x.device.type != "cpu":
@@ -61,22 +62,35 @@ class Launch:
     parameter order; ``host``: the caller's objects of the arrays (write-back)."""
 
     info: KernelInfo
-    values: dict[str, Any]
+    values: dict[str, object]
     arrays: list[str]
     scalars: list[str]
     constexprs: list[str]
-    host: dict[str, Any]
+    host: dict[str, object]
     grid: tuple[int, ...]
     num_warps: int = 4
     num_stages: int | None = None
     config: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
     #: array parameters given as host tensor descriptors: their geometry (the base is the array)
     descriptors: dict[str, HostSpec] = field(default_factory=dict)
 
+    def array(self, name: str) -> np.ndarray:
+        """The numpy array of array parameter ``name``."""
+        v = self.values[name]
+        assert isinstance(v, np.ndarray), f"{name} is not an array parameter of the launch"
+        return v
 
-def _apply_config(values: dict[str, Any], configs: list[Any], index: int | None,
-                  given: set[str]) -> tuple[int, Any]:
+
+def _launch_int(name: str, v: object) -> int:
+    """A launch option's value (``num_warps``, ``num_stages``) as an int."""
+    if isinstance(v, str | SupportsInt | SupportsIndex):
+        return int(v)
+    raise BadInputError(f"{name}={v!r} is not an int")
+
+
+def _apply_config(values: dict[str, object], configs: list[ConfigLike], index: int | None,
+                  given: set[str]) -> tuple[int, ConfigLike]:
     i = 0 if index is None else int(index)
     if not 0 <= i < len(configs):
         raise BadInputError(f"config={i} is outside the kernel's {len(configs)} autotune "
@@ -90,43 +104,41 @@ def _apply_config(values: dict[str, Any], configs: list[Any], index: int | None,
     return i, cfg
 
 
-def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any],
+def bind(info: KernelInfo, grid: Grid, args: tuple[object, ...], meta: dict[str, object],
          num_warps: int | None = None, num_stages: int | None = None,
          config: int | None = None) -> Launch:
     params = info.params
     names = [p.name for p in params]
     if len(args) > len(names):
         raise BadInputError(f"{info.name} takes {len(names)} arguments, got {len(args)}")
-    values: dict[str, Any] = dict(zip(names, args, strict=False))
+    values: dict[str, object] = dict(zip(names, args, strict=False))
     # a launch option's name the kernel declares is an argument (Triton decides by the
     # signature): ``num_warps=`` of a kernel with a ``num_warps`` parameter is that parameter
     options = {k: meta.pop(k) for k in list(meta) if k in _LAUNCH_OPTIONS and k not in names}
-    if "num_warps" in options:
-        num_warps = options.pop("num_warps")
-    if "num_stages" in options:
-        num_stages = options.pop("num_stages")
+    warps: object = options.pop("num_warps", num_warps)
+    stages: object = options.pop("num_stages", num_stages)
     for k, v in meta.items():
         if k in values:
             raise BadInputError(f"argument {k} given positionally and by keyword")
         values[k] = v
     given = set(values)
     chosen = None
-    explicit_stages = num_stages is not None
-    for kind, layer in info.layers:  # outermost first: an autotuner's config, then heuristics
-        if kind == "configs":
-            chosen, cfg = _apply_config(values, layer, config, given)
-            num_warps = cfg.num_warps
+    explicit_stages = stages is not None
+    for layer in info.layers:  # outermost first: an autotuner's config, then heuristics
+        if isinstance(layer, ConfigLayer):
+            chosen, cfg = _apply_config(values, layer.configs, config, given)
+            warps = cfg.num_warps
             if not explicit_stages:
-                num_stages = cfg.num_stages
+                stages = cfg.num_stages
             continue
-        for k, fn in layer.items():
+        for k, fn in layer.values.items():
             v = fn(dict(values))
             if k in names or k not in _LAUNCH_OPTIONS:
                 values[k] = v
             elif k == "num_warps":  # a heuristic that sets a launch option
-                num_warps = v
+                warps = v
             elif k == "num_stages":
-                num_stages = v
+                stages = v
     if config is not None and chosen is None:
         raise BadInputError(f"config={config} given, but {info.name} is not autotuned")
     unknown = sorted(set(values) - set(names))
@@ -145,7 +157,7 @@ def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any
         v = values[n]
         if n in consts:
             continue
-        if is_descriptor(v):  # its base is the HBM tensor; the kernel sees a descriptor
+        if is_descriptor(v) and hasattr(v, "base"):  # its base is the HBM tensor
             descriptors[n] = host_spec(n, v)
             host[n] = v.base
             values[n] = host_array(n, v.base)
@@ -158,13 +170,13 @@ def bind(info: KernelInfo, grid: Any, args: tuple[Any, ...], meta: dict[str, Any
             scalars.append(n)
         elif v is not None:
             raise BadInputError(f"argument {n}={v!r} is neither an array nor a scalar")
-    g = grid({**host, **{k: v for k, v in values.items() if k not in host}}) if callable(
+    got = grid({**host, **{k: v for k, v in values.items() if k not in host}}) if callable(
         grid) else grid
-    g = (g,) if isinstance(g, int | np.integer) else tuple(g)
-    g = tuple(int(x) for x in g)
+    dims: Sequence[int] = (got,) if isinstance(got, int | np.integer) else tuple(got)
+    g = tuple(int(x) for x in dims)
     if not 1 <= len(g) <= 3 or any(x <= 0 for x in g):
         raise BadInputError(f"grid {g} must be 1 to 3 positive ints")
     return Launch(info, values, arrays, scalars, [n for n in names if n in consts], host, g,
-                  4 if num_warps is None else int(num_warps),
-                  None if num_stages is None else int(num_stages), chosen, options,
-                  descriptors)
+                  4 if warps is None else _launch_int("num_warps", warps),
+                  None if stages is None else _launch_int("num_stages", stages), chosen,
+                  options, descriptors)

@@ -6,9 +6,11 @@ written back into the host arrays, so the host code goes on."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from types import FunctionType, TracebackType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -17,16 +19,24 @@ from kernbench.errors import ReplayError
 from kernbench.triton import jit
 from kernbench.triton.args import is_torch
 
-_ACTIVE: list[Capture] = []
+if TYPE_CHECKING:
+    from kernbench.case import Case
+    from kernbench.replay.pool import ReplayPool
+    from kernbench.trace.hw import HwConfig
 
 
 class Capture:
-    """The active capture: where traces go, which hardware, the traces in launch order."""
+    """A capture: where traces go, which hardware, the traces in launch order. While it is
+    entered it is the active ``jit.Host`` (ADR-0625): ``kernel[grid](...)`` comes to
+    ``launch``; the innermost entered capture wins."""
 
-    def __init__(self, out_dir: str | Path, hw: Any = None, pool: Any = None) -> None:
+    def __init__(self, out_dir: str | Path, hw: HwConfig | str | Path | None = None,
+                 pool: ReplayPool | None = None) -> None:
         self.out_dir, self.hw = Path(out_dir), hw
         self.traces: list[Path] = []
-        self._patched: Any = None
+        self._patched: tuple[type, Callable[..., object]] | None = None
+        #: one per entry: leaving it makes the host active before the entry active again
+        self._hosting: list[ExitStack] = []
         #: the replay pool: the caller's, or one of this capture's own (closed at the end)
         self._pool, self._own_pool = pool, pool is None
 
@@ -39,18 +49,20 @@ class Capture:
             self._pool = ReplayPool()
             self._pool.start(self.out_dir)  # warms up while the first launch is recorded
         self._patch_real_triton()
-        _ACTIVE.append(self)
+        hosting = ExitStack()
+        hosting.enter_context(jit.hosted_by(self))
+        self._hosting.append(hosting)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        _ACTIVE.remove(self)
+        self._hosting.pop().close()
         if self._own_pool and self._pool is not None:
             self._pool.close()
             self._pool = None  # a capture entered again starts a pool of its own
         if self._patched is not None:
             cls, original = self._patched
-            cls.__getitem__ = original
+            setattr(cls, "__getitem__", original)  # noqa: B010 - Triton's class, as it was
             self._patched = None
 
     def _patch_real_triton(self) -> None:
@@ -65,22 +77,24 @@ class Capture:
         cls = real_jit.KernelInterface
         original = cls.__dict__["__getitem__"]
 
-        def getitem(kernel: Any, grid: Any) -> Any:
-            if not _ACTIVE:
+        def getitem(kernel: object, grid: jit.Grid) -> Callable[..., object]:
+            if jit.current_host() is jit.OUTSIDE:  # no capture here (another thread's)
                 return original(kernel, grid)
-            return lambda *args, **kwargs: launch(kernel, grid, args, kwargs)
+            return lambda *args, **kwargs: jit.current_host().launch(kernel, grid, args, kwargs)
 
         cls.__getitem__ = getitem
         self._patched = (cls, original)
 
-    def run(self, kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-            ) -> None:
+    def launch(self, kernel: object, grid: jit.Grid, args: tuple[object, ...],
+               kwargs: dict[str, object]) -> None:
+        """``kernel[grid](*args, **kwargs)`` in host code: recorded, replayed, written back."""
         from kernbench.record.recorder import record
         from kernbench.replay import replay
         from kernbench.replay.result import summary
         from kernbench.triton.launch import ALL, case
 
-        c = case(kernel, grid, *args, outputs=ALL, **kwargs)
+        given: dict[str, Any] = kwargs  # the launch's keywords, kbt.case's options among them
+        c = case(kernel, grid, *args, outputs=ALL, **given)
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", c.name)
         path = self.out_dir / f"{len(self.traces):04d}-{stem}.ktrace"
         record(c, out=path, hw=self.hw)
@@ -94,9 +108,13 @@ class Capture:
             if name in host:
                 write_back(host[name], value)
 
+    def rebind(self, fn: FunctionType) -> NoReturn:
+        """A helper called in host code: refused as outside a capture."""
+        jit.OUTSIDE.rebind(fn)
 
-def _host_objects(c: Any, args: tuple[Any, ...], kwargs: dict[str, Any], kernel: Any
-                  ) -> dict[str, Any]:
+
+def _host_objects(c: Case, args: tuple[object, ...], kwargs: dict[str, object],
+                  kernel: object) -> dict[str, object]:
     from kernbench.triton.jit import unwrap
 
     names = [p.name for p in unwrap(kernel).params]
@@ -104,12 +122,12 @@ def _host_objects(c: Any, args: tuple[Any, ...], kwargs: dict[str, Any], kernel:
     return {n: v for n, v in bound.items() if n in c.tensors}
 
 
-def write_back(host: Any, value: np.ndarray) -> None:
+def write_back(host: object, value: np.ndarray) -> None:
     """Copy replayed outputs into the caller's array (numpy or CPU torch tensor; a tensor
     descriptor's base)."""
     from kernbench.triton.descriptor import is_descriptor
 
-    if is_descriptor(host):
+    if is_descriptor(host) and hasattr(host, "base"):
         host = host.base
     if is_torch(host):
         from kernbench.triton.args import host_array
@@ -117,20 +135,13 @@ def write_back(host: Any, value: np.ndarray) -> None:
         arr = host_array("output", host)
         arr[...] = value.reshape(arr.shape)
     else:
-        np.copyto(host, value.reshape(host.shape), casting="unsafe")
+        arr = np.asarray(host)  # the caller's array itself
+        np.copyto(arr, value.reshape(arr.shape), casting="unsafe")
 
 
-def capture(out_dir: str | Path, hw: Any = None, pool: Any = None) -> Capture:
+def capture(out_dir: str | Path, hw: HwConfig | str | Path | None = None,
+            pool: ReplayPool | None = None) -> Capture:
     """``with kbt.capture(out_dir) as cap:`` — record and replay every launch inside.
     ``pool``: a ``kb.ReplayPool`` to replay on (default: one of this capture's own)."""
     return Capture(out_dir, hw, pool)
 
-
-def launch(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """``kernel[grid](...)``: recorded by the innermost active capture."""
-    if not _ACTIVE:
-        jit.outside_capture(kernel, grid, args, kwargs)
-    _ACTIVE[-1].run(kernel, grid, args, kwargs)
-
-
-jit.bind("launch", launch)  # kernel[grid](...) of a stand-in JITFunction

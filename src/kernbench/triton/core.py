@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,12 +32,40 @@ from kernbench.triton.value import (
     tensor,
 )
 
-#: per-launch settings the loops read (set by the launch adapter before each program)
-LAUNCH: dict[str, Any] = {"num_stages": None}
 MAX_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+_T = TypeVar("_T")
 
 
-def constexpr_int(x: Any, what: str, src: str) -> int:
+@dataclass(frozen=True)
+class LaunchOptions:
+    """The launch options a kernel body reads: ``num_stages``, the depth ``tl.range`` and
+    ``tl.static_range`` pipeline their loads (None: the launch gave none)."""
+
+    num_stages: int | None = None
+
+
+DEFAULT_OPTIONS = LaunchOptions()
+_OPTIONS: ContextVar[LaunchOptions] = ContextVar("kernbench.triton.launch_options",
+                                                 default=DEFAULT_OPTIONS)
+
+
+def launch_options() -> LaunchOptions:
+    """The options of the launch whose program runs now (the defaults outside one)."""
+    return _OPTIONS.get()
+
+
+@contextmanager
+def launched_with(options: LaunchOptions) -> Iterator[LaunchOptions]:
+    """``options`` for the kernel body run inside the block (the launch adapter, once per
+    program); the previous options are back after it, however the body ends."""
+    token = _OPTIONS.set(options)
+    try:
+        yield options
+    finally:
+        _OPTIONS.reset(token)
+
+
+def constexpr_int(x: object, what: str, src: str) -> int:
     """A compile-time integer (a constexpr or a literal), or Triton's refusal."""
     x = plain(x)
     if isinstance(x, bool) or not isinstance(x, int | np.integer):
@@ -42,12 +73,12 @@ def constexpr_int(x: Any, what: str, src: str) -> int:
     return int(x)
 
 
-def block_shape(shape: Any, what: str, src: str) -> tuple[int, ...]:
+def block_shape(shape: object, what: str, src: str) -> tuple[int, ...]:
     """A block shape: constexpr ints, each a power of two, at most 2**20 elements."""
-    shape = plain(shape)
-    if isinstance(shape, int | np.integer | tensor):
-        shape = (shape,)
-    out = tuple(constexpr_int(s, f"{what} dimension", src) for s in shape)
+    dims = plain(shape)
+    if isinstance(dims, int | np.integer | tensor):
+        dims = (dims,)
+    out = tuple(constexpr_int(s, f"{what} dimension", src) for s in dims)
     for s in out:
         if s <= 0 or s & (s - 1):
             raise ShapeError(f"{what} {list(out)}: dimension {s} is not a power of two "
@@ -58,7 +89,7 @@ def block_shape(shape: Any, what: str, src: str) -> tuple[int, ...]:
 
 
 # -- ids -----------------------------------------------------------------------------------
-def _grid_axis(axis: Any, what: str) -> int:
+def _grid_axis(axis: object, what: str) -> int:
     src = src_here()
     ax = constexpr_int(axis, f"{what} axis", src)
     if ax not in (0, 1, 2):
@@ -66,18 +97,18 @@ def _grid_axis(axis: Any, what: str) -> int:
     return ax
 
 
-def program_id(axis: Any) -> tensor:
+def program_id(axis: object) -> tensor:
     ax, pids = _grid_axis(axis, "program_id"), current().pids
     return concrete(np.int32(pids[ax] if ax < len(pids) else 0), d.int32)
 
 
-def num_programs(axis: Any) -> tensor:
+def num_programs(axis: object) -> tensor:
     ax, grid = _grid_axis(axis, "num_programs"), current().grid
     return concrete(np.int32(grid[ax] if ax < len(grid) else 1), d.int32)
 
 
 # -- creation ------------------------------------------------------------------------------
-def arange(start: Any, end: Any) -> tensor:
+def arange(start: object, end: object) -> tensor:
     src = src_here()
     lo, hi = constexpr_int(start, "arange start", src), constexpr_int(end, "arange end", src)
     if hi <= lo:
@@ -91,18 +122,18 @@ def arange(start: Any, end: Any) -> tensor:
     return concrete(np.arange(lo, hi, dtype=np.int32), d.int32)
 
 
-def full(shape: Any, value: Any, dtype: Any) -> tensor:
+def full(shape: object, value: object, dtype: object) -> tensor:
     src = src_here()
     shp = block_shape(shape, "full shape", src)
     t = d.by_name(plain(dtype))
-    value = arith.operand(value, src, "full value")
-    if type(value) is tensor and value.kind != CONCRETE:
-        return broadcast_to(arith.cast(value, t), shp)
-    v = value.value if type(value) is tensor else value
+    x = arith.operand(value, src, "full value")
+    if type(x) is tensor and x.kind != CONCRETE:
+        return broadcast_to(arith.cast(x, t), shp)
+    v = x.value if type(x) is tensor else x
     return concrete(np.full(shp, arith.values(v, t)), t)
 
 
-def zeros(shape: Any, dtype: Any) -> tensor:
+def zeros(shape: object, dtype: object) -> tensor:
     return full(shape, 0, dtype)
 
 
@@ -110,12 +141,13 @@ def zeros_like(x: tensor) -> tensor:
     return full(x.shape, 0, x.dtype)
 
 
-def full_like(x: tensor, value: Any, dtype: Any = None) -> tensor:
+def full_like(x: tensor, value: object, dtype: object = None) -> tensor:
     return full(x.shape, value, dtype or x.dtype)
 
 
 # -- layout ----------------------------------------------------------------------------------
-def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
+def _view(x: tensor, shape: tuple[int, ...],
+          concrete_fn: Callable[[np.ndarray], np.ndarray]) -> tensor:
     """``x`` seen with another shape; concrete values and pointer offsets move by numpy."""
     if x.kind == CONCRETE:
         return concrete(concrete_fn(x.value), x.dtype)
@@ -127,7 +159,7 @@ def _view(x: tensor, shape: tuple[int, ...], concrete_fn: Any) -> tensor:
     return data.symbolic(h, x.dtype)
 
 
-def index(x: tensor, key: Any) -> tensor:
+def index(x: tensor, key: object) -> tensor:
     """``x[:, None]``, ``x[None, :]``: new unit axes; only ``None`` and ``:`` are allowed."""
     src = src_here()
     key = key if isinstance(key, tuple) else (key,)
@@ -147,7 +179,7 @@ def index(x: tensor, key: Any) -> tensor:
     return _view(x, tuple(shape), lambda v: v[key])
 
 
-def reshape(x: tensor, *shape: Any, can_reorder: bool = False) -> tensor:
+def reshape(x: tensor, *shape: object, can_reorder: bool = False) -> tensor:
     src = src_here()
     if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
         shape = tuple(plain(shape[0]))
@@ -166,7 +198,7 @@ def ravel(x: tensor, can_reorder: bool = False) -> tensor:
     return reshape(x, (x.numel,))
 
 
-def expand_dims(x: tensor, axis: Any) -> tensor:
+def expand_dims(x: tensor, axis: object) -> tensor:
     src = src_here()
     axes = plain(axis)
     axes = [axes] if isinstance(axes, int | np.integer) else list(axes)
@@ -178,7 +210,7 @@ def expand_dims(x: tensor, axis: Any) -> tensor:
     return reshape(x, tuple(shape))
 
 
-def trans(x: tensor, *dims: Any) -> tensor:
+def trans(x: tensor, *dims: object) -> tensor:
     src = src_here()
     if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
         dims = tuple(plain(dims[0]))
@@ -197,7 +229,7 @@ def trans(x: tensor, *dims: Any) -> tensor:
 permute = trans
 
 
-def broadcast_to(x: Any, *shape: Any) -> tensor:
+def broadcast_to(x: object, *shape: object) -> tensor:
     src = src_here()
     if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
         shape = tuple(plain(shape[0]))
@@ -215,16 +247,16 @@ def broadcast_to(x: Any, *shape: Any) -> tensor:
         return _view(x, shp, lambda v: np.array(np.broadcast_to(v, shp)))
     if x.kind == SYMBOLIC:
         return data.broadcast(x, shp)
-    return pointer(x.base, sem.broadcast(x.value, shp), x.dtype.element_ty)
+    return pointer(x.hbm_base, sem.broadcast(x.value, shp), x.dtype.element_ty)
 
 
-def broadcast(a: Any, b: Any) -> tuple[tensor, tensor]:
+def broadcast(a: object, b: object) -> tuple[tensor, tensor]:
     shp = np.broadcast_shapes(getattr(a, "shape", ()), getattr(b, "shape", ()))
     return broadcast_to(a, shp), broadcast_to(b, shp)
 
 
 # -- loops and compile-time checks -------------------------------------------------------
-def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
+def _pipelined(it: builtins.range, num_stages: int | None, src: str) -> Iterator[int]:
     bounded = bounds.loop(it, src)  # a loop nest beyond KERNBENCH_MAX_OPS is refused here
     try:
         from kernbench.record.pipeline import pipelined
@@ -233,20 +265,21 @@ def _pipelined(it: builtins.range, num_stages: Any, src: str) -> Iterator[int]:
     return pipelined(bounded, num_stages, src=src)
 
 
-def _bounds(args: tuple[Any, ...], src: str) -> builtins.range:
+def _bounds(args: tuple[object, ...], src: str) -> builtins.range:
     return builtins.range(*(int_value(a, "loop bound", src) for a in args))
 
 
 class range:  # noqa: N801 - Triton's spelling: ``tl.range(start, end, step, num_stages=)``
     """A loop whose variable is an int32 scalar; its loads pipeline ``num_stages`` deep."""
 
-    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
-                 loop_unroll_factor: Any = None, **_hints: Any) -> None:
+    def __init__(self, arg1: object, arg2: object = None, step: object = None,
+                 num_stages: object = None, loop_unroll_factor: object = None,
+                 **_hints: object) -> None:
         self.src = src_here()
         args = tuple(a for a in (arg1, arg2, step) if a is not None)
         self.it = _bounds(args, self.src)
         ns = plain(num_stages)
-        self.num_stages = LAUNCH["num_stages"] if ns is None else int(ns)
+        self.num_stages: int | None = launch_options().num_stages if ns is None else int(ns)
 
     def __iter__(self) -> Iterator[tensor]:
         for i in _pipelined(self.it, self.num_stages, self.src):
@@ -254,33 +287,33 @@ class range:  # noqa: N801 - Triton's spelling: ``tl.range(start, end, step, num
 
 
 class static_range:  # noqa: N801 - Triton's spelling; the loop variable is a constexpr
-    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None) -> None:
+    def __init__(self, arg1: object, arg2: object = None, step: object = None) -> None:
         self.src = src_here()
         args = tuple(a for a in (arg1, arg2, step) if a is not None)
         self.it = builtins.range(*(constexpr_int(a, "static_range bound", self.src)
                                    for a in args))
 
     def __iter__(self) -> Iterator[int]:
-        return iter(_pipelined(self.it, LAUNCH["num_stages"], self.src))
+        return iter(_pipelined(self.it, launch_options().num_stages, self.src))
 
 
-def builtin_range(*args: Any) -> Any:
+def builtin_range(*args: object) -> Iterator[int] | range:
     """Python's ``range`` inside a kernel: Triton compiles it as ``tl.range``; over plain
     ints (all constexpr) it stays a Python range of ints."""
     if all(isinstance(plain(a), int) for a in args):
-        return _pipelined(builtins.range(*(plain(a) for a in args)), LAUNCH["num_stages"],
-                          src_here())
+        return _pipelined(builtins.range(*(plain(a) for a in args)),
+                          launch_options().num_stages, src_here())
     return range(*args)
 
 
-def cdiv(x: Any, div: Any) -> Any:
-    x, div = plain(x), plain(div)
-    if isinstance(x, int) and isinstance(div, int):
-        return -(-x // div)
-    return (x + (div - 1)) // div
+def cdiv(x: object, div: object) -> int | tensor:
+    a, b = plain(x), plain(div)
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return (a + (b - 1)) // b
 
 
-def static_assert(cond: Any, msg: str = "") -> None:
+def static_assert(cond: object, msg: object = "") -> None:
     src = src_here()
     c = plain(cond)
     if type(c) is tensor and c.kind != CONCRETE:
@@ -293,7 +326,7 @@ def debug_barrier() -> None:
     """A no-op: a program's ops are already ordered."""
 
 
-def multiple_of(x: Any, values: Any) -> Any:
+def multiple_of(x: _T, values: object) -> _T:
     """Compiler hints (alignment, contiguity) do not change values."""
     return x
 

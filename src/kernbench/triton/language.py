@@ -6,7 +6,7 @@ any other attribute is a ``KernelError`` naming it and the kernel line.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import SupportsIndex, SupportsInt
 
 from kernbench.errors import UnsupportedError
 from kernbench.record.source import src_here
@@ -42,14 +42,17 @@ class constexpr:  # noqa: N801 - Triton's spelling
     """``tl.constexpr``: the annotation of compile-time parameters, and a box for module-level
     constants (the front end passes the plain value to the kernel)."""
 
-    def __init__(self, value: Any) -> None:
-        self.value = value.value if isinstance(value, constexpr) else value  # type: ignore[has-type]
+    def __init__(self, value: object) -> None:
+        self.value: object = value.value if isinstance(value, constexpr) else value
 
     def __repr__(self) -> str:
         return f"constexpr[{self.value!r}]"
 
     def __index__(self) -> int:
-        return int(self.value)
+        v = self.value
+        if isinstance(v, str | SupportsInt | SupportsIndex):
+            return int(v)
+        raise TypeError(f"{self!r} is not an integer")
 
     def __bool__(self) -> bool:
         return bool(self.value)
@@ -79,7 +82,7 @@ histogram, reduce, associative_scan = blocks.histogram, combine.reduce, combine.
 cat = sorting.cat
 
 
-def assume(cond: Any) -> None:
+def assume(cond: object) -> None:
     """A compiler hint: no effect."""
 sum, max, min = mathops.sum, mathops.max, mathops.min  # noqa: A001
 argmax, argmin, cumsum, softmax = mathops.argmax, mathops.argmin, mathops.cumsum, mathops.softmax
@@ -92,17 +95,17 @@ globals().update(memory.ATOMICS)
 rand, randn, randint, randint4x = random.rand, random.randn, random.randint, random.randint4x
 
 
-def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False
+def cast(input: object, dtype: object, fp_downcast_rounding: object = None, bitcast: bool = False
          ) -> tensor:
     return arith.cast(input, dtype, bitcast)
 
 
-def static_print(*values: Any, **_kw: Any) -> None:
+def static_print(*values: object, **_kw: object) -> None:
     """Prints while recording (constexprs and shapes are known then, as at compile time)."""
     print(*values)
 
 
-def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+def device_assert(cond: object, msg: object = "", mask: object = None) -> None:
     """Compiled away, as Triton does unless its debug mode is on: no effect."""
 
 
@@ -152,7 +155,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name.startswith("__"):
         raise AttributeError(name)
     why = REFUSED.get(name, "kernbench's Triton front end does not implement it")
@@ -177,7 +180,7 @@ for _name in ("reduce_or", "xor_sum", "sort"):
 del _name
 
 
-def _from_language(name: str) -> Any:
+def _from_language(name: str) -> object:
     """``triton.language.standard.NAME`` for a name the language defines (or refuses)."""
     if name.startswith("__"):
         raise AttributeError(name)

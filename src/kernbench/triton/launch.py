@@ -18,21 +18,24 @@ import sysconfig
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FunctionType
+from typing import NoReturn
 
 import numpy as np
 
 from kernbench.case import Case, data, tensor
 from kernbench.case.recorded import recorded_roles
 from kernbench.errors import BadInputError, KernbenchError, KernelError
+from kernbench.record.handle import Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lifetime import lifetime_scope
-from kernbench.record.source import _is_internal, display_path
+from kernbench.record.source import _is_internal, display_path, src_here
 from kernbench.triton import core, descriptor, memory
 from kernbench.triton import dtypes as d
 from kernbench.triton.args import Launch, bind, kb_dtype_name
-from kernbench.triton.jit import unwrap
+from kernbench.triton.jit import Grid, hosted_by, unwrap
 from kernbench.triton.rebind import Rebinder
 from kernbench.triton.value import concrete, pointer
 
@@ -64,7 +67,7 @@ def _library(filename: str) -> bool:
             or os.path.realpath(filename).startswith(_STDLIB))
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: object) -> bool | int | float | str | None:
     """How the manifest records a launch value (dtypes by name; other objects by repr)."""
     if isinstance(v, bool | int | float | str):
         return v
@@ -75,36 +78,54 @@ def _json_value(v: Any) -> Any:
     return None if v is None else repr(v)
 
 
+@dataclass(frozen=True)
+class ProgramHost:
+    """The host of a kernel body while one program of the launch runs (ADR-0625): a helper
+    called by attribute path is rebound by the launch's rebinder; a launch is refused."""
+
+    rebinder: Rebinder
+
+    def launch(self, kernel: object, grid: Grid, args: tuple[object, ...],
+               kwargs: dict[str, object]) -> NoReturn:
+        raise KernelError(f"{kernel!r}[grid](...) inside a kernel body: Triton launches "
+                          "kernels from host code only", src_here())
+
+    def rebind(self, fn: FunctionType) -> FunctionType:
+        return self.rebinder.function(fn)
+
+
 def make_kernel(launch: Launch) -> Kernel:
     """The adapter ``@kb.kernel`` running ``launch``'s kernel body on Triton values."""
     info = launch.info
     rebinder = Rebinder()
-    body: list[Callable[..., Any]] = []
+    host, options = ProgramHost(rebinder), core.LaunchOptions(launch.num_stages)
+    body: list[FunctionType] = []
     names = [p.name for p in info.params]  # once per launch, not once per program
     arrays = [n for n in names if n in launch.arrays]
-    fixed: dict[str, Any] = {}  # scalar and constexpr arguments: the same in every program
+    # scalar and constexpr arguments: the same in every program, in parameter order
+    fixed = [n for n in names if n not in launch.arrays]
+    scalars: dict[str, tuple[np.ndarray, d.dtype]] = {}
+    consts: dict[str, object] = {}
 
-    def adapter(*ptrs: Any, **_recorded: Any) -> None:
+    def adapter(*ptrs: Pointer, **_recorded: object) -> None:
         if not body:
-            body.append(rebinder.function(info.fn))  # type: ignore[arg-type]
-            for n in names:
+            body.append(rebinder.function(info.fn))
+            for n in fixed:
                 v = launch.values[n]
                 if n in launch.scalars:
                     dt = d.of_scalar(v)
-                    fixed[n] = (np.asarray(v, dt.np), dt)
-                elif n not in launch.arrays:
-                    fixed[n] = rebinder.value(v)
-        core.LAUNCH["num_stages"] = launch.num_stages
-        kwargs: dict[str, Any] = {}
+                    scalars[n] = (np.asarray(v, dt.np), dt)
+                else:
+                    consts[n] = rebinder.value(v)
+        kwargs: dict[str, object] = {}
         for n, p in zip(arrays, ptrs, strict=True):
-            kwargs[n] = pointer(p.tensor, np.asarray(p.offset, np.int64),
-                                d.from_kb(p.tensor.dtype))
-            if n in launch.descriptors:
-                kwargs[n] = descriptor.from_host(kwargs[n], launch.descriptors[n])
-        for n, v in fixed.items():  # a fresh scalar tensor per program: programs share none
-            kwargs[n] = concrete(*v) if n in launch.scalars else v
+            ptr = pointer(p.tensor, np.asarray(p.offset, np.int64), d.from_kb(p.tensor.dtype))
+            spec = launch.descriptors.get(n)
+            kwargs[n] = ptr if spec is None else descriptor.from_host(ptr, spec)
+        for n in fixed:  # a fresh scalar tensor per program: programs share none
+            kwargs[n] = concrete(*scalars[n]) if n in scalars else consts[n]
         try:
-            with lifetime_scope():
+            with hosted_by(host), core.launched_with(options), lifetime_scope():
                 body[0](**kwargs)
                 kwargs.clear()  # the arguments die inside the program's lifetime scope
         except KernbenchError:
@@ -120,8 +141,8 @@ def make_kernel(launch: Launch) -> Kernel:
     return k
 
 
-def _params(launch: Launch) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _params(launch: Launch) -> dict[str, object]:
+    out: dict[str, object] = {}
     for n in (*launch.scalars, *launch.constexprs):
         v = _json_value(launch.values[n])
         if v is not None:
@@ -136,12 +157,14 @@ def _params(launch: Launch) -> dict[str, Any]:
     return out
 
 
-def _build(launch: Launch, name: str, roles: dict[str, str], reference: Any) -> Case:
-    tensors = {n: tensor(_hbm_shape(launch.values[n]), kb_dtype_name(n, launch.values[n]),
-                         init=data(launch.values[n].reshape(_hbm_shape(launch.values[n]))),
+def _build(launch: Launch, name: str, roles: dict[str, str],
+           reference: Callable[..., dict[str, np.ndarray]] | None) -> Case:
+    tensors = {n: tensor(_hbm_shape(launch.array(n)), kb_dtype_name(n, launch.array(n)),
+                         init=data(launch.array(n).reshape(_hbm_shape(launch.array(n)))),
                          role=roles.get(n, "input"))
                for n in launch.arrays}
-    scalar_arrays = {n: () for n in launch.arrays if launch.values[n].ndim == 0}
+    scalar_arrays: dict[str, tuple[()]] = {n: () for n in launch.arrays
+                                           if launch.array(n).ndim == 0}
     if reference is not None and scalar_arrays:
         reference = _zero_d_reference(reference, scalar_arrays)
     return Case(name=name, kernel=make_kernel(launch), grid=launch.grid, tensors=tensors,
@@ -171,7 +194,7 @@ def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     from kernbench.trace.hw import load_hw
 
     key = (id(launch.info.fn), launch.grid, tuple(sorted(case.params.items())),
-           tuple((n, launch.values[n].shape, launch.values[n].dtype.str) for n in launch.arrays))
+           tuple((n, launch.array(n).shape, launch.array(n).dtype.str) for n in launch.arrays))
     got = _STORED_CACHE.get(key)
     if got is None:
         memory.STORED.clear()
@@ -186,11 +209,11 @@ def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     return got
 
 
-def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
+def case(kernel: object, grid: Grid, *args: object, name: str | None = None,
          outputs: Sequence[str] | str | None = None,
          reference: Callable[..., dict[str, np.ndarray]] | None = None,
          num_warps: int | None = None, num_stages: int | None = None,
-         config: int | None = None, **meta: Any) -> Case:
+         config: int | None = None, **meta: object) -> Case:
     """A Triton launch ``kernel[grid](*args, **meta)`` as a ``kb.Case`` (docs/triton.md).
     ``num_warps=`` / ``num_stages=`` are the kernel's arguments when it declares parameters
     of those names (as Triton decides), launch options otherwise."""
@@ -218,7 +241,8 @@ def case(kernel: Any, grid: Any, *args: Any, name: str | None = None,
     return _build(launch, name, dict.fromkeys(outs, "inout"), reference)
 
 
-def launch_of(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launch:
+def launch_of(kernel: object, grid: Grid, args: tuple[object, ...], kwargs: dict[str, object]
+              ) -> Launch:
     return bind(unwrap(kernel), grid, args, dict(kwargs))
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import builtins
 import inspect
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import NoReturn, TypeGuard
 
 from kernbench.errors import KernelError, UnsupportedError
 from kernbench.record.source import src_here
@@ -20,7 +21,6 @@ from kernbench.triton import (
     boolops,
     core,
     extra,
-    jit,
     language,
     libdevice,
     mathops,
@@ -52,22 +52,23 @@ def _module_for(name: str) -> types.ModuleType | None:
     return best[1] if best else None
 
 
-def _unsupported(qualname: str) -> Any:
-    def stub(*args: Any, **kwargs: Any) -> Any:
+def _unsupported(qualname: str) -> Callable[..., NoReturn]:
+    def stub(*args: object, **kwargs: object) -> NoReturn:
         raise language.Unsupported(f"{qualname} is not supported by kernbench: its Triton "
                                    "front end does not implement it", src_here())
     stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
     return stub
 
 
-def _is_triton(mod: str | None) -> bool:
+def _is_triton(mod: object) -> TypeGuard[str]:
     return isinstance(mod, str) and (mod == "triton" or mod.startswith("triton."))
 
 
-def _folded(python: Any, tl_fn: Any, name: str) -> Any:
+def _folded(python: Callable[..., object], tl_fn: Callable[[object, object], object],
+            name: str) -> Callable[..., object]:
     """Python's ``min``/``max`` inside a kernel: Python's over plain values, else the ``tl``
     function folded over the arguments, as Triton's compiler makes of them."""
-    def fn(*args: Any, **kwargs: Any) -> Any:
+    def fn(*args: object, **kwargs: object) -> object:
         if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
             return python(*args, **kwargs)
         out = args[0]
@@ -88,7 +89,7 @@ class Rebinder:
 
     def __init__(self) -> None:
         self._functions: dict[int, types.FunctionType] = {}
-        self._globals: dict[int, dict[str, Any]] = {}
+        self._globals: dict[int, dict[str, object]] = {}
         self._modules: dict[int, types.ModuleType] = {}
 
     def function(self, fn: types.FunctionType) -> types.FunctionType:
@@ -112,14 +113,14 @@ class Rebinder:
         new.__wrapped_triton__ = fn  # type: ignore[attr-defined]
         return new
 
-    def _defaults(self, defaults: tuple | None) -> tuple | None:
+    def _defaults(self, defaults: tuple[object, ...] | None) -> tuple[object, ...] | None:
         return None if defaults is None else tuple(self.value(v) for v in defaults)
 
-    def globals_of(self, g: dict[str, Any]) -> dict[str, Any]:
+    def globals_of(self, g: dict[str, object]) -> dict[str, object]:
         got = self._globals.get(id(g))
         if got is not None:
             return got
-        new: dict[str, Any] = {}
+        new: dict[str, object] = {}
         self._globals[id(g)] = new
         for k, v in g.items():
             new[k] = v if k.startswith("__") else self.value(v)
@@ -127,7 +128,7 @@ class Rebinder:
             new.setdefault(k, v)
         return new
 
-    def value(self, v: Any) -> Any:
+    def value(self, v: object) -> object:
         """kernbench's counterpart of one value a kernel body can reach."""
         cls = type(v)
         if cls.__name__ == "constexpr" and hasattr(v, "value"):
@@ -148,7 +149,7 @@ class Rebinder:
         if inspect.isfunction(v) or inspect.isclass(v) or inspect.isbuiltin(v):
             mod = getattr(v, "__module__", None)
             if _is_triton(mod):
-                return self._named(mod, v.__name__)  # type: ignore[arg-type]
+                return self._named(mod, v.__name__)
         return v
 
     def _module(self, mod: types.ModuleType) -> types.ModuleType:
@@ -159,7 +160,7 @@ class Rebinder:
             got = self._modules[id(mod)] = ModuleView(mod, self)
         return got
 
-    def _object(self, v: Any) -> Any:
+    def _object(self, v: object) -> object:
         """A Triton instance: dtypes by name, others refused when used."""
         name = type(v).__name__
         if name == "dtype" and hasattr(v, "name"):
@@ -168,10 +169,13 @@ class Rebinder:
             except KernelError:
                 return _unsupported(f"tl.{v.name}")
         if name == "pointer_type" and hasattr(v, "element_ty"):
-            return d.pointer_type(self._object(v.element_ty))
+            elem = self._object(v.element_ty)
+            if isinstance(elem, d.dtype):
+                return d.pointer_type(elem)
+            return _unsupported(f"tl.pointer_type({v.element_ty!r})")
         return v
 
-    def _named(self, mod: str, name: str) -> Any:
+    def _named(self, mod: str, name: str) -> object:
         target = _module_for(mod)
         if target is None:
             return _unsupported(f"{mod}.{name}")
@@ -187,16 +191,16 @@ class Rebinder:
             return _unsupported(f"{mod}.{name}")
 
 
-def _refused_when_called(target: types.ModuleType, name: str) -> Any:
+def _refused_when_called(target: types.ModuleType, name: str) -> Callable[..., object]:
     """A stub that raises, at its call, what ``target.name`` raises (a module's global that
     names an unsupported Triton function breaks only the kernels that call it)."""
-    def stub(*args: Any, **kwargs: Any) -> Any:
+    def stub(*args: object, **kwargs: object) -> object:
         return getattr(target, name)(*args, **kwargs)
     stub.__name__ = stub.__qualname__ = name
     return stub
 
 
-def _is_kernel(v: Any) -> bool:
+def _is_kernel(v: object) -> bool:
     cls = type(v)
     return (cls.__name__ in _KERNEL_CLASSES and _is_triton(cls.__module__)
             or isinstance(v, standin.JITFunction | standin.Autotuner | standin.Heuristics))
@@ -216,13 +220,13 @@ class ModuleView(types.ModuleType):
         super().__init__(mod.__name__, mod.__doc__)
         self.__dict__["_kb_module"], self.__dict__["_kb_rebinder"] = mod, rebinder
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         value = self.__dict__["_kb_rebinder"].value(getattr(self.__dict__["_kb_module"], name))
         self.__dict__[name] = value
         return value
 
 
-def _cell(c: types.CellType) -> Any:
+def _cell(c: types.CellType) -> object:
     try:
         return c.cell_contents
     except ValueError:  # an empty cell (a name bound later)
@@ -232,6 +236,3 @@ def _cell(c: types.CellType) -> Any:
 def rebind(fn: types.FunctionType) -> types.FunctionType:
     """``fn`` rebuilt against kernbench's ``triton.language`` (one pass)."""
     return Rebinder().function(fn)
-
-
-jit.bind("rebind", lambda fn: Rebinder().function(fn))  # stand-in helpers

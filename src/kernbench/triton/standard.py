@@ -4,34 +4,35 @@ front end's ``tl``. Any other name is the ``tl`` one (``tl.standard.sum`` is ``t
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks, combine, core, mathops, sorting
 from kernbench.triton import dtypes as d
 from kernbench.triton.value import plain, tensor
 
+#: an integer operand of index arithmetic: a Python int or an integer tensor
+IntOperand = tensor | int
 
-def _unwrap_if_constexpr(x: Any) -> Any:
+
+def _unwrap_if_constexpr(x: object) -> object:
     return plain(x)
 
 
-def _log2(i: Any) -> int:
+def _log2(i: object) -> int:
     """floor(log2(i)) of a constexpr (0 for i <= 1), as Triton's."""
     n = int(plain(i))
     return 0 if n <= 1 else n.bit_length() - 1
 
 
-def _is_power_of_two(i: Any) -> bool:
+def _is_power_of_two(i: object) -> bool:
     n = int(plain(i))
     return n > 0 and (n & (n - 1)) == 0
 
 
-def _get_int_dtype(bitwidth: Any, signed: Any) -> d.dtype:
+def _get_int_dtype(bitwidth: object, signed: object) -> d.dtype:
     return d.by_name(f"{'' if plain(signed) else 'u'}int{int(plain(bitwidth))}")
 
 
-def _pick_sum_dtype(in_dtype: Any, dtype: Any) -> Any:
+def _pick_sum_dtype(in_dtype: object, dtype: object) -> object:
     if plain(dtype) is not None:
         return plain(dtype)
     t = d.by_name(plain(in_dtype))
@@ -40,32 +41,32 @@ def _pick_sum_dtype(in_dtype: Any, dtype: Any) -> Any:
     return None
 
 
-def _sum_combine(a: Any, b: Any) -> tensor:
+def _sum_combine(a: tensor, b: tensor) -> tensor:
     return a + b
 
 
-def _prod_combine(a: Any, b: Any) -> tensor:
+def _prod_combine(a: tensor, b: tensor) -> tensor:
     return a * b
 
 
-def _elementwise_max(a: Any, b: Any) -> tensor:
+def _elementwise_max(a: tensor, b: tensor) -> tensor:
     return mathops.maximum(a, b)
 
 
-def _elementwise_min(a: Any, b: Any) -> tensor:
+def _elementwise_min(a: tensor, b: tensor) -> tensor:
     return mathops.minimum(a, b)
 
 
-def _or_combine(x: Any, y: Any) -> tensor:
+def _or_combine(x: tensor, y: tensor) -> tensor:
     return x | y
 
 
-def _xor_combine(a: Any, b: Any) -> tensor:
+def _xor_combine(a: tensor, b: tensor) -> tensor:
     return a ^ b
 
 
-def _arg_combine(better: str, value1: Any, index1: Any, value2: Any, index2: Any,
-                 tie_break_left: Any) -> tuple[tensor, tensor]:
+def _arg_combine(better: str, value1: tensor, index1: tensor, value2: tensor, index2: tensor,
+                 tie_break_left: object) -> tuple[tensor, tensor]:
     win = arith.binary(better, value1, value2)
     if plain(tie_break_left):
         tie = arith.binary("and_", arith.binary("eq", value1, value2),
@@ -74,41 +75,46 @@ def _arg_combine(better: str, value1: Any, index1: Any, value2: Any, index2: Any
     return arith.where(win, value1, value2), arith.where(win, index1, index2)
 
 
-def _argmax_combine(value1: Any, index1: Any, value2: Any, index2: Any,
-                    tie_break_left: Any) -> tuple[tensor, tensor]:
+def _argmax_combine(value1: tensor, index1: tensor, value2: tensor, index2: tensor,
+                    tie_break_left: object) -> tuple[tensor, tensor]:
     return _arg_combine("gt", value1, index1, value2, index2, tie_break_left)
 
 
-def _argmin_combine(value1: Any, index1: Any, value2: Any, index2: Any,
-                    tie_break_left: Any) -> tuple[tensor, tensor]:
+def _argmin_combine(value1: tensor, index1: tensor, value2: tensor, index2: tensor,
+                    tie_break_left: object) -> tuple[tensor, tensor]:
     return _arg_combine("lt", value1, index1, value2, index2, tie_break_left)
 
 
-def _argmax_combine_tie_break_left(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+def _argmax_combine_tie_break_left(v1: tensor, i1: tensor, v2: tensor, i2: tensor
+                                   ) -> tuple[tensor, tensor]:
     return _argmax_combine(v1, i1, v2, i2, True)
 
 
-def _argmax_combine_tie_break_fast(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+def _argmax_combine_tie_break_fast(v1: tensor, i1: tensor, v2: tensor, i2: tensor
+                                   ) -> tuple[tensor, tensor]:
     return _argmax_combine(v1, i1, v2, i2, False)
 
 
-def _argmin_combine_tie_break_left(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+def _argmin_combine_tie_break_left(v1: tensor, i1: tensor, v2: tensor, i2: tensor
+                                   ) -> tuple[tensor, tensor]:
     return _argmin_combine(v1, i1, v2, i2, True)
 
 
-def _argmin_combine_tie_break_fast(v1: Any, i1: Any, v2: Any, i2: Any) -> tuple[tensor, tensor]:
+def _argmin_combine_tie_break_fast(v1: tensor, i1: tensor, v2: tensor, i2: tensor
+                                   ) -> tuple[tensor, tensor]:
     return _argmin_combine(v1, i1, v2, i2, False)
 
 
-def xor_sum(input: Any, axis: Any = None, keep_dims: bool = False) -> Any:  # noqa: A002
+def xor_sum(input: tensor, axis: object = None, keep_dims: bool = False) -> tensor:  # noqa: A002
     return combine.reduce(input, axis, _xor_combine, keep_dims)
 
 
-def reduce_or(input: Any, axis: Any, keep_dims: bool = False) -> Any:  # noqa: A002
+def reduce_or(input: tensor, axis: object, keep_dims: bool = False) -> tensor:  # noqa: A002
     return combine.reduce(input, axis, _or_combine, keep_dims)
 
 
-def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> tuple[Any, Any]:
+def swizzle2d(i: IntOperand, j: IntOperand, size_i: IntOperand, size_j: IntOperand,
+              size_g: IntOperand) -> tuple[IntOperand, IntOperand]:
     """Triton's grouped ordering of a 2-D grid (its own formula)."""
     ij = i * size_j + j
     size_gj = size_g * size_j
@@ -119,14 +125,14 @@ def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> tuple[An
     return off_i + ij % size_g, ij // size_g
 
 
-def squeeze(x: Any, dim: Any) -> tensor:
+def squeeze(x: tensor, dim: object) -> tensor:
     shape = list(x.shape)
     ax = core.constexpr_int(dim, "squeeze dim", src_here()) % len(shape)
     del shape[ax]
     return core.reshape(x, tuple(shape))
 
 
-def unsqueeze(x: Any, dim: Any) -> tensor:
+def unsqueeze(x: tensor, dim: object) -> tensor:
     return core.expand_dims(x, dim)
 
 
