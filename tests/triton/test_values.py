@@ -43,6 +43,8 @@ def probe(x_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
     _see("data", x, isinstance(x, tl.tensor))
     g = x_ptr + tl.load(idx_ptr + offs)
     _see("gather", g, isinstance(g, tl.tensor))
+    _see("max", max(x, 0.0), True)  # Python's max of a block is tl.maximum, as in Triton
+    _see("min", min(offs, 3), True)
     tl.store(out_ptr + offs, tl.load(g) + x)
 
 
@@ -57,6 +59,8 @@ def test_every_value_is_one_of_three_tl_tensor_classes_with_its_payload(tmp_path
     assert SEEN["pointer"][:3] == (Pointer, True, np.ndarray)
     assert SEEN["data"][:3] == (Symbolic, True, TensorHandle)
     assert SEEN["gather"][:3] == (Pointer, True, TensorHandle)  # offsets from loaded data
+    assert SEEN["max"][:3] == (Symbolic, True, TensorHandle)
+    assert SEEN["min"][3].startswith("tl.tensor(array([0, 1, 2, 3, 3, 3, 3, 3]")
     assert SEEN["data"][3] == f"tl.tensor(symbolic, [{BLOCK}], float32)"
     assert SEEN["gather"][3] == f"tl.tensor(pointer, [{BLOCK}], pointer<float32>)"
 
@@ -101,6 +105,11 @@ def test_a_pointer_where_numbers_are_needed_is_a_kernel_error(tmp_path, kernel, 
     c = kbt.case(kernel, (1,), np.zeros(BLOCK, np.float32), BLOCK=BLOCK, outputs=["x_ptr"])
     with pytest.raises(KernelError, match=rf"^{HERE}:\d+: .*{match}"):
         kb.record(c, tmp_path / "t.ktrace")
+
+
+def test_operators_before_core_is_imported_name_the_module_to_import() -> None:
+    with pytest.raises(KernelError, match="need kernbench.triton.core"):
+        value._Unbound().binary("add", 1, 2)
 
 
 def test_concrete_scalars_keep_pythons_protocols() -> None:
