@@ -3,8 +3,6 @@ operands are computed now (``rules``), anything touching data is recorded (``dat
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kernbench.errors import KernelError
@@ -13,26 +11,41 @@ from kernbench.record.source import src_here
 from kernbench.triton import data
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
-from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
+from kernbench.triton.value import (
+    VALUES,
+    Concrete,
+    Numeric,
+    Operand,
+    Pointer,
+    Scalar,
+    Symbolic,
+    Value,
+    concrete,
+    plain,
+    pointer,
+    tensor,
+)
 
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def operand(x: Any, src: str, what: str = "operand") -> tensor | int | float | bool:
+def operand(x: object, src: str, what: str = "operand") -> Operand:
     x = plain(x)
-    if type(x) is tensor or isinstance(x, _SCALAR_TYPES):
+    if isinstance(x, VALUES):
+        return x
+    if isinstance(x, _SCALAR_TYPES):
         return x.item() if isinstance(x, np.generic) else x
     raise KernelError(f"{what} {x!r} ({type(x).__name__}) is neither a Triton tensor nor a "
                       "scalar", src)
 
 
-def _dt(x: Any) -> tuple[dtype, bool]:
-    return (x.dtype, False) if type(x) is tensor else (d.of_scalar(x), True)
+def _dt(x: Numeric) -> tuple[dtype, bool]:
+    return (x.dtype, False) if isinstance(x, tensor) else (d.of_scalar(x), True)
 
 
-def values(x: Any, t: dtype) -> np.ndarray:
+def values(x: Concrete | Scalar, t: dtype) -> np.ndarray:
     """Concrete values of ``x`` (a concrete tensor or a scalar) in dtype ``t``."""
-    v = x.value if type(x) is tensor else np.asarray(x)
+    v = x.value if isinstance(x, Concrete) else np.asarray(x)
     return v if v.dtype == t.np else d.cast(v, t)
 
 
@@ -40,7 +53,14 @@ def values(x: Any, t: dtype) -> np.ndarray:
 _TYPES: dict[tuple[str, dtype, bool, dtype, bool], tuple[dtype, dtype]] = {}
 
 
-def types(op: str, a: Any, b: Any, src: str) -> tuple[dtype, dtype]:
+def numeric(x: Operand, op: str, src: str) -> Numeric:
+    """``x``, or a KernelError for a pointer (no arithmetic but ``+`` / ``-`` takes one)."""
+    if isinstance(x, Pointer):
+        raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
+    return x
+
+
+def types(op: str, a: Numeric, b: Numeric, src: str) -> tuple[dtype, dtype]:
     (adt, asc), (bdt, bsc) = _dt(a), _dt(b)
     key = (op, adt, asc, bdt, bsc)
     try:
@@ -56,17 +76,16 @@ def types(op: str, a: Any, b: Any, src: str) -> tuple[dtype, dtype]:
     return t, out
 
 
-def binary(op: str, a: Any, b: Any) -> tensor:
-    """``a op b`` with Triton's semantics (``op``: a key of ``d.CONCRETE``)."""
+def binary(op: str, a: object, b: object) -> Value:
+    """``a op b`` with Triton's semantics (``op``: an elementwise op of the op table)."""
     src = src_here()
-    a, b = operand(a, src), operand(b, src)
-    if (type(a) is tensor and a.kind == POINTER) or (type(b) is tensor and b.kind == POINTER):
-        return _pointer_arith(op, a, b, src)
-    if (type(a) is not tensor or a.kind == CONCRETE) and (
-            type(b) is not tensor or b.kind == CONCRETE):
-        return _concrete_binary(op, a, b, src)
-    t, out = types(op, a, b, src)
-    return data.binary(op, a, b, t, out, src)
+    x, y = operand(a, src), operand(b, src)
+    if isinstance(x, Pointer) or isinstance(y, Pointer):
+        return _pointer_arith(op, x, y, src)
+    if not isinstance(x, Symbolic) and not isinstance(y, Symbolic):
+        return _concrete_binary(op, x, y, src)
+    t, out = types(op, x, y, src)
+    return data.binary(op, x, y, t, out, src)
 
 
 #: concrete results by (op, operand keys): every program of a launch computes the same index
@@ -85,10 +104,10 @@ def _nbytes(key: tuple) -> int:
     return sum(len(k[-1]) for k in key[1:] if type(k[-1]) is bytes)
 
 
-def _key(x: Any) -> tuple | None:
+def _key(x: Concrete | Scalar) -> tuple | None:
     """A hashable key telling apart every operand that could compute differently (the
     Python type of a scalar, a float's sign of zero) or None: not memoised."""
-    if type(x) is tensor:
+    if isinstance(x, Concrete):
         v = x.value
         if v.size > MEMO_ELEMENTS:
             return None
@@ -96,7 +115,8 @@ def _key(x: Any) -> tuple | None:
     return (type(x), x.hex() if type(x) is float else x)
 
 
-def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
+def _concrete_binary(op: str, a: Concrete | Scalar, b: Concrete | Scalar, src: str
+                     ) -> Concrete:
     key = None
     if MEMO:
         ka, kb = _key(a), _key(b)
@@ -104,7 +124,7 @@ def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
             key = (op, ka, kb)
             got = _MEMO.get(key)
             if got is not None:
-                return tensor(CONCRETE, got[1], got[0].shape, got[0])
+                return Concrete(got[1], got[0])
     t, out = types(op, a, b, src)
     try:
         r = concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
@@ -116,91 +136,95 @@ def _concrete_binary(op: str, a: Any, b: Any, src: str) -> tensor:
     return r
 
 
-def _pointer_arith(op: str, a: Any, b: Any, src: str) -> tensor:
+def _pointer_arith(op: str, a: Operand, b: Operand, src: str) -> Pointer:
     if op == "add" or op == "sub":
-        p, k = (a, b) if type(a) is tensor and a.kind == POINTER else (b, a)
+        p, k = (a, b) if isinstance(a, Pointer) else (b, a)
+        assert isinstance(p, Pointer), "binary() sends only a pointer operation here"
         if op == "sub" and p is b:
             raise KernelError("integer - pointer is not a pointer", src)
-        if type(k) is tensor and k.kind == POINTER:
+        if isinstance(k, Pointer):
             raise KernelError("pointer +/- pointer is not supported by kernbench", src)
-        kdt = k.dtype if type(k) is tensor else d.of_scalar(k)
+        kdt = k.dtype if isinstance(k, tensor) else d.of_scalar(k)
         if not kdt.is_int():
             raise KernelError(f"pointer offsets must be integers, got {kdt.name}", src)
         if op == "sub":
-            k = unary("neg", k) if type(k) is tensor else -k
+            k = unary("neg", k) if isinstance(k, tensor) else -k
         return _offset(p, k, src)
     raise KernelError(f"operator {op!r} on a pointer is not supported by kernbench (only + and "
                       "-)", src)
 
 
-def _offset(p: tensor, k: Any, src: str) -> tensor:
+def _offset(p: Pointer, k: Numeric, src: str) -> Pointer:
     elem = p.dtype.element_ty
-    if type(k) is tensor and k.kind == SYMBOLIC or type(p.value) is not np.ndarray:
+    if isinstance(k, Symbolic) or type(p.offsets) is not np.ndarray:
         return data.symbolic_offsets(p, k, src)
-    kv = np.asarray(k.value if type(k) is tensor else k, dtype=np.int64)
-    offs = np.add(p.value, kv)  # int64 arrays wrap silently
-    return pointer(p.hbm_base, offs, elem)
+    kv = np.asarray(k.value if isinstance(k, Concrete) else k, dtype=np.int64)
+    offs = np.add(p.offsets, kv)  # int64 arrays wrap silently
+    return pointer(p.base, offs, elem)
 
 
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}
 
 
-def unary(op: str, x: Any) -> tensor:
+def as_tensor(x: Operand) -> Value:
+    """``x``, a Python number as a concrete scalar of its Triton type."""
+    return x if isinstance(x, VALUES) else concrete(np.asarray(x, d.of_scalar(x).np))
+
+
+def unary(op: str, x: object) -> Concrete | Symbolic:
     """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
     src = src_here()
-    x = operand(x, src)
-    if type(x) is not tensor:
-        x = concrete(np.asarray(x, d.of_scalar(x).np))
-    if x.kind == POINTER:
+    v = as_tensor(operand(x, src))
+    if isinstance(v, Pointer):
         raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
-    if x.kind == CONCRETE:
-        return data.unary_concrete(op, x, src)
-    return data.unary(op, x, src)
+    if isinstance(v, Concrete):
+        return data.unary_concrete(op, v, src)
+    return data.unary(op, v, src)
 
 
-def invert(x: Any) -> tensor:
+def invert(x: object) -> Value:
     """``~x``: bitwise not of integers, logical not of int1."""
     src = src_here()
-    x = operand(x, src)
-    if type(x) is not tensor:
-        x = concrete(np.asarray(x, d.of_scalar(x).np))
-    if not x.dtype.is_int():
-        raise KernelError(f"~ needs an integer or boolean operand, got {x.dtype!r}", src)
-    if x.kind == CONCRETE:
-        return concrete(np.invert(x.value), x.dtype)
-    if x.dtype.is_bool():
-        return data.binary("eq", x, False, x.dtype, d.int1, src)
-    ones = -1 if x.dtype.is_int_signed() else x.dtype.get_int_max_value()  # every bit set
-    return data.binary("xor", x, ones, x.dtype, x.dtype, src)
+    v = as_tensor(operand(x, src))
+    if isinstance(v, Pointer) or not v.dtype.is_int():
+        raise KernelError(f"~ needs an integer or boolean operand, got {v.dtype!r}", src)
+    if isinstance(v, Concrete):
+        return concrete(np.invert(v.value), v.dtype)
+    if v.dtype.is_bool():
+        return data.binary("eq", v, False, v.dtype, d.int1, src)
+    ones = -1 if v.dtype.is_int_signed() else v.dtype.get_int_max_value()  # every bit set
+    return data.binary("xor", v, ones, v.dtype, v.dtype, src)
 
 
-def cast(x: Any, dt: Any, bitcast: bool = False) -> tensor:
+def cast(x: object, dt: object, bitcast: bool = False) -> Concrete | Symbolic:
     """``x.to(dt)``: Triton's cast (float -> int truncates, integers wrap, nonzero is true)."""
     src = src_here()
-    x = operand(x, src, "cast operand")
+    v = as_tensor(operand(x, src, "cast operand"))
     t = d.by_name(plain(dt))
-    if type(x) is not tensor:
-        x = concrete(np.asarray(x, d.of_scalar(x).np))
-    if bitcast and t.bits != x.dtype.bits:
-        raise KernelError(f"bitcast from {x.dtype!r} to {t!r} changes the bit width", src)
-    if x.kind == POINTER:
+    if isinstance(v, Pointer):
         raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported by "
                           "kernbench", src)
-    if x.dtype is t:
-        return x
-    if x.kind == CONCRETE:
-        return concrete(x.value.view(t.np) if bitcast else d.cast(x.value, t), t)
-    return data.cast(x, t, src, bitcast)
+    if bitcast and t.bits != v.dtype.bits:
+        raise KernelError(f"bitcast from {v.dtype!r} to {t!r} changes the bit width", src)
+    if v.dtype is t:
+        return v
+    if isinstance(v, Concrete):
+        return concrete(v.value.view(t.np) if bitcast else d.cast(v.value, t), t)
+    return data.cast(v, t, src, bitcast)
 
 
-def where(cond: Any, x: Any, y: Any) -> tensor:
+def where(cond: object, x: object, y: object) -> Concrete | Symbolic:
     """``tl.where``: x and y promoted as a binary op; concrete when everything is."""
     src = src_here()
-    cond, x, y = operand(cond, src, "where cond"), operand(x, src), operand(y, src)
-    t, _ = types("add", x, y, src)
-    if type(cond) is not tensor:
-        cond = concrete(np.asarray(bool(cond)))
-    if all(type(v) is not tensor or v.kind == CONCRETE for v in (cond, x, y)):
-        return concrete(np.where(d.cast(cond.value, d.int1), values(x, t), values(y, t)), t)
-    return data.where(cond, x, y, t, src)
+    c = operand(cond, src, "where cond")
+    a, b = (numeric(operand(v, src), "tl.where", src) for v in (x, y))
+    t, _ = types("add", a, b, src)
+    if not isinstance(c, VALUES):
+        c = concrete(np.asarray(bool(c)))
+    elif isinstance(c, Pointer):
+        raise KernelError(f"tl.where condition {c!r} is a pointer", src)
+    if isinstance(c, Concrete) and not isinstance(a, Symbolic | Pointer) and not isinstance(
+            b, Symbolic | Pointer):
+        return concrete(np.where(d.cast(c.value, d.int1), values(a, t), values(b, t)), t)
+    return data.where(c, a, b, t, src)
 

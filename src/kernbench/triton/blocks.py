@@ -12,7 +12,7 @@ nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,12 +22,11 @@ from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import broadcast, broadcast_to, constexpr_int, reshape
-from kernbench.triton.value import CONCRETE, POINTER, SYMBOLIC, concrete, plain, pointer, tensor
+from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete, plain, pointer
 
 
-def _value(x: Any, src: str) -> tensor:
-    x = arith.operand(x, src)
-    return x if type(x) is tensor else concrete(np.asarray(x, d.of_scalar(x).np))
+def _value(x: object, src: str) -> Value:
+    return arith.as_tensor(arith.operand(x, src))
 
 
 def lowest(t: d.dtype) -> float | int | bool:
@@ -37,69 +36,74 @@ def lowest(t: d.dtype) -> float | int | bool:
     return False if t.is_bool() else int(np.iinfo(t.np).min)
 
 
-def _numpy(x: tensor, fn: Any) -> tensor | None:
+def _numpy(x: Value, fn: Callable[[np.ndarray], np.ndarray]) -> Concrete | Pointer | None:
     """``fn`` applied to concrete values or concrete pointer offsets; None for data."""
-    if x.kind == CONCRETE:
+    if isinstance(x, Concrete):
         return concrete(fn(x.value), x.dtype)
-    if x.kind == POINTER and type(x.value) is np.ndarray:
-        return pointer(x.hbm_base, fn(x.value), x.dtype.element_ty)
-    if x.kind == POINTER:
+    if isinstance(x, Pointer):
+        if isinstance(x.offsets, np.ndarray):
+            return pointer(x.base, fn(x.offsets), x.dtype.element_ty)
         raise KernelError("moving elements of a pointer block with offsets from loaded data "
                           "is not supported by kernbench", src_here())
     return None
 
 
-def select(x: tensor, axis: int, k: int, src: str) -> tensor:
+def select(x: Value, axis: int, k: int, src: str) -> Value:
     """``x`` at index ``k`` of ``axis`` (the axis removed)."""
     got = _numpy(x, lambda v: np.take(v, k, axis))
-    if got is not None:
+    if got is not None or not isinstance(x, Symbolic):
+        assert got is not None, "_numpy moves every value but data"
         return got
     n = x.shape[axis]
     onehot = (np.arange(n) == k).reshape([n if i == axis else 1 for i in range(len(x.shape))])
     picked = data.where(concrete(onehot), x, lowest(x.dtype), x.dtype, src)
-    return data.symbolic(sem.reduce(data.table_op("max", src), picked.value, axis, False),
+    return data.symbolic(sem.reduce(data.table_op("max", src), picked.handle, axis, False),
                          x.dtype)
 
 
-def pairs(x: tensor, axis: int, src: str) -> tuple[tensor, tensor]:
+def pairs(x: Value, axis: int, src: str) -> tuple[Value, Value]:
     """(x[..., 0::2, ...], x[..., 1::2, ...]) along ``axis`` (of even length)."""
     shape = x.shape[:axis] + (x.shape[axis] // 2, 2) + x.shape[axis + 1:]
     y = reshape(x, shape)
     return select(y, axis + 1, 0, src), select(y, axis + 1, 1, src)
 
 
-def stack2(a: tensor, b: tensor, axis: int, src: str) -> tensor:
+def stack2(a: Value, b: Value, axis: int, src: str) -> Value:
     """``a`` and ``b`` (one shape, one dtype) stacked on a new axis of size 2 at ``axis``."""
     unit = a.shape[:axis] + (1,) + a.shape[axis:]
-    if a.kind != SYMBOLIC and b.kind != SYMBOLIC:
-        got = _numpy(a, lambda v: np.stack([v, np.asarray(b.value)], axis))
+    if not isinstance(a, Symbolic) and not isinstance(b, Symbolic):
+        other = b.value if isinstance(b, Concrete) else b.offsets
+        got = _numpy(a, lambda v: np.stack([v, np.asarray(other)], axis))
         if got is not None:
             return got
     onehot = np.arange(2).reshape([2 if i == axis else 1 for i in range(len(unit))]) == 0
-    return data.where(concrete(onehot), reshape(a, unit), reshape(b, unit), a.dtype, src)
+    x, y = reshape(a, unit), reshape(b, unit)
+    if isinstance(x, Pointer) or isinstance(y, Pointer):
+        raise KernelError("moving elements of a pointer block with offsets from loaded data "
+                          "is not supported by kernbench", src)
+    return data.where(concrete(onehot), x, y, x.dtype, src)
 
 
-def interleave_axis(a: tensor, b: tensor, axis: int, src: str) -> tensor:
+def interleave_axis(a: Value, b: Value, axis: int, src: str) -> Value:
     """out[..., 2i, ...] = a[..., i, ...], out[..., 2i + 1, ...] = b[..., i, ...]."""
     s = stack2(a, b, axis + 1, src)
     return reshape(s, a.shape[:axis] + (2 * a.shape[axis],) + a.shape[axis + 1:])
 
 
-def _same(a: Any, b: Any, src: str, what: str) -> tuple[tensor, tensor]:
-    a, b = _value(a, src), _value(b, src)
-    t, _ = arith.types("add", a, b, src)
-    a, b = broadcast(arith.cast(a, t), arith.cast(b, t))
-    return a, b
+def _same(a: object, b: object, src: str, what: str) -> tuple[Value, Value]:
+    x, y = (arith.numeric(_value(v, src), f"tl.{what}", src) for v in (a, b))
+    t, _ = arith.types("add", x, y, src)
+    return broadcast(arith.cast(x, t), arith.cast(y, t))
 
 
-def join(a: Any, b: Any) -> tensor:
+def join(a: object, b: object) -> Value:
     """``tl.join``: a new minor axis of size 2 (a first)."""
     src = src_here()
     a, b = _same(a, b, src, "join")
     return stack2(a, b, len(a.shape), src)
 
 
-def split(a: Any) -> tuple[tensor, tensor]:
+def split(a: object) -> tuple[Value, Value]:
     """``tl.split``: the two halves of a minor axis of size 2."""
     src = src_here()
     x = _value(a, src)
@@ -109,7 +113,7 @@ def split(a: Any) -> tuple[tensor, tensor]:
     return select(x, ax, 0, src), select(x, ax, 1, src)
 
 
-def interleave(a: Any, b: Any) -> tensor:
+def interleave(a: object, b: object) -> Value:
     """``tl.interleave``: the minor axes of a and b alternated."""
     src = src_here()
     a, b = _same(a, b, src, "interleave")
@@ -118,7 +122,7 @@ def interleave(a: Any, b: Any) -> tensor:
     return interleave_axis(a, b, len(a.shape) - 1, src)
 
 
-def flip_axis(x: tensor, axis: int, src: str) -> tensor:
+def flip_axis(x: Value, axis: int, src: str) -> Value:
     """``x`` reversed along ``axis`` (a power of two): flip(x) = interleave(flip(odd),
     flip(even))."""
     got = _numpy(x, lambda v: np.flip(v, axis))
@@ -128,26 +132,27 @@ def flip_axis(x: tensor, axis: int, src: str) -> tensor:
     return interleave_axis(flip_axis(od, axis, src), flip_axis(ev, axis, src), axis, src)
 
 
-def flip(x: Any, dim: Any = None) -> tensor:
+def flip(x: object, dim: object = None) -> Value:
     """``tl.flip``: reversed along ``dim`` (default: the last)."""
     src = src_here()
-    x = _value(x, src)
-    nd = len(x.shape)
+    v = _value(x, src)
+    nd = len(v.shape)
     if nd == 0:
         raise ShapeError("tl.flip of a scalar", src)
     ax = (nd - 1) if plain(dim) is None else constexpr_int(dim, "flip dim", src) % nd
-    return flip_axis(x, ax, src)
+    return flip_axis(v, ax, src)
 
 
-def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:  # noqa: A002
+def histogram(input: object, num_bins: object, mask: object = None  # noqa: A002
+              ) -> Concrete | Symbolic:
     """``tl.histogram``: int32 counts of the values 0 .. num_bins - 1 of a 1-D block (values
     outside are not counted): one comparison against the bins, a sum over the input."""
     src = src_here()
     x = _value(input, src)
     bins = constexpr_int(num_bins, "histogram num_bins", src)
-    if len(x.shape) != 1 or not x.dtype.is_int():
+    if len(x.shape) != 1 or isinstance(x, Pointer) or not x.dtype.is_int():
         raise ShapeError(f"tl.histogram takes a 1-D integer block, got {list(x.shape)} "
-                         f"{x.dtype.name}", src)
+                         f"{x.dtype!r}", src)
     hit = arith.binary("eq", reshape(x, (x.shape[0], 1)),
                        concrete(np.arange(bins, dtype=np.int32).reshape(1, bins)))
     m = plain(mask)
@@ -155,12 +160,12 @@ def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:  # noqa: A
         hit = arith.binary("and_", hit, broadcast_to(reshape(_value(m, src), (x.shape[0], 1)),
                                                      hit.shape))
     counts = arith.cast(hit, d.int32)
-    if counts.kind == CONCRETE:
+    if isinstance(counts, Concrete):
         return concrete(counts.value.sum(axis=0, dtype=np.int32), d.int32)
-    return data.symbolic(sem.reduce(data.table_op("sum", src), counts.value, 0, False), d.int32)
+    return data.symbolic(sem.reduce(data.table_op("sum", src), counts.handle, 0, False), d.int32)
 
 
-def stack(xs: list[tensor], src: str) -> tensor:
+def stack(xs: list[Symbolic], src: str) -> Value:
     """Blocks of one shape stacked on a new leading axis: a chain of ``where``s."""
     out = reshape(xs[0], (1, *xs[0].shape))
     n = len(xs)
@@ -170,9 +175,9 @@ def stack(xs: list[tensor], src: str) -> tensor:
     return out
 
 
-def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  # noqa: A002
-        allow_tf32: Any = None, max_num_imprecise_acc: Any = None, out_dtype: Any = None
-        ) -> tensor:
+def dot(input: object, other: object, acc: object = None,  # noqa: A002
+        input_precision: object = None, allow_tf32: object = None,
+        max_num_imprecise_acc: object = None, out_dtype: object = None) -> Value:
     """``tl.dot``; a 3-D (batched) dot is one 2-D dot per batch on the GEMM engine, the
     batch's operands selected and the products stacked as ``select`` / ``stack`` do."""
     from kernbench.triton import mathops

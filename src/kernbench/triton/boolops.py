@@ -19,12 +19,11 @@ import inspect
 import textwrap
 import types
 from collections.abc import Callable
-from typing import Any
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
 from kernbench.triton import arith
-from kernbench.triton.value import plain, tensor
+from kernbench.triton.value import VALUES, Pointer, Value, plain
 
 _AND, _OR, _NOT = "_kb_and_", "_kb_or_", "_kb_not_"
 _CODE: dict[types.CodeType, types.CodeType | None] = {}
@@ -108,9 +107,12 @@ def code_of(fn: types.FunctionType) -> tuple[types.CodeType, tuple[str, ...]]:
     return code, code.co_freevars
 
 
-def _logical(method: str, lhs: tensor, rhs: Any, src: str) -> tensor:
+def _logical(method: str, lhs: Value, rhs: Value, src: str) -> Value:
     for x in (lhs, rhs):
-        if type(x) is tensor and not x.dtype.is_bool():
+        if isinstance(x, Pointer):
+            raise KernelError(f"Python '{method}' on a pointer is not supported by kernbench",
+                              src)
+        if not x.dtype.is_bool():
             raise KernelError(f"Python '{method}' on a tl.{x.dtype.name} value: Triton's "
                               f"compiler rejects it (logical_{method} bitcasts its operands "
                               f"to int1, which a {x.dtype.bits}-bit type cannot be); compare "
@@ -118,13 +120,13 @@ def _logical(method: str, lhs: tensor, rhs: Any, src: str) -> tensor:
     return arith.binary("and_" if method == "and" else "or_", lhs, rhs)
 
 
-def _bool_op(method: str, thunks: tuple[Callable[[], Any], ...]) -> Any:
+def _bool_op(method: str, thunks: tuple[Callable[[], object], ...]) -> object:
     src = src_here()
-    nontrivial: list[Any] = []
-    value: Any = None
+    nontrivial: list[Value] = []
+    value: object = None
     for th in thunks:
         value = th()
-        if type(value) is not tensor:  # a Python value (constexpr): short-circuits
+        if not isinstance(value, VALUES):  # a Python value (constexpr): short-circuits
             b = bool(plain(value))
             if (method == "and" and not b) or (method == "or" and b):
                 return value
@@ -138,17 +140,19 @@ def _bool_op(method: str, thunks: tuple[Callable[[], Any], ...]) -> Any:
     return nontrivial[0]
 
 
-def bool_and(*thunks: Callable[[], Any]) -> Any:
+def bool_and(*thunks: Callable[[], object]) -> object:
     return _bool_op("and", thunks)
 
 
-def bool_or(*thunks: Callable[[], Any]) -> Any:
+def bool_or(*thunks: Callable[[], object]) -> object:
     return _bool_op("or", thunks)
 
 
-def bool_not(x: Any) -> Any:
-    if type(x) is not tensor:
+def bool_not(x: object) -> object:
+    if not isinstance(x, VALUES):
         return not plain(x)
+    if isinstance(x, Pointer):
+        raise KernelError("Python 'not' on a pointer is not supported by kernbench", src_here())
     if not x.dtype.is_bool():
         raise KernelError(f"Python 'not' on a tl.{x.dtype.name} value: Triton's compiler "
                           "rejects it (not_ bitcasts its operand to int1, which a "

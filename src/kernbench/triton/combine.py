@@ -17,7 +17,6 @@ with ``blocks.pairs`` and joins them with ``blocks.interleave_axis``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -25,21 +24,24 @@ from kernbench.errors import KernelError, ShapeError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks
 from kernbench.triton.core import constexpr_int, reshape
-from kernbench.triton.value import concrete, plain, tensor
+from kernbench.triton.value import Value, concrete, plain
 
-Blocks = tuple[tensor, ...]
+Blocks = tuple[Value, ...]
+#: a user ``@triton.jit`` combine function: 2k blocks in, k blocks (or one) out
+CombineFn = Callable[..., object]
 
 
-def _operands(input: Any, src: str) -> tuple[Blocks, bool]:  # noqa: A002
+def _operands(input: object, src: str) -> tuple[Blocks, bool]:  # noqa: A002
     single = not isinstance(input, tuple | list)
-    xs = tuple(blocks._value(x, src) for x in ((input,) if single else input))
+    items = tuple(input) if isinstance(input, tuple | list) else (input,)
+    xs = tuple(blocks._value(x, src) for x in items)
     if not xs or any(x.shape != xs[0].shape for x in xs) or not xs[0].shape:
         raise ShapeError(f"combine operands must be blocks of one shape, got "
                          f"{[list(x.shape) for x in xs]}", src)
     return xs, single
 
 
-def _combine(fn: Callable[..., Any], a: Blocks, b: Blocks, src: str) -> Blocks:
+def _combine(fn: CombineFn, a: Blocks, b: Blocks, src: str) -> Blocks:
     got = fn(*a, *b)
     got = tuple(got) if isinstance(got, tuple | list) else (got,)
     if len(got) != len(a):
@@ -47,16 +49,16 @@ def _combine(fn: Callable[..., Any], a: Blocks, b: Blocks, src: str) -> Blocks:
                           f"values for {len(a)} operands", src)
     out = []
     for x, want in zip(got, a, strict=True):
-        x = blocks._value(x, src)
-        if x.dtype is not want.dtype:
+        v = blocks._value(x, src)
+        if v.dtype != want.dtype:
             raise KernelError(f"combine_fn {getattr(fn, '__name__', fn)} turned a "
-                              f"{want.dtype.name} operand into {x.dtype.name} (Triton requires "
+                              f"{want.dtype!r} operand into {v.dtype!r} (Triton requires "
                               "the combine to keep the operand types)", src)
-        out.append(x if x.shape == want.shape else blocks.broadcast_to(x, want.shape))
+        out.append(v if v.shape == want.shape else blocks.broadcast_to(v, want.shape))
     return tuple(out)
 
 
-def _axis(xs: Blocks, axis: Any, src: str) -> tuple[Blocks, int]:
+def _axis(xs: Blocks, axis: object, src: str) -> tuple[Blocks, int]:
     if plain(axis) is None:
         return tuple(reshape(x, (x.numel,)) for x in xs), 0
     nd = len(xs[0].shape)
@@ -66,8 +68,8 @@ def _axis(xs: Blocks, axis: Any, src: str) -> tuple[Blocks, int]:
     return xs, ax % nd
 
 
-def reduce(input: Any, axis: Any, combine_fn: Callable[..., Any],  # noqa: A002
-           keep_dims: bool = False) -> Any:
+def reduce(input: object, axis: object, combine_fn: CombineFn,  # noqa: A002
+           keep_dims: bool = False) -> Value | Blocks:
     """``tl.reduce``: adjacent pairs combined until one element is left."""
     src = src_here()
     xs, single = _operands(input, src)
@@ -97,7 +99,7 @@ def _shift(xs: Blocks, ax: int, src: str) -> Blocks:
                  for o, (e, _) in zip(od, halves, strict=True))
 
 
-def _scan(xs: Blocks, ax: int, fn: Callable[..., Any], src: str) -> Blocks:
+def _scan(xs: Blocks, ax: int, fn: CombineFn, src: str) -> Blocks:
     n = xs[0].shape[ax]
     if n == 1:
         return xs
@@ -111,8 +113,8 @@ def _scan(xs: Blocks, ax: int, fn: Callable[..., Any], src: str) -> Blocks:
     return tuple(blocks.interleave_axis(e, o, ax, src) for e, o in zip(evens, s, strict=True))
 
 
-def associative_scan(input: Any, axis: Any, combine_fn: Callable[..., Any],  # noqa: A002
-                     reverse: bool = False) -> Any:
+def associative_scan(input: object, axis: object, combine_fn: CombineFn,  # noqa: A002
+                     reverse: bool = False) -> Value | Blocks:
     """``tl.associative_scan``: an inclusive scan in the tree order of the module doc."""
     src = src_here()
     xs, single = _operands(input, src)

@@ -22,9 +22,10 @@ from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton import value as _value
 from kernbench.triton.value import (
-    CONCRETE,
-    POINTER,
-    SYMBOLIC,
+    Concrete,
+    Pointer,
+    Symbolic,
+    Value,
     concrete,
     int_value,
     plain,
@@ -126,11 +127,10 @@ def full(shape: object, value: object, dtype: object) -> tensor:
     src = src_here()
     shp = block_shape(shape, "full shape", src)
     t = d.by_name(plain(dtype))
-    x = arith.operand(value, src, "full value")
-    if type(x) is tensor and x.kind != CONCRETE:
-        return broadcast_to(arith.cast(x, t), shp)
-    v = x.value if type(x) is tensor else x
-    return concrete(np.full(shp, arith.values(v, t)), t)
+    value = arith.operand(value, src, "full value")
+    if isinstance(value, Symbolic | Pointer):
+        return broadcast_to(arith.cast(value, t), shp)
+    return concrete(np.full(shp, arith.values(value, t)), t)
 
 
 def zeros(shape: object, dtype: object) -> tensor:
@@ -147,19 +147,19 @@ def full_like(x: tensor, value: object, dtype: object = None) -> tensor:
 
 # -- layout ----------------------------------------------------------------------------------
 def _view(x: tensor, shape: tuple[int, ...],
-          concrete_fn: Callable[[np.ndarray], np.ndarray]) -> tensor:
+          concrete_fn: Callable[[np.ndarray], np.ndarray]) -> Value:
     """``x`` seen with another shape; concrete values and pointer offsets move by numpy."""
-    if x.kind == CONCRETE:
+    if isinstance(x, Concrete):
         return concrete(concrete_fn(x.value), x.dtype)
-    if x.kind == POINTER and type(x.value) is np.ndarray:
-        return pointer(x.hbm_base, concrete_fn(x.value), x.dtype.element_ty)
-    h = sem.reshape(data.row_major(x.value), shape)
-    if x.kind == POINTER:
-        return pointer(x.hbm_base, h, x.dtype.element_ty)
-    return data.symbolic(h, x.dtype)
+    if isinstance(x, Pointer):
+        if isinstance(x.offsets, np.ndarray):
+            return pointer(x.base, concrete_fn(x.offsets), x.dtype.element_ty)
+        return pointer(x.base, sem.reshape(data.row_major(x.offsets), shape), x.dtype.element_ty)
+    assert isinstance(x, Symbolic), "every value is concrete, a pointer or symbolic"
+    return data.symbolic(sem.reshape(data.row_major(x.handle), shape), x.dtype)
 
 
-def index(x: tensor, key: object) -> tensor:
+def index(x: tensor, key: object) -> Value:
     """``x[:, None]``, ``x[None, :]``: new unit axes; only ``None`` and ``:`` are allowed."""
     src = src_here()
     key = key if isinstance(key, tuple) else (key,)
@@ -179,7 +179,7 @@ def index(x: tensor, key: object) -> tensor:
     return _view(x, tuple(shape), lambda v: v[key])
 
 
-def reshape(x: tensor, *shape: object, can_reorder: bool = False) -> tensor:
+def reshape(x: tensor, *shape: object, can_reorder: bool = False) -> Value:
     src = src_here()
     if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
         shape = tuple(plain(shape[0]))
@@ -193,12 +193,12 @@ def reshape(x: tensor, *shape: object, can_reorder: bool = False) -> tensor:
 view = reshape
 
 
-def ravel(x: tensor, can_reorder: bool = False) -> tensor:
+def ravel(x: tensor, can_reorder: bool = False) -> Value:
     """``tl.ravel``: the block as one row-major dimension."""
     return reshape(x, (x.numel,))
 
 
-def expand_dims(x: tensor, axis: object) -> tensor:
+def expand_dims(x: tensor, axis: object) -> Value:
     src = src_here()
     axes = plain(axis)
     axes = [axes] if isinstance(axes, int | np.integer) else list(axes)
@@ -210,47 +210,47 @@ def expand_dims(x: tensor, axis: object) -> tensor:
     return reshape(x, tuple(shape))
 
 
-def trans(x: tensor, *dims: object) -> tensor:
+def trans(x: tensor, *dims: object) -> Value:
     src = src_here()
     if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
         dims = tuple(plain(dims[0]))
     order = tuple(constexpr_int(a, "trans dim", src) for a in dims) or tuple(
         builtins.range(len(x.shape) - 1, -1, -1))  # ``range`` here is tl.range
-    if x.kind == CONCRETE or (x.kind == POINTER and type(x.value) is np.ndarray):
+    if isinstance(x, Concrete) or (isinstance(x, Pointer) and type(x.offsets) is np.ndarray):
         return _view(x, tuple(x.shape[i] for i in order), lambda v: np.transpose(v, order))
     if len(x.shape) != 2 or order != (1, 0):
         raise KernelError(f"trans of loaded data supports 2-D blocks only, got "
                           f"{list(x.shape)} with order {list(order)}", src)
-    if x.kind == POINTER:
+    if isinstance(x, Pointer):
         raise KernelError("trans of a pointer block with data-dependent offsets", src)
-    return data.symbolic(sem.trans(x.value), x.dtype)
+    assert isinstance(x, Symbolic), "every value is concrete, a pointer or symbolic"
+    return data.symbolic(sem.trans(x.handle), x.dtype)
 
 
 permute = trans
 
 
-def broadcast_to(x: object, *shape: object) -> tensor:
+def broadcast_to(x: object, *shape: object) -> Value:
     src = src_here()
     if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
         shape = tuple(plain(shape[0]))
     shp = tuple(constexpr_int(s, "broadcast_to dimension", src) for s in shape)
-    x = arith.operand(x, src)
-    if type(x) is not tensor:
-        x = concrete(np.asarray(x, d.of_scalar(x).np))
+    x = arith.as_tensor(arith.operand(x, src))
     if x.shape == shp:
         return x
     try:
         np.broadcast_shapes(x.shape, shp)
     except ValueError:
         raise ShapeError(f"cannot broadcast {list(x.shape)} to {list(shp)}", src) from None
-    if x.kind == CONCRETE or type(x.value) is np.ndarray:
+    if isinstance(x, Concrete) or isinstance(x, Pointer) and type(x.offsets) is np.ndarray:
         return _view(x, shp, lambda v: np.array(np.broadcast_to(v, shp)))
-    if x.kind == SYMBOLIC:
+    if isinstance(x, Symbolic):
         return data.broadcast(x, shp)
-    return pointer(x.hbm_base, sem.broadcast(x.value, shp), x.dtype.element_ty)
+    assert isinstance(x, Pointer) and not isinstance(x.offsets, np.ndarray)
+    return pointer(x.base, sem.broadcast(x.offsets, shp), x.dtype.element_ty)
 
 
-def broadcast(a: object, b: object) -> tuple[tensor, tensor]:
+def broadcast(a: object, b: object) -> tuple[Value, Value]:
     shp = np.broadcast_shapes(getattr(a, "shape", ()), getattr(b, "shape", ()))
     return broadcast_to(a, shp), broadcast_to(b, shp)
 
@@ -316,7 +316,7 @@ def cdiv(x: object, div: object) -> int | tensor:
 def static_assert(cond: object, msg: object = "") -> None:
     src = src_here()
     c = plain(cond)
-    if type(c) is tensor and c.kind != CONCRETE:
+    if isinstance(c, Symbolic | Pointer):
         raise KernelError("tl.static_assert on loaded data", src)
     if not bool(c):
         raise KernelError(f"static_assert failed: {plain(msg)}", src)

@@ -4,18 +4,27 @@ scalar operand (no extra row), an ``arange`` the ``arange`` op, anything else a 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kernbench.errors import KernelError
+from kernbench.record import addressing
 from kernbench.record import semantics as sem
 from kernbench.record.handle import TensorHandle
 from kernbench.schemas.ops import Op
 from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
-from kernbench.triton.value import CONCRETE, SYMBOLIC, pointer, symbolic, tensor
+from kernbench.triton.value import (
+    VALUES,
+    Concrete,
+    Numeric,
+    Operand,
+    Pointer,
+    Scalar,
+    Symbolic,
+    pointer,
+    symbolic,
+)
 
 
 def table_op(name: str, src: str) -> Op:
@@ -26,21 +35,12 @@ def table_op(name: str, src: str) -> Op:
         raise KernelError(f"op {name!r} is not in kernbench's op table", src) from None
 
 
-def indexed(src: str) -> Any:
-    """The indexed-memory module (``record/addressing.py``)."""
-    try:
-        from kernbench.record import addressing as mod
-    except ImportError:
-        raise KernelError("indexed loads/stores need kernbench.record.addressing", src) from None
-    return mod
-
-
 def uniform(v: np.ndarray) -> bool:
     flat = v.reshape(-1)
     return flat.size > 0 and bool(np.all(flat == flat[0]))
 
 
-def py_scalar(v: Any, t: dtype) -> int | float | bool:
+def py_scalar(v: np.ndarray | Scalar, t: dtype) -> Scalar:
     x = np.asarray(v).reshape(-1)[0]
     if t.is_bool():
         return bool(x)
@@ -57,7 +57,7 @@ def _arange_start(v: np.ndarray) -> int | None:
     return start if ok and -2**31 <= start and start + flat.size <= 2**31 else None
 
 
-def materialise(x: tensor, t: dtype, src: str) -> tensor:
+def materialise(x: Concrete, t: dtype, src: str) -> Symbolic:
     """A symbolic tensor of dtype ``t`` holding concrete ``x`` (fill, arange or const)."""
     kt = d.to_kb(t)
     v = d.cast(x.value, t)
@@ -65,26 +65,24 @@ def materialise(x: tensor, t: dtype, src: str) -> tensor:
         return symbolic(sem.full(v.shape, py_scalar(v, t), kt), t)
     start = _arange_start(v)
     if start is not None:
-        r = symbolic(sem.arange(start, start + v.size))
-        r = reshape(r, v.shape)
+        r = reshape(symbolic(sem.arange(start, start + v.size)), v.shape)
         return r if r.dtype is t else cast(r, t, src)
-    return symbolic(indexed(src).constant(v, kt, src=src), t)
+    return symbolic(addressing.constant(v, kt, src=src), t)
 
 
-def handle(x: Any, t: dtype, src: str) -> tensor:
+def handle(x: Numeric, t: dtype, src: str) -> Symbolic:
     """``x`` (symbolic, concrete or a scalar) as a symbolic tensor of dtype ``t``."""
-    if type(x) is not tensor:
-        x = tensor(CONCRETE, t, (), np.asarray(x, t.np))
-    if x.kind == CONCRETE:
-        return materialise(x, t, src)
-    return x if x.dtype is t else cast(x, t, src)
+    if isinstance(x, Symbolic):
+        return x if x.dtype is t else cast(x, t, src)
+    return materialise(x if isinstance(x, Concrete) else Concrete(t, np.asarray(x, t.np)), t,
+                       src)
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    return x.shape if type(x) is tensor else ()
+def _shape(x: Operand) -> tuple[int, ...]:
+    return x.shape if isinstance(x, VALUES) else ()
 
 
-def binary(op: str, a: Any, b: Any, t: dtype, out: dtype, src: str) -> tensor:
+def binary(op: str, a: Numeric, b: Numeric, t: dtype, out: dtype, src: str) -> Symbolic:
     """Record ``a op b`` (at least one side symbolic), computed in dtype ``t``."""
     kop = table_op(op, src)
     try:
@@ -92,41 +90,49 @@ def binary(op: str, a: Any, b: Any, t: dtype, out: dtype, src: str) -> tensor:
     except ValueError as exc:
         raise KernelError(f"{op}: {exc}", src) from None
     sa, sb = _scalar_ok(a, b, shape), _scalar_ok(b, a, shape)
-    if op in ("add", "sub") and _is_zero(b) and sb and a.dtype is out:
+    if op in ("add", "sub") and sb and _is_zero(b) and isinstance(a, Symbolic) and \
+            a.dtype is out:
         return a  # x + 0: Triton folds it (the acc = tl.zeros(...) idiom)
-    if op == "add" and _is_zero(a) and sa and b.dtype is out:
+    if op == "add" and sa and _is_zero(a) and isinstance(b, Symbolic) and b.dtype is out:
         return b
-    xa = py_scalar(values_of(a), t) if sa else handle(a, t, src)
-    xb = py_scalar(values_of(b), t) if sb else handle(b, t, src)
-    h = sem.binary(kop, xa.value if type(xa) is tensor else xa,
-                   xb.value if type(xb) is tensor else xb)
+    xa, xb = _side(a, sa, t, src), _side(b, sb, t, src)  # both alive until the op is recorded
+    h = sem.binary(kop, _operand(xa), _operand(xb))
     r = symbolic(h)
     return r if r.dtype is out else cast(r, out, src)
 
 
-def values_of(x: Any) -> Any:
-    return x.value if type(x) is tensor else x
+def _side(x: Numeric, scalar: bool, t: dtype, src: str) -> Symbolic | Scalar:
+    """An operand of a recorded op: the scalar of a uniform side, else a symbolic value
+    (which the caller keeps alive until the op is recorded: ``record.lifetime``)."""
+    if isinstance(x, Symbolic) or not scalar:
+        return handle(x, t, src)
+    return py_scalar(x.value if isinstance(x, Concrete) else x, t)
 
 
-def _scalar_ok(x: Any, other: Any, shape: tuple[int, ...]) -> bool:
+def _operand(x: Symbolic | Scalar) -> TensorHandle | Scalar:
+    return x.handle if isinstance(x, Symbolic) else x
+
+
+def _scalar_ok(x: Operand, other: Operand, shape: tuple[int, ...]) -> bool:
     """``x`` can be the op's scalar operand: a scalar or uniform concrete, and the other
     (symbolic) side already has the result shape."""
-    if type(x) is tensor and (x.kind != CONCRETE or not uniform(x.value)):
+    if isinstance(x, VALUES) and (not isinstance(x, Concrete) or not uniform(x.value)):
         return False
-    return type(other) is tensor and other.kind == SYMBOLIC and other.shape == shape
+    return isinstance(other, Symbolic) and other.shape == shape
 
 
-def _is_zero(x: Any) -> bool:
-    v = values_of(x)
-    return (type(x) is not tensor or x.kind == CONCRETE) and uniform(np.asarray(v)) and \
-        not np.asarray(v).reshape(-1)[0]
+def _is_zero(x: Operand) -> bool:
+    if isinstance(x, VALUES) and not isinstance(x, Concrete):
+        return False
+    v = np.asarray(x.value if isinstance(x, Concrete) else x)
+    return uniform(v) and not v.reshape(-1)[0]
 
 
-def unary(op: str, x: tensor, src: str) -> tensor:
-    return symbolic(sem.unary(table_op(op, src), x.value))
+def unary(op: str, x: Symbolic, src: str) -> Symbolic:
+    return symbolic(sem.unary(table_op(op, src), x.handle))
 
 
-def unary_concrete(op: str, x: tensor, src: str) -> tensor:
+def unary_concrete(op: str, x: Concrete, src: str) -> Concrete:
     """A math function of concrete values: the op table's semantics, Triton's policy."""
     from kernbench.schemas.ops import OPS
     from kernbench.schemas.policy import TRITON
@@ -138,15 +144,15 @@ def unary_concrete(op: str, x: tensor, src: str) -> tensor:
         out = semantics.evaluate([x.value], {}, TRITON)
     except ValueError as exc:
         raise KernelError(f"{op}: {exc}", src) from None
-    return tensor(CONCRETE, d.by_name(_name(out)), x.shape, out)
+    return Concrete(d.by_name(_name(out)), out)
 
 
 def _name(v: np.ndarray) -> str:
     return "bfloat16" if v.dtype.kind == "V" else str(v.dtype)
 
 
-def cast(x: tensor, t: dtype, src: str, bitcast: bool = False) -> tensor:
-    return symbolic(sem.cast(x.value, d.to_kb(t), bitcast), t)
+def cast(x: Symbolic, t: dtype, src: str, bitcast: bool = False) -> Symbolic:
+    return symbolic(sem.cast(x.handle, d.to_kb(t), bitcast), t)
 
 
 def row_major(h: TensorHandle) -> TensorHandle:
@@ -155,30 +161,29 @@ def row_major(h: TensorHandle) -> TensorHandle:
     return sem.broadcast(h, h.shape) if h.transposed else h
 
 
-def reshape(x: tensor, shape: tuple[int, ...]) -> tensor:
-    return symbolic(sem.reshape(row_major(x.value), shape), x.dtype)
+def reshape(x: Symbolic, shape: tuple[int, ...]) -> Symbolic:
+    return symbolic(sem.reshape(row_major(x.handle), shape), x.dtype)
 
 
-def where(cond: Any, x: Any, y: Any, t: dtype, src: str) -> tensor:
+def where(cond: Concrete | Symbolic, x: Numeric, y: Numeric, t: dtype, src: str) -> Symbolic:
     """Record ``tl.where`` (something symbolic); a uniform concrete condition picks a side."""
-    if cond.kind == CONCRETE and uniform(cond.value):
+    if isinstance(cond, Concrete) and uniform(cond.value):
         pick = x if bool(cond.value.reshape(-1)[0]) else y
         shape = broadcast_shapes(cond.shape, broadcast_shapes(_shape(x), _shape(y)))
         r = handle(pick, t, src)
         return r if r.shape == shape else broadcast(r, shape)
     c = handle(cond, d.int1, src)
-    xs = [py_scalar(values_of(v), t) if type(v) is not tensor or (
-        v.kind == CONCRETE and uniform(v.value) and len(v.shape) <= len(c.shape))
-        else handle(v, t, src) for v in (x, y)]
-    if all(type(v) is not tensor for v in xs):
+    xs = [_side(v, not isinstance(v, VALUES) or (
+        isinstance(v, Concrete) and uniform(v.value) and len(v.shape) <= len(c.shape)), t, src)
+        for v in (x, y)]
+    if all(not isinstance(v, Symbolic) for v in xs):
         xs[0] = handle(x, t, src)
-    h = sem.where(c.value, *(v.value if type(v) is tensor else v for v in xs))
-    r = symbolic(h)
+    r = symbolic(sem.where(c.handle, *(_operand(v) for v in xs)))
     return r if r.dtype is t else cast(r, t, src)
 
 
-def broadcast(x: tensor, shape: tuple[int, ...]) -> tensor:
-    return symbolic(sem.broadcast(x.value, shape), x.dtype)
+def broadcast(x: Symbolic, shape: tuple[int, ...]) -> Symbolic:
+    return symbolic(sem.broadcast(x.handle, shape), x.dtype)
 
 
 def view_handle(h: TensorHandle) -> TensorHandle:
@@ -186,24 +191,24 @@ def view_handle(h: TensorHandle) -> TensorHandle:
     return sem.reshape(h, tuple(h.shape))
 
 
-def view(h: TensorHandle) -> tensor:
+def view(h: TensorHandle) -> Symbolic:
     return symbolic(view_handle(h))
 
 
-def symbolic_offsets(p: tensor, k: Any, src: str) -> tensor:
+def symbolic_offsets(p: Pointer, k: Numeric, src: str) -> Pointer:
     """A pointer whose offsets depend on loaded data (a gather): offsets + k, recorded."""
-    base = p.value
-    t = k.dtype if type(k) is tensor else d.int32
-    if type(base) is TensorHandle:
-        b: Any = view(base)
+    base = p.offsets
+    t = k.dtype if isinstance(k, VALUES) else d.int32
+    b: Concrete | Symbolic
+    if isinstance(base, TensorHandle):
+        b = view(base)
         t = d.integer_promote(b.dtype, t)
     else:
-        b = tensor(CONCRETE, d.int64, base.shape, base)
+        b = Concrete(d.int64, base)
         if _fits_int32(base):
-            b = tensor(CONCRETE, d.int32, base.shape, base.astype(np.int32))
+            b = Concrete(d.int32, base.astype(np.int32))
     offs = binary("add", b, k, t, t, src)
-    return pointer(p.hbm_base, view_handle(offs.value) if offs.kind == SYMBOLIC else offs.value,
-                   p.dtype.element_ty)
+    return pointer(p.base, view_handle(offs.handle), p.dtype.element_ty)
 
 
 def _fits_int32(v: np.ndarray) -> bool:

@@ -11,8 +11,9 @@ same, and needs no op of its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from kernbench.record.handle import HbmTensor
 from kernbench.record.source import src_here
 from kernbench.triton import dtypes as d
 from kernbench.triton import memory
-from kernbench.triton.value import POINTER, plain, tensor
+from kernbench.triton.value import Concrete, Pointer, Symbolic, plain
 
 _PADDINGS = ("zero", "nan")
 
@@ -32,7 +33,7 @@ class TensorDescriptor:
     without Triton): the fields of Triton's, without its GPU alignment checks, so a numpy
     array may be the base."""
 
-    base: Any
+    base: object  # a numpy array or a torch tensor
     shape: list[int]
     strides: list[int]
     block_shape: list[int]
@@ -51,7 +52,7 @@ class TensorDescriptor:
                                 round_f32_to_tf32)
 
 
-def is_descriptor(x: Any) -> bool:
+def is_descriptor(x: object) -> TypeGuard[HostDescriptor]:
     """Triton's host ``TensorDescriptor`` or kernbench's (duck-typed by name and fields)."""
     return type(x).__name__ == "TensorDescriptor" and all(
         hasattr(x, f) for f in ("base", "shape", "strides", "block_shape"))
@@ -67,7 +68,18 @@ class HostSpec:
     padding: str
 
 
-def host_spec(name: str, desc: Any) -> HostSpec:
+class HostDescriptor(Protocol):
+    """What a host descriptor argument (Triton's or kernbench's) offers."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
+    @property
+    def strides(self) -> Sequence[int]: ...
+    @property
+    def block_shape(self) -> Sequence[int]: ...
+
+
+def host_spec(name: str, desc: HostDescriptor) -> HostSpec:
     """The geometry of a host descriptor argument; BadInputError for an inconsistent one."""
     shape, strides = tuple(int(s) for s in desc.shape), tuple(int(s) for s in desc.strides)
     block = tuple(int(b) for b in desc.block_shape)
@@ -94,7 +106,7 @@ class tensor_descriptor:  # noqa: N801 - Triton's spelling
     def dtype(self) -> d.dtype:
         return d.from_kb(self.base.dtype)
 
-    def _at(self, offsets: Any, src: str) -> memory.block_ptr:
+    def _at(self, offsets: object, src: str) -> memory.block_ptr:
         offs = memory._ints(offsets, "descriptor offset", src)
         if len(offs) != len(self.block_shape):
             raise ShapeError(f"descriptor offsets {list(offs)} for a "
@@ -103,28 +115,28 @@ class tensor_descriptor:  # noqa: N801 - Triton's spelling
         return memory.block_ptr(self.base, self.offset, self.shape, self.strides, offs,
                                 self.block_shape, order)
 
-    def load(self, offsets: Any) -> tensor:
+    def load(self, offsets: object) -> Concrete | Symbolic:
         """The block at ``offsets``; elements outside ``shape`` read as the padding."""
         p = self._at(offsets, src_here())
         return memory.load(p, boundary_check=tuple(range(len(self.shape))),
                            padding_option=self.padding)
 
-    def store(self, offsets: Any, value: Any) -> None:
+    def store(self, offsets: object, value: object) -> None:
         """``value`` stored as the block at ``offsets``; elements outside ``shape`` dropped."""
         p = self._at(offsets, src_here())
         memory.store(p, value, boundary_check=tuple(range(len(self.shape))))
 
-    def __getattr__(self, name: str) -> Any:
-        raise KernelError(f"tensor descriptor .{name} is not supported by kernbench (it "
-                          "runs load and store)", src_here())
+    if not TYPE_CHECKING:  # a checker sees only the members above
+        def __getattr__(self, name: str) -> object:
+            raise KernelError(f"tensor descriptor .{name} is not supported by kernbench (it "
+                              "runs load and store)", src_here())
 
 
-def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any,
-                           padding_option: Any = "zero") -> tensor_descriptor:
+def make_tensor_descriptor(base: object, shape: object, strides: object, block_shape: object,
+                           padding_option: object = "zero") -> tensor_descriptor:
     """``tl.make_tensor_descriptor``: a descriptor over the tensor ``base`` points into."""
     src = src_here()
-    if type(base) is not tensor or base.kind != POINTER or base.shape != () or type(
-            base.value) is not np.ndarray:
+    if not isinstance(base, Pointer) or base.shape != () or type(base.offsets) is not np.ndarray:
         raise KernelError(f"make_tensor_descriptor base must be a scalar pointer, got {base!r}",
                           src)
     shp = memory._ints(shape, "descriptor shape", src)
@@ -136,18 +148,19 @@ def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any
                          f"block_shape {list(blk)} differ in rank", src)
     if pad not in _PADDINGS:
         raise KernelError(f"padding_option {pad!r} is not one of 'zero', 'nan'", src)
-    return tensor_descriptor(base.hbm_base, int(base.value), shp, st, blk, pad)
+    return tensor_descriptor(base.base, int(base.offsets), shp, st, blk, pad)
 
 
-def from_host(ptr: tensor, spec: HostSpec) -> tensor_descriptor:
+def from_host(ptr: Pointer, spec: HostSpec) -> tensor_descriptor:
     """The descriptor a kernel parameter bound to a host descriptor sees."""
-    return tensor_descriptor(ptr.hbm_base, int(ptr.value), spec.shape, spec.strides,
+    assert isinstance(ptr.offsets, np.ndarray), "a parameter's pointer has concrete offsets"
+    return tensor_descriptor(ptr.base, int(ptr.offsets), spec.shape, spec.strides,
                              spec.block_shape, spec.padding)
 
 
-def load_tensor_descriptor(desc: tensor_descriptor, offsets: Any) -> tensor:
+def load_tensor_descriptor(desc: tensor_descriptor, offsets: object) -> Concrete | Symbolic:
     return desc.load(offsets)
 
 
-def store_tensor_descriptor(desc: tensor_descriptor, offsets: Any, value: Any) -> None:
+def store_tensor_descriptor(desc: tensor_descriptor, offsets: object, value: object) -> None:
     desc.store(offsets, value)

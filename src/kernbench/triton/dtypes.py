@@ -7,9 +7,10 @@ constructor (``tl.float32(1.0)``) is refused, as Triton's compiler refuses it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from kernbench.errors import DtypeError, KernelError, UnsupportedError
 from kernbench.record.source import src_here
@@ -18,7 +19,7 @@ from kernbench.schemas import policy
 from kernbench.schemas.dtypes import DType
 from kernbench.schemas.ops import OPS, Op
 from kernbench.schemas.policy import TRITON, PromotionError
-from kernbench.schemas.semantics import Elementwise
+from kernbench.schemas.semantics import Elementwise, Fn
 
 
 def missing(owner: str, name: str, known: bool) -> UnsupportedError:
@@ -34,7 +35,8 @@ class dtype:  # noqa: N801 - Triton's spelling
 
     __slots__ = ("name", "short", "np", "kind", "bits")
 
-    def __init__(self, name: str, short: str, np_dtype: Any, kind: str, bits: int = 0) -> None:
+    def __init__(self, name: str, short: str, np_dtype: npt.DTypeLike | None, kind: str,
+                 bits: int = 0) -> None:
         self.name, self.short, self.kind = name, short, kind
         if np_dtype is not None:  # None: bfloat16, whose numpy dtype is made on first use
             self.np = np.dtype(np_dtype)
@@ -117,20 +119,21 @@ class dtype:  # noqa: N801 - Triton's spelling
     def scalar(self) -> dtype:
         return self
 
-    def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
-        """``np`` of bfloat16 (``ml_dtypes.bfloat16``) is made on first use: importing
-        ``ml_dtypes`` costs a second, so a kernel that never touches bfloat16 never pays it.
-        Triton's other dtype members are refused by name."""
-        if name == "np":
-            import ml_dtypes
+    if not TYPE_CHECKING:  # a checker sees only the members above
+        def __getattr__(self, name: str) -> object:  # only names the class lacks get here
+            """``np`` of bfloat16 (``ml_dtypes.bfloat16``) is made on first use: importing
+            ``ml_dtypes`` costs a second, so a kernel that never touches bfloat16 never pays
+            it. Triton's other dtype members are refused by name."""
+            if name == "np":
+                import ml_dtypes
 
-            self.np = np.dtype(ml_dtypes.bfloat16)
-            return self.np
-        if name.startswith("__") or name in dtype.__slots__:
-            raise AttributeError(name)
-        raise missing("tl.dtype", name, name in _TRITON_DTYPE_API)
+                self.np = np.dtype(ml_dtypes.bfloat16)
+                return self.np
+            if name.startswith("__") or name in dtype.__slots__:
+                raise AttributeError(name)
+            raise missing("tl.dtype", name, name in _TRITON_DTYPE_API)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
         raise KernelError(f"tl.{self.name}({', '.join(map(repr, args))}) calls a dtype as a value "
                           "constructor, which Triton's compiler rejects; use a Python literal, "
                           f"tl.full(..., dtype=tl.{self.name}) or x.to(tl.{self.name})", src_here())
@@ -213,7 +216,7 @@ float16, bfloat16, float32, float64 = (DTYPES[n] for n in ("float16", "bfloat16"
                                                            "float64"))
 
 
-def by_name(name: Any) -> dtype:
+def by_name(name: object) -> dtype:
     """The Triton dtype for ``name``: ours, a real ``triton.language.dtype``, a numpy or
     kernbench dtype, or a string (``"fp32"``, ``"float32"``)."""
     if isinstance(name, dtype):
@@ -221,9 +224,10 @@ def by_name(name: Any) -> dtype:
     if isinstance(name, DType):
         name = name.name
     elif not isinstance(name, str):
-        if hasattr(name, "np") or isinstance(name, np.dtype | type):
+        npd = getattr(name, "np", name if isinstance(name, np.dtype | type) else None)
+        if npd is not None:  # a dtype with a numpy equivalent (``.np``), or a numpy one
             try:
-                return _from_np(np.dtype(getattr(name, "np", name)))
+                return _from_np(np.dtype(npd))
             except (KeyError, TypeError):
                 pass
         name = getattr(name, "name", name)
@@ -239,7 +243,7 @@ def _from_np(npd: np.dtype) -> dtype:
     return _FROM_NP[npd]
 
 
-def from_numpy(np_dtype: Any) -> dtype:
+def from_numpy(np_dtype: npt.DTypeLike) -> dtype:
     try:
         return _from_np(np.dtype(np_dtype))
     except KeyError:
@@ -263,7 +267,7 @@ def from_kb(kb: DType) -> dtype:
     return DTYPES["int1"] if kb.name == "bool" else DTYPES[kb.name]
 
 
-def of_scalar(x: Any) -> dtype:
+def of_scalar(x: object) -> dtype:
     """Triton's type of a Python literal (``to_tensor_type``): bool int1, int by range, float
     fp32."""
     if isinstance(x, bool | np.bool_):
@@ -348,7 +352,7 @@ def result_types(op: str, a: dtype, a_scalar: bool, b: dtype, b_scalar: bool
 
 
 #: each op's evaluator under the ``TRITON`` policy (an elementwise evaluator reads no attrs)
-_EVALUATORS: dict[str, tuple[Any, bool]] = {}
+_EVALUATORS: dict[str, tuple[Fn, bool]] = {}
 
 
 def evaluate(op: str, a: np.ndarray, b: np.ndarray, t: dtype, out: dtype) -> np.ndarray:

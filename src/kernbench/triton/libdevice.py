@@ -3,7 +3,7 @@ the op table (by libdevice's names); any other is a KernelError naming it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -12,52 +12,52 @@ from kernbench.errors import UnsupportedError as Unsupported
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data, mathops
 from kernbench.triton import dtypes as d
-from kernbench.triton.value import CONCRETE, concrete
+from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete
 
 _M = mathops.MATH1
 
 
-def _fp(x: Any, src: str, name: str) -> Any:
-    x = mathops._value(x, src)
-    if x.dtype.name not in ("float32", "float64"):
-        raise DtypeError(f"libdevice.{name} expects fp32 or fp64, got {x.dtype.name} (cast "
+def _fp(x: object, src: str, name: str) -> Concrete | Symbolic:
+    v = mathops._value(x, src)
+    if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
+        raise DtypeError(f"libdevice.{name} expects fp32 or fp64, got {v.dtype!r} (cast "
                          "with .to(tl.float32) first, as Triton requires)", src)
-    return x
+    return v
 
 
-def pow(x: Any, y: Any) -> Any:  # noqa: A001 - libdevice's name
+def pow(x: object, y: object) -> Concrete | Symbolic:  # noqa: A001 - libdevice's name
     """``x ** y`` (the op table's ``pow``)."""
     src = src_here()
-    a, b = _fp(x, src, "pow"), mathops._value(y, src)
+    a, b = _fp(x, src, "pow"), arith.numeric(mathops._value(y, src), "libdevice.pow", src)
     t, _ = arith.types("add", a, b, src)
-    if a.kind == CONCRETE and b.kind == CONCRETE:
+    if isinstance(a, Concrete) and isinstance(b, Concrete):
         with np.errstate(all="ignore"):
             return concrete(np.power(arith.values(a, t), arith.values(b, t)), t)
     return data.binary("pow", a, b, t, t, src)
 
 
-def isnan(x: Any) -> Any:
+def isnan(x: object) -> Concrete | Symbolic:
     """1 where ``x`` is NaN (``x != x``), int32 as libdevice returns it."""
     x = _fp(x, src_here(), "isnan")
     return arith.cast(arith.binary("ne", x, x), d.int32)
 
 
-def isinf(x: Any) -> Any:
+def isinf(x: object) -> Concrete | Symbolic:
     x = _fp(x, src_here(), "isinf")
     return arith.cast(arith.binary("eq", arith.unary("abs", x), float("inf")), d.int32)
 
 
-def isfinited(x: Any) -> Any:
+def isfinited(x: object) -> Concrete | Symbolic:
     x = _fp(x, src_here(), "isfinited")
     return arith.cast(arith.binary("lt", arith.unary("abs", x), float("inf")), d.int32)
 
 
-def trunc(x: Any) -> Any:
+def trunc(x: object) -> Concrete | Symbolic:
     """Rounded toward zero: ceil below zero, floor above."""
     x = _fp(x, src_here(), "trunc")
     return arith.where(arith.binary("lt", x, 0.0), arith.unary("ceil", x), arith.unary("floor", x))
 #: libdevice name -> the front end's function
-FUNCTIONS: dict[str, Any] = {
+FUNCTIONS: dict[str, Callable[..., Value]] = {
     **_M, "fabs": _M["abs"], "fast_expf": _M["exp"], "fast_logf": _M["log"],
     "exp2f": _M["exp2"], "fast_exp2f": _M["exp2"], "log2f": _M["log2"], "sqrtf": _M["sqrt"],
     "rsqrtf": _M["rsqrt"], "tanhf": _M["tanh"], "erff": _M["erf"], "floorf": _M["floor"],
@@ -84,7 +84,7 @@ globals().update(FUNCTIONS)
 __all__ = list(FUNCTIONS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # only names the module lacks: always raises
     if name.startswith("__"):
         raise AttributeError(name)
     raise Unsupported(f"libdevice.{name} is not supported by kernbench: no op of kernbench's op "

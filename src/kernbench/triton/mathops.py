@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -18,26 +17,34 @@ from kernbench.schemas.semantics import Reduce, Scan
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import constexpr_int
-from kernbench.triton.value import CONCRETE, SYMBOLIC, concrete, plain, tensor
+from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete, plain, tensor
 
 #: math functions Triton accepts on fp32 (and fp64) only, as libdevice does
 _FP32_ONLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "floor", "ceil",
                         "cos", "sin", "sigmoid", "tanh"})
 
 
-def _value(x: Any, src: str) -> tensor:
-    x = arith.operand(x, src)
-    return x if type(x) is tensor else concrete(np.asarray(x, d.of_scalar(x).np))
+def _value(x: object, src: str) -> Value:
+    return arith.as_tensor(arith.operand(x, src))
 
 
-def _math1(op: str) -> Callable[[Any], tensor]:
-    def fn(x: Any, *_rounding: object, **_kw: object) -> tensor:
+def _number(x: object, src: str, what: str) -> Concrete | Symbolic:
+    """``x`` as a concrete or symbolic value; a KernelError for a pointer."""
+    v = _value(x, src)
+    if isinstance(v, Pointer):
+        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
+    return v
+
+
+def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
+    def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
         src = src_here()
-        x = _value(x, src)
-        if op in _FP32_ONLY and x.dtype.name not in ("float32", "float64"):
-            raise DtypeError(f"tl.{op} expects fp32 or fp64, got {x.dtype.name} (cast with "
+        v = _value(x, src)
+        if op in _FP32_ONLY and (isinstance(v, Pointer) or v.dtype.name not in ("float32",
+                                                                               "float64")):
+            raise DtypeError(f"tl.{op} expects fp32 or fp64, got {v.dtype!r} (cast with "
                              ".to(tl.float32) first, as Triton requires)", src)
-        return arith.unary(op, x)
+        return arith.unary(op, v)
     fn.__name__ = fn.__qualname__ = op
     return fn
 
@@ -47,44 +54,46 @@ MATH1 = {name: _math1(name) for name in (
     "ceil", "cos", "sin")}
 
 
-def maximum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
+def maximum(x: object, y: object, propagate_nan: object = None) -> Value:
     return arith.binary("maximum", x, y)
 
 
-def minimum(x: Any, y: Any, propagate_nan: object = None) -> tensor:
+def minimum(x: object, y: object, propagate_nan: object = None) -> Value:
     return arith.binary("minimum", x, y)
 
 
-def clamp(x: Any, min: Any, max: Any, propagate_nan: object = None) -> tensor:  # noqa: A002
+def clamp(x: object, min: object, max: object,  # noqa: A002
+          propagate_nan: object = None) -> Value:
     return minimum(maximum(x, min), max)
 
 
-def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> tensor:
+def fdiv(x: object, y: object, ieee_rounding: bool = False) -> Value:
     return arith.binary("div", x, y)
 
 
 div_rn = fdiv
 
 
-def fma(x: Any, y: Any, z: Any) -> tensor:
+def fma(x: object, y: object, z: object) -> Value:
     """``x * y + z`` (fused where the semantics layer offers ``fma``, else two ops)."""
     src = src_here()
     vals = [_value(v, src) for v in (x, y, z)]
     ternary = sem_.ternary
-    if any(v.kind == SYMBOLIC for v in vals):
-        t, _ = arith.types("mul", vals[0], vals[1], src)
-        t, _ = arith.types("add", concrete(np.zeros((), t.np), t), vals[2], src)
-        hs = [data.handle(v, t, src) for v in vals]
-        return data.symbolic(ternary(data.table_op("fma", src), *(h.value for h in hs)))
+    if any(isinstance(v, Symbolic) for v in vals):
+        nums = [_number(v, src, "tl.fma") for v in vals]
+        t, _ = arith.types("mul", nums[0], nums[1], src)
+        t, _ = arith.types("add", concrete(np.zeros((), t.np), t), nums[2], src)
+        hs = [data.handle(v, t, src) for v in nums]
+        return data.symbolic(ternary(data.table_op("fma", src), *(h.handle for h in hs)))
     return arith.binary("add", arith.binary("mul", vals[0], vals[1]), vals[2])
 
 
 # -- reductions: the op table's semantics under the TRITON policy ----------------------------
-def _axis(x: tensor, axis: Any, src: str) -> int | None:
+def _axis(x: tensor, axis: object, src: str) -> int | None:
     axis = plain(axis)
     if axis is None:
         return None
-    if type(axis) is tensor:
+    if isinstance(axis, tensor):
         raise KernelError(f"reduction axis must be a tl.constexpr, got a tensor {axis!r}", src)
     try:
         return axis_of(x.shape, constexpr_int(axis, "reduction axis", src))
@@ -92,9 +101,10 @@ def _axis(x: tensor, axis: Any, src: str) -> int | None:
         raise ShapeError(str(exc), src) from None
 
 
-def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> tensor:
+def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A002
+            dtype: object = None) -> Concrete | Symbolic:
     src = src_here()
-    x = _value(x, src)
+    x = _number(input, src, f"tl.{op}")
     if not x.shape:
         raise ShapeError(f"tl.{op} of a scalar", src)
     ax = _axis(x, axis, src)
@@ -109,48 +119,52 @@ def _reduce(op: str, x: Any, axis: Any, keep_dims: bool, dtype: Any = None) -> t
         attrs["dtype"] = d.by_name(plain(dtype)).name
     shape, out = sem.infer([x.shape], [x.dtype.name], attrs, TRITON)
     x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
-    if x.kind == CONCRETE:
+    if isinstance(x, Concrete):
         return concrete(sem.evaluate([x.value], attrs, TRITON), d.by_name(out))
     fn = sem_.arg_reduce if op.startswith("arg") else sem_.reduce
-    h = fn(kop, x.value, ax, bool(keep_dims))
+    h = fn(kop, x.handle, ax, bool(keep_dims))
     r = data.symbolic(h)
     return r if tuple(h.shape) == shape else data.reshape(r, shape)
 
 
-def sum(input: Any, axis: Any = None, keep_dims: bool = False, dtype: Any = None  # noqa: A001
-        ) -> tensor:
+def sum(input: object, axis: object = None, keep_dims: bool = False,  # noqa: A001
+        dtype: object = None) -> Concrete | Symbolic:
     return _reduce("sum", input, axis, keep_dims, dtype)
 
 
-def max(input: Any, axis: Any = None, return_indices: bool = False,  # noqa: A001
-        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+Reduced = Concrete | Symbolic | tuple[Concrete | Symbolic, Concrete | Symbolic]
+
+
+def max(input: object, axis: object = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Reduced:
     if return_indices:
         return (_reduce("max", input, axis, keep_dims),
                 _reduce("argmax", input, axis, keep_dims))
     return _reduce("max", input, axis, keep_dims)
 
 
-def min(input: Any, axis: Any = None, return_indices: bool = False,  # noqa: A001
-        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+def min(input: object, axis: object = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Reduced:
     if return_indices:
         return (_reduce("min", input, axis, keep_dims),
                 _reduce("argmin", input, axis, keep_dims))
     return _reduce("min", input, axis, keep_dims)
 
 
-def argmax(input: Any, axis: Any, tie_break_left: bool = True, keep_dims: bool = False
-           ) -> tensor:
+def argmax(input: object, axis: object, tie_break_left: bool = True,  # noqa: A002
+           keep_dims: bool = False) -> Concrete | Symbolic:
     return _reduce("argmax", input, axis, keep_dims)
 
 
-def argmin(input: Any, axis: Any, tie_break_left: bool = True, keep_dims: bool = False
-           ) -> tensor:
+def argmin(input: object, axis: object, tie_break_left: bool = True,  # noqa: A002
+           keep_dims: bool = False) -> Concrete | Symbolic:
     return _reduce("argmin", input, axis, keep_dims)
 
 
-def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
+def _scan(op: str, input: object, axis: object, reverse: object,  # noqa: A002
+          dtype: object) -> Concrete | Symbolic:
     src = src_here()
-    x = _value(input, src)
+    x = _number(input, src, f"tl.{op}")
     ax = _axis(x, axis, src)
     kop = data.table_op(op, src)
     sem = OPS[kop].sem
@@ -161,38 +175,40 @@ def _scan(op: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     if plain(dtype) is not None:
         attrs["dtype"] = d.by_name(plain(dtype)).name
     x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
-    if x.kind == CONCRETE:
+    if isinstance(x, Concrete):
         return concrete(sem.evaluate([x.value], attrs, TRITON), x.dtype)
-    return data.symbolic(sem_.scan(kop, x.value, ax, rev))
+    return data.symbolic(sem_.scan(kop, x.handle, ax, rev))
 
 
-def cumsum(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
+def cumsum(input: object, axis: object = 0, reverse: bool = False,  # noqa: A002
+           dtype: object = None) -> Concrete | Symbolic:
     return _scan("cumsum", input, axis, reverse, dtype)
 
 
-def cumprod(input: Any, axis: Any = 0, reverse: bool = False, dtype: Any = None) -> tensor:
+def cumprod(input: object, axis: object = 0, reverse: bool = False,  # noqa: A002
+            dtype: object = None) -> Concrete | Symbolic:
     return _scan("cumprod", input, axis, reverse, dtype)
 
 
-def softmax(x: Any, dim: Any = None, keep_dims: bool = False, ieee_rounding: bool = False
-            ) -> tensor:
+def softmax(x: object, dim: object = None, keep_dims: bool = False,
+            ieee_rounding: bool = False) -> Symbolic:
     src = src_here()
-    x = _value(x, src)
-    ax = 0 if plain(dim) is None else _axis(x, dim, src)
-    if x.kind != SYMBOLIC:
+    v = _value(x, src)
+    ax = 0 if plain(dim) is None else _axis(v, dim, src)
+    if not isinstance(v, Symbolic):
         raise KernelError("tl.softmax of concrete values is not supported by kernbench", src)
-    return data.symbolic(sem_.softmax(x.value, ax or 0))
+    return data.symbolic(sem_.softmax(v.handle, ax or 0))
 
 
 # -- dot -----------------------------------------------------------------------------------
 _DOT_IN = ("int8", "float16", "bfloat16", "float32")
 
 
-def dot(input: Any, other: Any, acc: Any = None, input_precision: object = None,
-        allow_tf32: object = None, max_num_imprecise_acc: object = None, out_dtype: Any = None
-        ) -> tensor:
+def dot(input: object, other: object, acc: object = None,  # noqa: A002
+        input_precision: object = None, allow_tf32: object = None,
+        max_num_imprecise_acc: object = None, out_dtype: object = None) -> Symbolic:
     src = src_here()
-    a, b = _value(input, src), _value(other, src)
+    a, b = _number(input, src, "tl.dot"), _number(other, src, "tl.dot")
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ShapeError(f"tl.dot supports 2-D blocks, got {list(a.shape)} @ {list(b.shape)}",
                          src)
@@ -204,21 +220,19 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: object = None,
         raise ShapeError(f"tl.dot shapes {list(a.shape)} @ {list(b.shape)} do not fit", src)
     if builtins_min(m, n, k) < 16:
         raise ShapeError(f"tl.dot needs M, N, K >= 16, got M={m} N={n} K={k}", src)
-    acc = plain(acc)
+    c = None if plain(acc) is None else _number(acc, src, "tl.dot")
     if plain(out_dtype) is not None:
         out = d.by_name(plain(out_dtype))
     else:
-        out = d.int32 if a.dtype.is_int() else (acc.dtype if acc is not None else d.float32)
+        out = d.int32 if a.dtype.is_int() else (c.dtype if c is not None else d.float32)
     if out.name == "bfloat16":
         raise DtypeError("tl.dot out_dtype=bfloat16 is unsupported (Triton); use float32 and "
                          "cast", src)
     ha, hb = data.handle(a, a.dtype, src), data.handle(b, b.dtype, src)
-    if acc is not None:
-        acc = _value(acc, src)
-        if acc.kind == CONCRETE and data.uniform(acc.value) and not acc.value.reshape(-1)[0]:
-            acc = None  # tl.zeros accumulator: the product is the sum
-    hacc = None if acc is None else data.handle(acc, out, src)
-    h = sem_.dot(ha.value, hb.value, None if hacc is None else hacc.value, d.to_kb(out))
+    if isinstance(c, Concrete) and data.uniform(c.value) and not c.value.reshape(-1)[0]:
+        c = None  # tl.zeros accumulator: the product is the sum
+    hacc = None if c is None else data.handle(c, out, src)
+    h = sem_.dot(ha.handle, hb.handle, None if hacc is None else hacc.handle, d.to_kb(out))
     return data.symbolic(h, out)
 
 

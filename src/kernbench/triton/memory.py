@@ -4,17 +4,31 @@ elements that move (``record.addressing``); offsets from loaded data are gathers
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
-from kernbench.record.handle import HbmTensor
+from kernbench.record import addressing as ix
+from kernbench.record.handle import HbmTensor, TensorHandle
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import block_shape, broadcast_to
-from kernbench.triton.value import CONCRETE, POINTER, concrete, int_value, plain, tensor
+from kernbench.triton.value import (
+    VALUES,
+    Concrete,
+    Pointer,
+    Scalar,
+    Symbolic,
+    Value,
+    concrete,
+    int_value,
+    plain,
+)
+
+#: a load/store mask: None (everything moves), concrete booleans, or booleans from data
+Mask = np.ndarray | Symbolic | None
 
 #: names of the HBM tensors stores/atomics of the current launch wrote (default outputs)
 STORED: set[str] = set()
@@ -31,7 +45,7 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
         self.base, self.offset, self.shape, self.strides = base, offset, shape, strides
         self.offsets, self.block_shape, self.order = offsets, block, order
 
-    def access(self, boundary_check: Any, src: str) -> tuple[np.ndarray, np.ndarray | None]:
+    def access(self, boundary_check: object, src: str) -> tuple[np.ndarray, np.ndarray | None]:
         """(element offsets of the block, mask of the checked dimensions or None)."""
         nd = len(self.block_shape)
         checks = plain(boundary_check) or ()
@@ -51,31 +65,30 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
         return offs, None if mask is None else np.array(mask)
 
 
-def _ints(xs: Any, what: str, src: str) -> tuple[int, ...]:
+def _ints(xs: object, what: str, src: str) -> tuple[int, ...]:
     xs = plain(xs)
     xs = xs if isinstance(xs, tuple | list) else (xs,)
     return tuple(int_value(x, what, src) for x in xs)
 
 
-def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
-                   order: Any) -> block_ptr:
+def make_block_ptr(base: object, shape: object, strides: object, offsets: object,
+                   block_shape: object, order: object) -> block_ptr:
     src = src_here()
-    if type(base) is not tensor or base.kind != POINTER or base.shape != () or type(
-            base.value) is not np.ndarray:
+    if not isinstance(base, Pointer) or base.shape != () or type(base.offsets) is not np.ndarray:
         raise KernelError(f"make_block_ptr base must be a scalar pointer, got {base!r}", src)
     shp, st = _ints(shape, "shape", src), _ints(strides, "stride", src)
     offs, blk = _ints(offsets, "offset", src), block_shape_of(block_shape, src)
     if not len(shp) == len(st) == len(offs) == len(blk):
         raise ShapeError(f"make_block_ptr: shape {list(shp)}, strides {list(st)}, offsets "
                          f"{list(offs)} and block_shape {list(blk)} differ in rank", src)
-    return block_ptr(base.hbm_base, int(base.value), shp, st, offs, blk, _ints(order, "order", src))
+    return block_ptr(base.base, int(base.offsets), shp, st, offs, blk, _ints(order, "order", src))
 
 
-def block_shape_of(b: Any, src: str) -> tuple[int, ...]:
+def block_shape_of(b: object, src: str) -> tuple[int, ...]:
     return block_shape(b, "block_shape", src)
 
 
-def advance(base: block_ptr, offsets: Any) -> block_ptr:
+def advance(base: block_ptr, offsets: object) -> block_ptr:
     src = src_here()
     delta = _ints(offsets, "advance offset", src)
     if len(delta) != len(base.offsets):
@@ -86,23 +99,21 @@ def advance(base: block_ptr, offsets: Any) -> block_ptr:
 
 
 # -- masks and operands ----------------------------------------------------------------------
-def _mask(mask: Any, shape: tuple[int, ...], src: str) -> Any:
-    """None (everything moves), a bool array, or a bool TCM handle, of ``shape``."""
+def _mask(mask: object, shape: tuple[int, ...], src: str) -> Mask:
+    """None (everything moves), a bool array, or symbolic booleans, of ``shape``."""
     mask = plain(mask)
     if mask is None:
         return None
-    if type(mask) is not tensor:
-        mask = concrete(np.asarray(bool(mask)))
-    if not mask.dtype.is_bool():
-        raise DtypeError(f"mask must be boolean (int1), got {mask.dtype.name}", src)
-    if mask.shape != shape:
-        mask = broadcast_to(mask, shape)
-    if mask.kind == CONCRETE:
-        return None if mask.value.all() else np.array(mask.value)
-    return mask
+    m = mask if isinstance(mask, VALUES) else concrete(np.asarray(bool(mask)))
+    if isinstance(m, Pointer) or not m.dtype.is_bool():
+        raise DtypeError(f"mask must be boolean (int1), got {m.dtype!r}", src)
+    if isinstance(m, Concrete):
+        v = m.value if m.shape == shape else np.broadcast_to(m.value, shape)
+        return None if v.all() else np.array(v)
+    return m if m.shape == shape else data.broadcast(m, shape)
 
 
-def _shape_of(src: str, what: str, *named: tuple[str, Any]) -> tuple[int, ...]:
+def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...]:
     """The broadcast shape of the named operands; a ShapeError at the kernel's line naming
     each operand's shape when they do not broadcast (a mask of the wrong shape)."""
     shapes = [(n, getattr(plain(x), "shape", ())) for n, x in named]
@@ -112,7 +123,7 @@ def _shape_of(src: str, what: str, *named: tuple[str, Any]) -> tuple[int, ...]:
     return _broadcast(shapes, what, src)
 
 
-def _broadcast(shapes: list[tuple[str, Any]], what: str, src: str) -> tuple[int, ...]:
+def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*(s for _, s in shapes)))
     except ValueError:
@@ -120,33 +131,39 @@ def _broadcast(shapes: list[tuple[str, Any]], what: str, src: str) -> tuple[int,
         raise ShapeError(f"{what}: {told} do not broadcast to one shape", src) from None
 
 
-def _offsets(p: tensor, shape: tuple[int, ...]) -> Any:
-    if type(p.value) is np.ndarray:
-        if p.value.shape == shape and p.value.dtype == np.int64:
-            return p.value  # read only below: the pointer's own offsets
-        return np.array(np.broadcast_to(p.value, shape), dtype=np.int64)
-    return broadcast_to(p, shape).value
+def _offsets(p: Pointer, shape: tuple[int, ...]) -> np.ndarray | TensorHandle:
+    offs = p.offsets
+    if isinstance(offs, np.ndarray):
+        if offs.shape == shape and offs.dtype == np.int64:
+            return offs  # read only below: the pointer's own offsets
+        return np.array(np.broadcast_to(offs, shape), dtype=np.int64)
+    got = broadcast_to(p, shape)
+    assert isinstance(got, Pointer), "a pointer broadcasts to a pointer"
+    return got.offsets
 
 
-def _pointer(ptr: Any, src: str, what: str) -> tensor:
-    if type(ptr) is not tensor or ptr.kind != POINTER:
+def _pointer(ptr: object, src: str, what: str) -> Pointer:
+    if not isinstance(ptr, Pointer):
         raise KernelError(f"{what} needs a pointer, got {ptr!r}", src)
     return ptr
 
 
-def _mvalue(m: Any) -> Any:
-    return m.value if type(m) is tensor else m
+def _mvalue(m: Mask) -> np.ndarray | TensorHandle | None:
+    return m.handle if isinstance(m, Symbolic) else m
+
+
+def _vvalue(v: Scalar | Symbolic) -> Scalar | TensorHandle:
+    return v.handle if isinstance(v, Symbolic) else v
 
 
 # -- load / store ----------------------------------------------------------------------------
 _PADDING = {"": None, "zero": 0, "nan": float("nan")}
 
 
-def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (),
-         padding_option: Any = "", cache_modifier: Any = "", eviction_policy: Any = "",
-         volatile: Any = False) -> tensor:
+def load(pointer: object, mask: object = None, other: object = None,
+         boundary_check: object = (), padding_option: object = "", cache_modifier: object = "",
+         eviction_policy: object = "", volatile: object = False) -> Concrete | Symbolic:
     src = src_here()
-    ix = data.indexed(src)
     if isinstance(pointer, block_ptr):
         if plain(mask) is not None or plain(other) is not None:
             raise KernelError("tl.load of a block pointer takes boundary_check/padding_option, "
@@ -154,9 +171,9 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
         pad = plain(padding_option)
         if pad not in _PADDING:
             raise KernelError(f"padding_option {pad!r} is not one of 'zero', 'nan'", src)
-        offs, m = pointer.access(boundary_check, src)
+        at, inside = pointer.access(boundary_check, src)
         t = d.from_kb(pointer.base.dtype)
-        h = ix.load_indexed(pointer.base, offs, m, _PADDING[pad], src=src)
+        h = ix.load_indexed(pointer.base, at, inside, _PADDING[pad], src=src)
         return data.symbolic(h, t)
     p = _pointer(pointer, src, "tl.load")
     other = plain(other)
@@ -164,31 +181,31 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
                       *((("other", other),) if other is not None else ()))
     elem = p.dtype.element_ty
     m = _mask(mask, shape, src)
-    oth, rest = None, None
+    oth: Scalar | None = None
+    rest: Value | None = None
     if other is not None:
         o = arith.operand(other, src, "load other")
-        if type(o) is tensor and (o.kind != CONCRETE or not data.uniform(o.value)):
+        if isinstance(o, VALUES) and (not isinstance(o, Concrete) or not data.uniform(o.value)):
             rest = o
         else:
-            oth = data.py_scalar(o.value if type(o) is tensor else o, elem)
+            oth = data.py_scalar(o.value if isinstance(o, Concrete) else o, elem)
     offs = _offsets(p, shape)
-    if type(offs) is np.ndarray:
+    if isinstance(offs, np.ndarray):
         h = ix.load_indexed(p.base, offs, _mvalue(m), oth, src=src)
     else:
         h = ix.gather(p.base, offs, _mvalue(m), oth, src=src)
     r = data.symbolic(h, elem)
     if rest is not None and m is not None:
-        cond = m if type(m) is tensor else concrete(m)
-        return arith.where(cond, r, rest)
+        return arith.where(m if isinstance(m, Symbolic) else concrete(m), r, rest)
     return r
 
 
-def _value(value: Any, shape: tuple[int, ...], elem: d.dtype, src: str) -> Any:
+def _value(value: object, shape: tuple[int, ...], elem: d.dtype, src: str) -> Scalar | Symbolic:
     """The stored value: a Python scalar when uniform, else a symbolic block of ``shape``."""
     v = arith.operand(value, src, "store value")
-    if type(v) is not tensor or (v.kind == CONCRETE and data.uniform(v.value)):
-        return data.py_scalar(v.value if type(v) is tensor else v, elem)
-    if v.kind == POINTER:
+    if not isinstance(v, VALUES) or (isinstance(v, Concrete) and data.uniform(v.value)):
+        return data.py_scalar(v.value if isinstance(v, Concrete) else v, elem)
+    if isinstance(v, Pointer):
         raise KernelError("storing pointers is not supported by kernbench", src)
     try:
         np.broadcast_shapes(v.shape, shape)
@@ -199,68 +216,68 @@ def _value(value: Any, shape: tuple[int, ...], elem: d.dtype, src: str) -> Any:
                                                               strict=False)):
         raise ShapeError(f"store value {list(v.shape)} is larger than the pointer block "
                          f"{list(shape)}", src)
-    if v.kind == CONCRETE:
-        v = data.materialise(v, v.dtype, src)
-    return broadcast_to(v, shape)
+    h = data.materialise(v, v.dtype, src) if isinstance(v, Concrete) else v
+    return h if h.shape == shape else data.broadcast(h, shape)
 
 
-def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
-          cache_modifier: Any = "", eviction_policy: Any = "") -> None:
+def store(pointer: object, value: object, mask: object = None, boundary_check: object = (),
+          cache_modifier: object = "", eviction_policy: object = "") -> None:
     src = src_here()
-    ix = data.indexed(src)
     if isinstance(pointer, block_ptr):
         if plain(mask) is not None:
             raise KernelError("tl.store of a block pointer takes boundary_check, not mask", src)
-        offs, m = pointer.access(boundary_check, src)
+        at, inside = pointer.access(boundary_check, src)
         v = _value(value, pointer.block_shape, d.from_kb(pointer.base.dtype), src)
         STORED.add(pointer.base.name)
-        ix.store_indexed(pointer.base, offs, _mvalue(v), m, src=src)
+        ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src)
         return
     p = _pointer(pointer, src, "tl.store")
     shape = _shape_of(src, "tl.store", ("pointer block", p), ("mask", mask))
     m = _mask(mask, shape, src)
     v = _value(value, shape, p.dtype.element_ty, src)
     offs = _offsets(p, shape)
-    STORED.add(p.hbm_base.name)
-    if type(offs) is np.ndarray:
-        ix.store_indexed(p.base, offs, _mvalue(v), _mvalue(m), src=src)
+    STORED.add(p.base.name)
+    if isinstance(offs, np.ndarray):
+        ix.store_indexed(p.base, offs, _vvalue(v), _mvalue(m), src=src)
     else:
-        ix.scatter(p.base, offs, _mvalue(v), _mvalue(m), src=src)
+        ix.scatter(p.base, offs, _vvalue(v), _mvalue(m), src=src)
 
 
-def _atomic(op: str) -> Any:
-    def fn(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None
-           ) -> tensor:
+def _atomic(op: str) -> Callable[..., Symbolic]:
+    def fn(pointer: object, val: object, mask: object = None, sem: object = None,
+           scope: object = None) -> Symbolic:
         src = src_here()
-        ix = data.indexed(src)
         p = _pointer(pointer, src, f"tl.atomic_{op}")
         shape = _shape_of(src, f"tl.atomic_{op}", ("pointer block", p), ("mask", mask),
                           ("value", val))
         m = _mask(mask, shape, src)
         elem = p.dtype.element_ty
-        v = _value(val, shape, elem, src)
-        if type(v) is tensor and v.dtype is not elem:
-            v = arith.cast(v, elem)
-        STORED.add(p.hbm_base.name)
-        h = ix.atomic(op, p.base, _offsets(p, shape), _mvalue(v), _mvalue(m), src=src)
+        v = _as(_value(val, shape, elem, src), elem)
+        STORED.add(p.base.name)
+        h = ix.atomic(op, p.base, _offsets(p, shape), _vvalue(v), _mvalue(m), src=src)
         return data.symbolic(h, elem)
     fn.__name__ = fn.__qualname__ = f"atomic_{op}"
     return fn
 
 
-def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
+def _as(v: Scalar | Symbolic, elem: d.dtype) -> Scalar | Symbolic:
+    """A stored symbolic value converted to the pointer's element type."""
+    return data.cast(v, elem, src_here()) if isinstance(v, Symbolic) and v.dtype is not elem \
+        else v
+
+
+def atomic_cas(pointer: object, cmp: object, val: object, sem: object = None,
+               scope: object = None) -> Symbolic:
     """Per element, atomically: ``old = *p; if old == cmp: *p = val``; returns ``old``."""
     src = src_here()
-    ix = data.indexed(src)
     p = _pointer(pointer, src, "tl.atomic_cas")
     shape = _shape_of(src, "tl.atomic_cas", ("pointer block", p), ("compare", cmp),
                       ("value", val))
     elem = p.dtype.element_ty
     c, v = (_value(x, shape, elem, src) for x in (cmp, val))
-    c, v = (arith.cast(x, elem) if type(x) is tensor and x.dtype is not elem else x
-            for x in (c, v))
-    STORED.add(p.hbm_base.name)
-    h = ix.atomic("cas", p.base, _offsets(p, shape), _mvalue(v), None, src=src, cmp=_mvalue(c))
+    c, v = _as(c, elem), _as(v, elem)  # both stored values alive until both are converted
+    STORED.add(p.base.name)
+    h = ix.atomic("cas", p.base, _offsets(p, shape), _vvalue(v), None, src=src, cmp=_vvalue(c))
     return data.symbolic(h, elem)
 
 

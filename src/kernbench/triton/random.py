@@ -9,14 +9,12 @@ records them as one ``const`` operand. Offsets that come from loaded data are re
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.source import src_here
 from kernbench.triton import dtypes as d
-from kernbench.triton.value import CONCRETE, concrete, plain, tensor
+from kernbench.triton.value import VALUES, Concrete, concrete, plain
 
 #: Philox-4x32 constants (Salmon et al., 2011): the key's Weyl increments, the round factors
 KEY_A, KEY_B, ROUND_A, ROUND_B = 0x9E3779B9, 0xBB67AE85, 0xD2511F53, 0xCD9E8D57
@@ -58,18 +56,19 @@ def _uniform(x: np.ndarray) -> np.ndarray:
     return i.astype(np.float32) * SCALE
 
 
-def _operands(name: str, seed: Any, offset: Any, n_rounds: Any) -> tuple[int, np.ndarray, int]:
+def _operands(name: str, seed: object, offset: object, n_rounds: object
+              ) -> tuple[int, np.ndarray, int]:
     src = src_here()
     seed, offset, rounds = plain(seed), plain(offset), plain(n_rounds)
-    if type(seed) is tensor:
-        if seed.kind != CONCRETE or seed.shape != () or not seed.dtype.is_int():
+    if isinstance(seed, VALUES):
+        if not isinstance(seed, Concrete) or seed.shape != () or not seed.dtype.is_int():
             raise KernelError(f"tl.{name} needs an integer scalar seed, got {seed!r}", src)
         seed = int(seed.value)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise KernelError(f"tl.{name} needs an integer scalar seed, got {seed!r}", src)
-    if type(offset) is not tensor:
+    if not isinstance(offset, VALUES):
         offset = concrete(np.asarray(offset, d.of_scalar(offset).np))
-    if offset.kind != CONCRETE or not offset.dtype.is_int():
+    if not isinstance(offset, Concrete) or not offset.dtype.is_int():
         raise KernelError(f"tl.{name} offsets must be integer index values (not loaded data), "
                           f"got {offset!r}", src)
     if not isinstance(rounds, int) or rounds < 1:
@@ -78,7 +77,7 @@ def _operands(name: str, seed: Any, offset: Any, n_rounds: Any) -> tuple[int, np
     return seed, offset.value, rounds
 
 
-def _words(name: str, seed: Any, offset: Any, n_rounds: Any) -> tuple[np.ndarray, ...]:
+def _words(name: str, seed: object, offset: object, n_rounds: object) -> tuple[np.ndarray, ...]:
     s, off, rounds = _operands(name, seed, offset, n_rounds)
     wide = off.astype(np.int64).astype(np.uint64)
     lo = (wide & _U32).astype(np.uint32)
@@ -86,21 +85,22 @@ def _words(name: str, seed: Any, offset: Any, n_rounds: Any) -> tuple[np.ndarray
     return philox(s, lo, hi, n_rounds=rounds)
 
 
-def randint4x(seed: Any, offset: Any, n_rounds: Any = N_ROUNDS) -> tuple[tensor, ...]:
+def randint4x(seed: object, offset: object, n_rounds: object = N_ROUNDS
+              ) -> tuple[Concrete, ...]:
     """Four blocks of random uint32, the Philox words of counter ``(offset, 0, 0, 0)``."""
     return tuple(concrete(w, d.uint32) for w in _words("randint4x", seed, offset, n_rounds))
 
 
-def randint(seed: Any, offset: Any, n_rounds: Any = N_ROUNDS) -> tensor:
+def randint(seed: object, offset: object, n_rounds: object = N_ROUNDS) -> Concrete:
     return concrete(_words("randint", seed, offset, n_rounds)[0], d.uint32)
 
 
-def rand(seed: Any, offset: Any, n_rounds: Any = N_ROUNDS) -> tensor:
+def rand(seed: object, offset: object, n_rounds: object = N_ROUNDS) -> Concrete:
     """Uniform float32 in [0, 1)."""
     return concrete(_uniform(_words("rand", seed, offset, n_rounds)[0]), d.float32)
 
 
-def randn(seed: Any, offset: Any, n_rounds: Any = N_ROUNDS) -> tensor:
+def randn(seed: object, offset: object, n_rounds: object = N_ROUNDS) -> Concrete:
     """Standard normal float32: the first of a Box-Muller pair from the first two words."""
     w = _words("randn", seed, offset, n_rounds)
     u1 = np.maximum(np.float32(1.0e-7), _uniform(w[0]))

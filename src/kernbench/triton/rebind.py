@@ -69,7 +69,7 @@ def _folded(python: Callable[..., object], tl_fn: Callable[[object, object], obj
     """Python's ``min``/``max`` inside a kernel: Python's over plain values, else the ``tl``
     function folded over the arguments, as Triton's compiler makes of them."""
     def fn(*args: object, **kwargs: object) -> object:
-        if kwargs or len(args) < 2 or not any(type(a) is tensor for a in args):
+        if kwargs or len(args) < 2 or not any(isinstance(a, tensor) for a in args):
             return python(*args, **kwargs)
         out = args[0]
         for a in args[1:]:

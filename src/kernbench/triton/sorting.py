@@ -6,18 +6,16 @@ values. Concrete blocks are sorted by numpy."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kernbench.errors import ShapeError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks
 from kernbench.triton.core import constexpr_int, reshape
-from kernbench.triton.value import CONCRETE, concrete, plain, tensor
+from kernbench.triton.value import Concrete, Value, concrete, plain, tensor
 
 
-def _minor(x: tensor, dim: Any, what: str, src: str) -> int:
+def _minor(x: tensor, dim: object, what: str, src: str) -> int:
     nd = len(x.shape)
     if nd == 0:
         raise ShapeError(f"tl.{what} of a scalar", src)
@@ -28,8 +26,8 @@ def _minor(x: tensor, dim: Any, what: str, src: str) -> int:
     return ax
 
 
-def _compare_and_swap(x: tensor, j: int, stage: int, m: int, descending: bool,
-                      src: str) -> tensor:
+def _compare_and_swap(x: Value, j: int, stage: int, m: int, descending: bool,
+                      src: str) -> Value:
     """One column of the network: elements 2**j apart, ordered within blocks of 2**stage
     (alternating direction below the last stage)."""
     n, dist = x.shape[-1], 1 << j
@@ -45,9 +43,9 @@ def _compare_and_swap(x: tensor, j: int, stage: int, m: int, descending: bool,
     return reshape(blocks.stack2(lo, hi, ax, src), x.shape)
 
 
-def _sorted(x: tensor, descending: bool, src: str) -> tensor:
+def _sorted(x: Value, descending: bool, src: str) -> Value:
     n = x.shape[-1]
-    if x.kind == CONCRETE:
+    if isinstance(x, Concrete):
         v = np.sort(x.value, axis=-1)
         return concrete(np.flip(v, -1) if descending else v, x.dtype)
     m = n.bit_length() - 1
@@ -57,29 +55,30 @@ def _sorted(x: tensor, descending: bool, src: str) -> tensor:
     return x
 
 
-def sort(x: Any, dim: Any = None, descending: Any = False) -> tensor:
+def sort(x: object, dim: object = None, descending: object = False) -> Value:
     src = src_here()
-    x = blocks._value(x, src)
-    _minor(x, dim, "sort", src)
-    return _sorted(x, bool(plain(descending)), src)
+    v = blocks._value(x, src)
+    _minor(v, dim, "sort", src)
+    return _sorted(v, bool(plain(descending)), src)
 
 
-def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> tensor:
+def topk(x: object, k: object, dim: object = None, descending: object = True) -> Value:
     """The k largest (smallest) elements of the minor dimension, in sorted order."""
     src = src_here()
-    x = blocks._value(x, src)
-    _minor(x, dim, "topk", src)
-    kk, n = constexpr_int(k, "topk k", src), x.shape[-1]
+    v = blocks._value(x, src)
+    _minor(v, dim, "topk", src)
+    kk, n = constexpr_int(k, "topk k", src), v.shape[-1]
     if kk <= 0 or kk & (kk - 1) or kk > n:
         raise ShapeError(f"tl.topk k={kk} must be a power of two <= {n}", src)
-    s = _sorted(x, bool(plain(descending)), src)
+    s = _sorted(v, bool(plain(descending)), src)
     if kk == n:
         return s
-    lead = x.shape[:-1]
+    lead = v.shape[:-1]
     return blocks.select(reshape(s, (*lead, n // kk, kk)), len(lead), 0, src)
 
 
-def cat(input: Any, other: Any, can_reorder: Any = False, dim: Any = 0) -> tensor:  # noqa: A002
+def cat(input: object, other: object, can_reorder: object = False,  # noqa: A002
+        dim: object = 0) -> Value:
     """``tl.cat``: ``other`` after ``input`` along ``dim`` (in order, though Triton may
     reorder)."""
     src = src_here()

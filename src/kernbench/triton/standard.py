@@ -7,7 +7,8 @@ from __future__ import annotations
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks, combine, core, mathops, sorting
 from kernbench.triton import dtypes as d
-from kernbench.triton.value import plain, tensor
+from kernbench.triton.combine import Blocks
+from kernbench.triton.value import Value, plain, tensor
 
 #: an integer operand of index arithmetic: a Python int or an integer tensor
 IntOperand = tensor | int
@@ -105,11 +106,11 @@ def _argmin_combine_tie_break_fast(v1: tensor, i1: tensor, v2: tensor, i2: tenso
     return _argmin_combine(v1, i1, v2, i2, False)
 
 
-def xor_sum(input: tensor, axis: object = None, keep_dims: bool = False) -> tensor:  # noqa: A002
+def xor_sum(input: tensor, axis: object = None, keep_dims: bool = False) -> Value | Blocks:  # noqa: A002
     return combine.reduce(input, axis, _xor_combine, keep_dims)
 
 
-def reduce_or(input: tensor, axis: object, keep_dims: bool = False) -> tensor:  # noqa: A002
+def reduce_or(input: tensor, axis: object, keep_dims: bool = False) -> Value | Blocks:  # noqa: A002
     return combine.reduce(input, axis, _or_combine, keep_dims)
 
 

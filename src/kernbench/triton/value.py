@@ -1,19 +1,20 @@
 """``tl.tensor``: every value a Triton kernel body holds while it is recorded.
 
-A tensor wraps exactly one of
-- concrete values (``CONCRETE``: a numpy array in the Triton dtype; index arithmetic),
-- a pointer (``POINTER``: an HBM tensor plus element offsets, concrete ``int64`` array or a
-  symbolic TCM handle of integers from loaded data),
-- symbolic data (``SYMBOLIC``: a ``record.handle.TensorHandle``; known only in Phase 2).
+``tensor`` is the class kernels see (``isinstance(x, tl.tensor)``); every value is one of
+its three subclasses (ADR-0620):
+- ``Concrete``: values known now, a numpy array in the Triton dtype (index arithmetic);
+- ``Pointer``: an HBM tensor plus element offsets, a concrete ``int64`` array or a symbolic
+  TCM handle of integers from loaded data;
+- ``Symbolic``: data known only in Phase 2, a ``record.handle.TensorHandle``.
 
 The operators route to ``arith`` (Triton's promotion rules, concrete or recorded). When a
-wrapper of a symbolic handle dies, the handle is released (``record.lifetime``).
+value holding a TCM handle dies, the handle is released (``record.lifetime``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, SupportsIndex, SupportsInt
 
 import numpy as np
 
@@ -23,11 +24,12 @@ from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.triton import dtypes as d
-from kernbench.triton.dtypes import dtype, missing, pointer_type
+from kernbench.triton.dtypes import missing, pointer_type
 
-CONCRETE, POINTER, SYMBOLIC = "concrete", "pointer", "symbolic"
 mark_internal_dir(os.path.dirname(__file__))  # src lines name the kernel, not this package
 
+#: a Python number a Triton function takes where it takes a tensor (a "weak" scalar)
+Scalar = int | float | bool
 
 #: Triton's ``tl.tensor`` members (3.8): a name outside is refused by Triton as well
 TRITON_TENSOR_API = frozenset({
@@ -38,37 +40,22 @@ TRITON_TENSOR_API = frozenset({
     "logical_or", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
     "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
+#: the payload fields of the three kinds: never a Triton member
+_FIELDS = frozenset({"value", "base", "offsets", "handle"})
 
 
 class tensor:  # noqa: N801 - Triton's spelling
-    """A Triton value; see the module docstring for the three kinds."""
+    """A Triton value: always a ``Concrete``, ``Pointer`` or ``Symbolic`` (module doc)."""
 
-    __slots__ = ("kind", "dtype", "shape", "value", "base", "__weakref__")
+    __slots__ = ("dtype", "shape", "__weakref__")
+    dtype: d.dtype | pointer_type
+    shape: tuple[int, ...]
 
-    def __init__(self, kind: str, dt: Any, shape: tuple[int, ...], value: Any,
-                 base: HbmTensor | None = None) -> None:
-        self.kind, self.dtype, self.shape, self.value, self.base = kind, dt, shape, value, base
-        if type(value) is TensorHandle:
-            _retain(value)  # this value refers to the buffer until it dies (record.lifetime)
-
-    @property
-    def hbm_base(self) -> HbmTensor:
-        """The HBM tensor a pointer (or block pointer) value points into."""
-        assert self.base is not None, "only a pointer value has an HBM base"
-        return self.base
-
-    def __del__(self) -> None:
-        h = self.value
-        if type(h) is TensorHandle:
-            try:
-                _release(h)
-            except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
-                pass
-
-    def __getattr__(self, name: str) -> Any:  # only names the class lacks get here
-        if name.startswith("__") or name in tensor.__slots__:
-            raise AttributeError(name)
-        raise missing("tl.tensor", name, name in TRITON_TENSOR_API)
+    if not TYPE_CHECKING:  # a checker sees only the members below, never a catch-all
+        def __getattr__(self, name: str) -> object:  # only names the class lacks get here
+            if name.startswith("__") or name in _FIELDS:
+                raise AttributeError(name)
+            raise missing("tl.tensor", name, name in TRITON_TENSOR_API)
 
     # -- introspection ------------------------------------------------------------------
     @property
@@ -76,141 +63,221 @@ class tensor:  # noqa: N801 - Triton's spelling
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
-    def type(self) -> Any:
+    def type(self) -> d.dtype | pointer_type:
         return self.dtype
 
     @property
-    def T(self) -> tensor:  # noqa: N802 - Triton's spelling
+    def T(self) -> Value:  # noqa: N802 - Triton's spelling
         return _core.trans(self)
 
-    def __repr__(self) -> str:
-        if self.kind == CONCRETE:
-            return f"tl.tensor({self.value!r}, {self.dtype.name})"
-        return f"tl.tensor({self.kind}, {list(self.shape)}, {self.dtype!r})"
+    def __repr__(self) -> str:  # the kind by its class: pointer or symbolic
+        return f"tl.tensor({type(self).__name__.lower()}, {list(self.shape)}, {self.dtype!r})"
 
-    def to(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False
-           ) -> tensor:
+    def to(self, dtype: object, fp_downcast_rounding: object = None, bitcast: bool = False
+           ) -> Value:
         return _arith.cast(self, dtype, bitcast)
 
     # -- Python protocols Triton gives meaning to -----------------------------------------
     def __bool__(self) -> bool:
-        src = src_here()
-        if self.kind == SYMBOLIC:
-            raise KernelError("Python control flow on loaded data (an if/while on a value that "
-                              "came from tl.load) is not supported by kernbench: Phase 1 has no "
-                              "data; use tl.where or a mask", src)
-        if self.kind == CONCRETE and self.shape == ():
-            return bool(self.value)
         raise KernelError(f"the truth value of a {list(self.shape)} block is ambiguous (Triton "
-                          "accepts only scalars in an if)", src)
+                          "accepts only scalars in an if)", src_here())
 
     def __index__(self) -> int:
-        if self.kind == CONCRETE and self.shape == () and self.dtype.is_int():
-            return int(self.value)
         raise KernelError(f"{self!r} is not a concrete integer scalar", src_here())
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> NoReturn:
         raise KernelError(f"a {list(self.shape)} block is not iterable", src_here())
 
-    def __getitem__(self, key: Any) -> tensor:
+    def __getitem__(self, key: object) -> Value:
         return _core.index(self, key)
 
     # -- arithmetic (Triton's promotion, concrete or recorded) -----------------------------
-    def __add__(self, o): return _arith.binary("add", self, o)
-    def __radd__(self, o): return _arith.binary("add", o, self)
-    def __sub__(self, o): return _arith.binary("sub", self, o)
-    def __rsub__(self, o): return _arith.binary("sub", o, self)
-    def __mul__(self, o): return _arith.binary("mul", self, o)
-    def __rmul__(self, o): return _arith.binary("mul", o, self)
-    def __truediv__(self, o): return _arith.binary("div", self, o)
-    def __rtruediv__(self, o): return _arith.binary("div", o, self)
-    def __floordiv__(self, o): return _arith.binary("floordiv", self, o)
-    def __rfloordiv__(self, o): return _arith.binary("floordiv", o, self)
-    def __mod__(self, o): return _arith.binary("mod", self, o)
-    def __rmod__(self, o): return _arith.binary("mod", o, self)
-    def __and__(self, o): return _arith.binary("and_", self, o)
-    def __rand__(self, o): return _arith.binary("and_", o, self)
-    def __or__(self, o): return _arith.binary("or_", self, o)
-    def __ror__(self, o): return _arith.binary("or_", o, self)
-    def __xor__(self, o): return _arith.binary("xor", self, o)
-    def __rxor__(self, o): return _arith.binary("xor", o, self)
-    def __lshift__(self, o): return _arith.binary("shl", self, o)
-    def __rlshift__(self, o): return _arith.binary("shl", o, self)
-    def __rshift__(self, o): return _arith.binary("shr", self, o)
-    def __rrshift__(self, o): return _arith.binary("shr", o, self)
-    def __lt__(self, o): return _arith.binary("lt", self, o)
-    def __le__(self, o): return _arith.binary("le", self, o)
-    def __gt__(self, o): return _arith.binary("gt", self, o)
-    def __ge__(self, o): return _arith.binary("ge", self, o)
-    def __eq__(self, o): return _arith.binary("eq", self, o)  # type: ignore[override, unused-ignore]
-    def __ne__(self, o): return _arith.binary("ne", self, o)  # type: ignore[override, unused-ignore]
-    def __neg__(self): return _arith.unary("neg", self)
-    def __pos__(self): return self
-    def __abs__(self): return _arith.unary("abs", self)
-    def __invert__(self): return _arith.invert(self)
+    def __add__(self, o: object) -> Value: return _arith.binary("add", self, o)
+    def __radd__(self, o: object) -> Value: return _arith.binary("add", o, self)
+    def __sub__(self, o: object) -> Value: return _arith.binary("sub", self, o)
+    def __rsub__(self, o: object) -> Value: return _arith.binary("sub", o, self)
+    def __mul__(self, o: object) -> Value: return _arith.binary("mul", self, o)
+    def __rmul__(self, o: object) -> Value: return _arith.binary("mul", o, self)
+    def __truediv__(self, o: object) -> Value: return _arith.binary("div", self, o)
+    def __rtruediv__(self, o: object) -> Value: return _arith.binary("div", o, self)
+    def __floordiv__(self, o: object) -> Value: return _arith.binary("floordiv", self, o)
+    def __rfloordiv__(self, o: object) -> Value: return _arith.binary("floordiv", o, self)
+    def __mod__(self, o: object) -> Value: return _arith.binary("mod", self, o)
+    def __rmod__(self, o: object) -> Value: return _arith.binary("mod", o, self)
+    def __and__(self, o: object) -> Value: return _arith.binary("and_", self, o)
+    def __rand__(self, o: object) -> Value: return _arith.binary("and_", o, self)
+    def __or__(self, o: object) -> Value: return _arith.binary("or_", self, o)
+    def __ror__(self, o: object) -> Value: return _arith.binary("or_", o, self)
+    def __xor__(self, o: object) -> Value: return _arith.binary("xor", self, o)
+    def __rxor__(self, o: object) -> Value: return _arith.binary("xor", o, self)
+    def __lshift__(self, o: object) -> Value: return _arith.binary("shl", self, o)
+    def __rlshift__(self, o: object) -> Value: return _arith.binary("shl", o, self)
+    def __rshift__(self, o: object) -> Value: return _arith.binary("shr", self, o)
+    def __rrshift__(self, o: object) -> Value: return _arith.binary("shr", o, self)
+    def __lt__(self, o: object) -> Value: return _arith.binary("lt", self, o)
+    def __le__(self, o: object) -> Value: return _arith.binary("le", self, o)
+    def __gt__(self, o: object) -> Value: return _arith.binary("gt", self, o)
+    def __ge__(self, o: object) -> Value: return _arith.binary("ge", self, o)
+    def __eq__(self, o: object) -> Value: return _arith.binary("eq", self, o)  # type: ignore[override, unused-ignore]
+    def __ne__(self, o: object) -> Value: return _arith.binary("ne", self, o)  # type: ignore[override, unused-ignore]
+    def __neg__(self) -> Value: return _arith.unary("neg", self)
+    def __pos__(self) -> tensor: return self
+    def __abs__(self) -> Value: return _arith.unary("abs", self)
+    def __invert__(self) -> Value: return _arith.invert(self)
 
     __hash__ = object.__hash__
 
 
+class Concrete(tensor):
+    """Values known while recording: ``value`` is a numpy array of ``dtype``."""
+
+    __slots__ = ("value",)
+    dtype: d.dtype
+
+    def __init__(self, dt: d.dtype, value: np.ndarray) -> None:
+        self.dtype, self.shape, self.value = dt, value.shape, value
+
+    def __repr__(self) -> str:
+        return f"tl.tensor({self.value!r}, {self.dtype.name})"
+
+    def __bool__(self) -> bool:
+        if self.shape == ():
+            return bool(self.value)
+        return super().__bool__()
+
+    def __index__(self) -> int:
+        if self.shape == () and self.dtype.is_int():
+            return int(self.value)
+        return super().__index__()
+
+
+class Symbolic(tensor):
+    """Data known only in Phase 2: ``handle`` is the TCM buffer view holding it."""
+
+    __slots__ = ("handle",)
+    dtype: d.dtype
+
+    def __init__(self, dt: d.dtype, h: TensorHandle) -> None:
+        self.dtype, self.shape, self.handle = dt, tuple(h.shape), h
+        _retain(h)  # this value refers to the buffer until it dies (record.lifetime)
+
+    def __del__(self) -> None:
+        try:
+            _release(self.handle)
+        except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
+            pass
+
+    def __bool__(self) -> bool:
+        raise KernelError("Python control flow on loaded data (an if/while on a value that "
+                          "came from tl.load) is not supported by kernbench: Phase 1 has no "
+                          "data; use tl.where or a mask", src_here())
+
+
+class Pointer(tensor):
+    """Addresses into the HBM tensor ``base``: element ``offsets``, concrete (``int64``) or a
+    TCM handle of integers from loaded data (a gather or scatter)."""
+
+    __slots__ = ("base", "offsets")
+    dtype: pointer_type
+
+    def __init__(self, elem: d.dtype, base: HbmTensor, offsets: np.ndarray | TensorHandle
+                 ) -> None:
+        self.dtype, self.shape = pointer_type(elem), tuple(offsets.shape)
+        self.base, self.offsets = base, offsets
+        if type(offsets) is TensorHandle:
+            _retain(offsets)
+
+    def __del__(self) -> None:
+        try:
+            if type(self.offsets) is TensorHandle:
+                _release(self.offsets)
+        except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
+            pass
+
+
+#: every value a kernel holds is one of the three (a checker narrows it by ``isinstance``)
+Value = Concrete | Pointer | Symbolic
+VALUES = (Concrete, Pointer, Symbolic)
+#: what a Triton function takes where Triton takes a value: a tensor or a Python number
+Operand = Value | Scalar
+#: an operand of arithmetic: numbers, not addresses
+Numeric = Concrete | Symbolic | Scalar
+
+
 # -- constructors -------------------------------------------------------------------------
-def concrete(values: Any, dt: dtype | None = None) -> tensor:
+def concrete(values: np.ndarray | Scalar | np.generic, dt: d.dtype | None = None) -> Concrete:
     """Concrete values (index arithmetic); ``dt`` defaults to the array's Triton dtype."""
     v = np.asarray(values)
     if dt is None:
         dt = d.from_numpy(v.dtype)
     elif v.dtype != dt.np:
         v = v.astype(dt.np)
-    return tensor(CONCRETE, dt, v.shape, v)
+    return Concrete(dt, v)
 
 
-def symbolic(h: TensorHandle, dt: dtype | None = None) -> tensor:
+def symbolic(h: TensorHandle, dt: d.dtype | None = None) -> Symbolic:
     """Wrap a TCM handle a data op returned (exactly one wrapper per handle)."""
-    return tensor(SYMBOLIC, dt or d.from_kb(h.dtype), tuple(h.shape), h)
+    return Symbolic(dt or d.from_kb(h.dtype), h)
 
 
-def pointer(base: HbmTensor, offsets: np.ndarray | TensorHandle, elem: dtype) -> tensor:
+def pointer(base: HbmTensor, offsets: np.ndarray | TensorHandle, elem: d.dtype) -> Pointer:
     if type(offsets) is not TensorHandle:
         offsets = np.asarray(offsets, dtype=np.int64)
-    shape = tuple(offsets.shape)
-    return tensor(POINTER, pointer_type(elem), shape, offsets, base)
+    return Pointer(elem, base, offsets)
 
 
-def plain(x: Any) -> Any:
+def plain(x: object) -> Any:  # a constexpr holds anything: each caller checks its use
     """A ``tl.constexpr`` (ours or Triton's) as its value; anything else unchanged."""
-    while hasattr(x, "value") and type(x).__name__ == "constexpr":
+    while type(x).__name__ == "constexpr" and hasattr(x, "value"):
         x = x.value
     return x
 
 
-def int_value(x: Any, what: str, src: str) -> int:
+def int_value(x: object, what: str, src: str) -> int:
     """``x`` (a Python number, a constexpr or a concrete integer scalar) as an int."""
     x = plain(x)
-    if type(x) is tensor:
-        if x.kind != CONCRETE or x.shape != () or not x.dtype.is_int():
+    if isinstance(x, tensor):
+        if not isinstance(x, Concrete) or x.shape != () or not x.dtype.is_int():
             raise KernelError(f"{what} {x!r} must be a concrete integer scalar", src)
         return int(x.value)
-    return int(x)
+    if isinstance(x, SupportsInt | SupportsIndex):
+        return int(x)
+    raise KernelError(f"{what} {x!r} must be an integer", src)
 
 
-def is_tensor(x: Any) -> bool:
-    return type(x) is tensor
+class Arith(Protocol):
+    """What ``tensor``'s operators need of ``arith.py``."""
+
+    def binary(self, op: str, a: object, b: object) -> Value: ...
+    def unary(self, op: str, x: object) -> Value: ...
+    def invert(self, x: object) -> Value: ...
+    def cast(self, x: object, dt: object, bitcast: bool = False) -> Value: ...
+
+
+class Core(Protocol):
+    """What ``tensor``'s indexing and ``.T`` need of ``core.py``."""
+
+    def index(self, x: tensor, key: object) -> Value: ...
+    def trans(self, x: tensor, *dims: object) -> Value: ...
 
 
 class _Unbound:
     """Stands in for arith/core until core.py binds them (as record/handle.py does)."""
 
-    def __getattr__(self, name: str) -> Any:
+    def _refuse(self, *_args: object, **_kw: object) -> Value:
         raise KernelError("Triton tensor operators need kernbench.triton.core; import "
                           "kernbench.triton.language")
+
+    binary = unary = invert = cast = index = trans = _refuse
 
 
 #: the operators' implementation: arith.py and core.py sit above this module and bind
 #: themselves here when core.py is imported (``bind_operators``)
-_arith: Any = _Unbound()
-_core: Any = _Unbound()
+_arith: Arith = _Unbound()
+_core: Core = _Unbound()
 
 
-def bind_operators(arith: Any, core: Any) -> None:
+def bind_operators(arith: Arith, core: Core) -> None:
     """Called once by core.py: route ``tensor``'s operators through arith and core."""
     global _arith, _core
     _arith, _core = arith, core
