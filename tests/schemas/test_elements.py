@@ -104,3 +104,17 @@ def test_a_modified_access_parquet_fails_the_manifest_sha(tmp_path):
         f.write(b"x")
     with pytest.raises(TraceFormatError, match="access.parquet: sha256 does not match"):
         kb.Trace.open(trace.path)
+
+
+def test_strided_tiles_repeat_their_offsets_read_only_and_still_refuse_out_of_range():
+    from kernbench.schemas import elements
+    from kernbench.schemas.offsets import OffsetError
+
+    shape, strides = (4, 3), [7, -2]
+    want = 5 + np.arange(4)[:, None] * 7 + np.arange(3)[None, :] * -2
+    first, again = elements.strided(shape, strides, 5), elements.strided(shape, strides, 5)
+    assert np.array_equal(first, want) and np.array_equal(again, want)
+    assert not again.flags.writeable
+    assert np.array_equal(elements.strided(shape, [7, -2], 6), want + 1)  # base is in the key
+    with pytest.raises(OffsetError, match="stride"):
+        elements.strided(shape, [7, 1 << 60], 5)

@@ -139,8 +139,28 @@ def affine(offsets: np.ndarray) -> tuple[int, list[int]] | None:
 
 
 def strided(shape: tuple[int, ...], strides: Sequence[int], base: int = 0) -> np.ndarray:
-    """``base + sum(idx_i * s_i)`` over the tile, int64; OffsetError (before any array is
-    built) when an offset would leave the format's range (``schemas.offsets.span``)."""
+    """``base + sum(idx_i * s_i)`` over the tile, int64 and read-only; OffsetError (before
+    any array is built) when an offset would leave the format's range
+    (``schemas.offsets.span``). A trace's loads repeat a few tile geometries thousands of
+    times (one per program and step), so small tiles are built once per geometry."""
+    key = (tuple(shape), tuple(strides), base)
+    hit = _STRIDED.get(key)
+    if hit is not None:
+        return hit
+    out = _strided(*key)
+    if out.size <= _MEMO_ELEMENTS:
+        if len(_STRIDED) >= _MEMO_TILES:
+            _STRIDED.clear()
+        _STRIDED[key] = out
+    return out
+
+
+#: at most this many small tiles (of at most this many elements: 32 KiB of offsets) are kept
+_MEMO_TILES, _MEMO_ELEMENTS = 256, 4096
+_STRIDED: dict[tuple[tuple[int, ...], tuple[int, ...], int], np.ndarray] = {}
+
+
+def _strided(shape: tuple[int, ...], strides: Sequence[int], base: int) -> np.ndarray:
     if all(n > 0 for n in shape):
         off.span(shape, strides, base)
     out = np.full((1,) * len(shape), int(base), np.int64)
