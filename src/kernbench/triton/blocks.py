@@ -21,7 +21,7 @@ from kernbench.record import semantics as sem
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
-from kernbench.triton.core import broadcast, broadcast_to, constexpr_int, reshape
+from kernbench.triton.core import broadcast, broadcast_to, constexpr_axis, constexpr_int, reshape
 from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete, plain, pointer
 
 
@@ -139,7 +139,7 @@ def flip(x: object, dim: object = None) -> Value:
     nd = len(v.shape)
     if nd == 0:
         raise ShapeError("tl.flip of a scalar", src)
-    ax = (nd - 1) if plain(dim) is None else constexpr_int(dim, "flip dim", src) % nd
+    ax = (nd - 1) if plain(dim) is None else constexpr_axis(dim, v.shape, "flip dim", src)
     return flip_axis(v, ax, src)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from kernbench.errors import KernelError, ShapeError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks
-from kernbench.triton.core import constexpr_int, reshape
+from kernbench.triton.core import constexpr_axis, reshape
 from kernbench.triton.value import Value, concrete, plain
 
 Blocks = tuple[Value, ...]
@@ -61,11 +61,7 @@ def _combine(fn: CombineFn, a: Blocks, b: Blocks, src: str) -> Blocks:
 def _axis(xs: Blocks, axis: object, src: str) -> tuple[Blocks, int]:
     if plain(axis) is None:
         return tuple(reshape(x, (x.numel,)) for x in xs), 0
-    nd = len(xs[0].shape)
-    ax = constexpr_int(axis, "combine axis", src)
-    if not -nd <= ax < nd:
-        raise ShapeError(f"axis {ax} out of range for a {list(xs[0].shape)} block", src)
-    return xs, ax % nd
+    return xs, constexpr_axis(axis, xs[0].shape, "combine axis", src)
 
 
 def reduce(input: object, axis: object, combine_fn: CombineFn,  # noqa: A002
@@ -118,7 +114,7 @@ def associative_scan(input: object, axis: object, combine_fn: CombineFn,  # noqa
     """``tl.associative_scan``: an inclusive scan in the tree order of the module doc."""
     src = src_here()
     xs, single = _operands(input, src)
-    ax = constexpr_int(axis, "scan axis", src) % len(xs[0].shape)
+    ax = constexpr_axis(axis, xs[0].shape, "scan axis", src)
     rev = bool(plain(reverse))
     if rev:
         xs = tuple(blocks.flip_axis(x, ax, src) for x in xs)

@@ -18,6 +18,7 @@ from kernbench.record import bounds
 from kernbench.record import semantics as sem
 from kernbench.record.context import current
 from kernbench.record.source import src_here
+from kernbench.schemas.policy import axis_of
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton import value as _value
@@ -72,6 +73,20 @@ def constexpr_int(x: object, what: str, src: str) -> int:
     if isinstance(x, bool) or not isinstance(x, int | np.integer):
         raise KernelError(f"{what} must be a tl.constexpr integer, got {x!r}", src)
     return int(x)
+
+
+def constexpr_axis(axis: object, shape: tuple[int, ...], what: str, src: str,
+                   of: str | None = None) -> int:
+    """A compile-time axis of a block of ``shape`` (``of``: how a message names it),
+    normalised into ``[0, ndim)`` by the one rule every phase uses
+    (``schemas.policy.axis_of``); out of range is Triton's refusal, never wrapped."""
+    ax = constexpr_int(axis, what, src)
+    try:
+        return axis_of(shape, ax)
+    except ValueError:
+        n = len(shape)
+        raise ShapeError(f"{what}: axis {ax} out of range for {of or f'a {list(shape)} block'}"
+                         f" (Triton accepts {-n} <= axis < {n})", src) from None
 
 
 def block_shape(shape: object, what: str, src: str) -> tuple[int, ...]:
@@ -202,8 +217,9 @@ def expand_dims(x: tensor, axis: object) -> Value:
     src = src_here()
     axes = plain(axis)
     axes = [axes] if isinstance(axes, int | np.integer) else list(axes)
-    nd = len(x.shape) + len(axes)
-    axes = sorted(constexpr_int(a, "expand_dims axis", src) % nd for a in axes)
+    out = (1,) * (len(x.shape) + len(axes))  # the result's rank: its axes count from there
+    axes = sorted(constexpr_axis(a, out, "expand_dims axis", src, f"a {len(out)}-d result")
+                  for a in axes)
     shape = list(x.shape)
     for a in axes:
         shape.insert(a, 1)

@@ -11,7 +11,7 @@ import numpy as np
 from kernbench.errors import ShapeError
 from kernbench.record.source import src_here
 from kernbench.triton import arith, blocks
-from kernbench.triton.core import constexpr_int, reshape
+from kernbench.triton.core import constexpr_axis, constexpr_int, reshape
 from kernbench.triton.value import Concrete, Value, concrete, plain, tensor
 
 
@@ -19,7 +19,7 @@ def _minor(x: tensor, dim: object, what: str, src: str) -> int:
     nd = len(x.shape)
     if nd == 0:
         raise ShapeError(f"tl.{what} of a scalar", src)
-    ax = nd - 1 if plain(dim) is None else constexpr_int(dim, f"{what} dim", src) % nd
+    ax = nd - 1 if plain(dim) is None else constexpr_axis(dim, x.shape, f"{what} dim", src)
     if ax != nd - 1:
         raise ShapeError(f"tl.{what} sorts the minor dimension only, as Triton's (got dim "
                          f"{ax} of a {list(x.shape)} block)", src)

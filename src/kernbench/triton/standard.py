@@ -128,7 +128,7 @@ def swizzle2d(i: IntOperand, j: IntOperand, size_i: IntOperand, size_j: IntOpera
 
 def squeeze(x: tensor, dim: object) -> tensor:
     shape = list(x.shape)
-    ax = core.constexpr_int(dim, "squeeze dim", src_here()) % len(shape)
+    ax = core.constexpr_axis(dim, x.shape, "squeeze dim", src_here())
     del shape[ax]
     return core.reshape(x, tuple(shape))
 
