@@ -2,9 +2,9 @@
 
 The replay child reads every trace through these: validity masks and integer values come
 straight from the Arrow buffers, string columns become (distinct values, per-row codes)
-from a dictionary column's own dictionary or, for a plain string column, from one numpy
-sort of its fixed-width bytes (short strings) or a dict (long ones). Exact: no hashing.
-Importing ``pyarrow.compute`` costs a process ~0.08 s; these cost only numpy.
+from a dictionary column's own dictionary or Arrow's dictionary encoding. The few Arrow
+kernels needed (``dictionary_encode``, ``take``) are called through ``pyarrow._compute``:
+importing ``pyarrow.compute`` costs a process ~0.05-0.08 s of Python wrappers.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ import pyarrow as pa
 
 __all__ = ["array", "byte_lengths", "chunk", "distinct", "ints", "list_parts", "nulls",
            "strings", "take", "unique_rows"]
-
-#: plain strings up to this many bytes are factorized in numpy (longer: a Python dict)
-SHORT_BYTES = 24
-
 
 def chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One array of a (possibly chunked) column."""
@@ -127,83 +123,23 @@ def list_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
 
 def strings(col: pa.Array | pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
     """A string (or dictionary of strings) column as (values, per-row codes into them), code
-    -1 where null. Values are distinct for a plain column; a dictionary's may repeat."""
+    -1 where null. Values are distinct, in order of first appearance, for a plain column
+    (Arrow's hash encoding); a dictionary column's own dictionary may repeat one."""
     arr = chunk(col)
-    if pa.types.is_dictionary(arr.type):
-        values = arr.dictionary.to_pylist()
-        codes = ints(arr.indices)
-        codes[nulls(arr.indices)] = -1
-        if None in values:
-            codes[np.isin(codes, [k for k, v in enumerate(values) if v is None])] = -1
-        return [v if v is not None else "" for v in values], codes
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        got = _short_strings(arr)
-        if got is not None:
-            return got
-    items = arr.to_numpy(zero_copy_only=False).tolist()
-    values = [v for v in dict.fromkeys(items) if v is not None]  # in order of appearance
-    code: dict[str | None, int] = {v: k for k, v in enumerate(values)}
-    code[None] = -1
-    return values, np.fromiter(map(code.__getitem__, items), np.int64, len(items))
-
-
-def _short_strings(arr: pa.Array) -> tuple[list[str], np.ndarray] | None:
-    """Factorize a plain string array whose strings are all short (None: one is too long):
-    each string's bytes and length packed into int64 words, then grouped."""
-    n = len(arr)
-    if not n:
-        return [], np.zeros(0, np.int64)
-    _, obuf, dbuf = arr.buffers()[:3]
-    wide = pa.types.is_large_string(arr.type)
-    off: np.ndarray = np.frombuffer(obuf, np.int64 if wide else np.int32)[
-        arr.offset:arr.offset + n + 1].astype(np.int64)
-    start, lens = off[:-1], np.diff(off)
-    null = nulls(arr)
-    lens[null] = 0
-    width = int(lens.max())
-    if width > SHORT_BYTES:
-        return None
-    data = np.frombuffer(dbuf, np.uint8) if dbuf is not None else np.zeros(1, np.uint8)
-    last = max(len(data) - 1, 0)
-    words = [np.zeros(n, np.int64) for _ in range(width // 7 + 1)]
-    for k in range(width):  # 7 bytes a word: the top byte holds the length
-        byte = np.where(lens > k, data[np.minimum(start + k, last)], 0).astype(np.int64)
-        words[k // 7] |= byte << (8 * (k % 7))
-    words[0] |= np.where(null, -1, lens) << 56
-    if len(words) == 1:
-        codes, first = _group(words[0])
-    else:
-        _, inverse = unique_rows(np.column_stack(words))
-        codes, first = _group(inverse)
-    values: list[str] = []
-    for k in first.tolist():
-        s, e = int(start[k]), int(start[k] + lens[k])
-        values.append("" if null[k] else bytes(data[s:e]).decode("utf-8", "replace"))
-    if null.any():
-        codes[null] = -1
-    return values, codes
-
-
-def _group(key: np.ndarray, few: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """(code of each element, first element of each code) of an int64 array, codes in order
-    of first appearance: by ``few`` comparisons when there are that few distinct values,
-    else by one sort."""
-    codes = np.full(len(key), -1, np.int64)
-    left = np.ones(len(key), bool)
-    first: list[int] = []
-    while len(first) < few:
-        at = int(np.argmax(left))
-        if not left[at]:
-            return codes, np.array(first, np.int64)
-        same = key == key[at]
-        codes[same] = len(first)
-        left &= ~same
-        first.append(at)
-    _, firsts, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(firsts, kind="stable")
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)], firsts[order]
+    if not pa.types.is_dictionary(arr.type):
+        try:
+            arr = _call("dictionary_encode", [arr])
+        except pa.ArrowException:  # a type Arrow does not encode (a view): one dict here
+            items = arr.to_pylist()
+            seen = {v: k for k, v in enumerate(v for v in dict.fromkeys(items) if v is not None)}
+            code = {**seen, None: -1}
+            return list(seen), np.fromiter(map(code.__getitem__, items), np.int64, len(items))
+    values = arr.dictionary.to_pylist()
+    codes = ints(arr.indices)
+    codes[nulls(arr.indices)] = -1
+    if None in values:
+        codes[np.isin(codes, [k for k, v in enumerate(values) if v is None])] = -1
+    return [v if v is not None else "" for v in values], codes
 
 
 def unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
