@@ -113,9 +113,10 @@ BUILD_BYTES_PER_ELEMENT = 40
 MAX_TILE_ELEMENTS = 1 << 26
 
 
-def _pattern(attrs_text: str, shape: tuple[int, ...], table: ix.AccessTable
+def _pattern(attrs_text: str, shape: tuple[Any, ...], table: ix.AccessTable
              ) -> tuple[int, int] | str:
-    """(lowest, highest) masked-in relative offset ((0, -1) if none), or the problem. An
+    """(lowest, highest) masked-in relative offset ((0, -1) if none), or the problem
+    (``shape`` as stored: a null size is one, reported by the offset rules). An
     unmasked strided tile is bounded in closed form; no offset array is built for it."""
     try:
         attrs = json.loads(attrs_text)
@@ -184,8 +185,7 @@ def _element_rules(el: Operands, b: OpBatch, regions: Regions | None,
         text, shape = attrs.get(int(el.row[i])), _shape(el, i)
         res = got.get((text, shape))
         if res is None:
-            res = got[(text, shape)] = _pattern(str(text), tuple(shape or ()),  # type: ignore[arg-type]
-                                               table)
+            res = got[(text, shape)] = _pattern(str(text), tuple(shape or ()), table)
         if isinstance(res, str):
             problem.append(res)
             continue
