@@ -12,6 +12,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 from tests.test_imports import replay_main_code
 
 import kernbench as kb
@@ -46,11 +47,29 @@ def test_the_launching_process_imports_no_numpy_or_pyarrow():
     assert _loaded(got["modules"], HEAVY) == []
 
 
-def test_replaying_a_bfloat16_trace_never_imports_ml_dtypes(tmp_path):
-    trace = shutil.copytree(TRACES / "gqa-decode.ktrace", tmp_path / "gqa-decode.ktrace")
-    lines, got = _modules(replay_main_code(trace))
+@pytest.fixture(scope="module")
+def bf16_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict]:
+    """One replay process (``python -m kernbench.replay``) of a bfloat16 trace: its printed
+    lines and the JSON of its exit code and loaded modules."""
+    dst = tmp_path_factory.mktemp("bf16") / "gqa-decode.ktrace"
+    trace = shutil.copytree(TRACES / "gqa-decode.ktrace", dst)
+    return _modules(replay_main_code(trace))
+
+
+def test_replaying_a_bfloat16_trace_never_imports_ml_dtypes(bf16_replay):
+    lines, got = bf16_replay
     assert got["exit"] == 0 and lines[-1].startswith("verified"), lines
     assert "numpy" in got["modules"] and "ml_dtypes" not in got["modules"]
+
+
+def test_the_replay_process_imports_no_polars_pyarrow_compute_or_numpy_ma(bf16_replay):
+    """The validator and the decoder read Arrow buffers with numpy (ADR-0630): a replay
+    that validated, decoded, verified and wrote its trace loaded none of them."""
+    lines, got = bf16_replay
+    assert got["exit"] == 0 and lines[-1].startswith("verified"), lines
+    assert "kernbench.trace.validate" in got["modules"]  # the rows were validated
+    heavy = ("polars", "pyarrow.compute", "numpy.ma")
+    assert [m for m in got["modules"] if m in heavy or m.startswith("polars.")] == []
 
 
 def test_the_numpy_baseline_process_costs_numpy_only():

@@ -35,6 +35,7 @@ from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
+from kernbench.trace.columns import distinct
 
 if TYPE_CHECKING:
     from kernbench.replay.decode import Program
@@ -88,7 +89,7 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
     for u in found:
         alone[u.members] = False
     out = list(steps)
-    for j in np.unique(sig[alone]).tolist():
+    for j in distinct(sig[alone]).tolist():
         if isinstance(out[j], Late):
             out[j] = out[j].bound()
     return out

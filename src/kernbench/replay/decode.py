@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay import batching
@@ -27,6 +26,9 @@ from kernbench.replay.nogc import no_gc
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Op
+from kernbench.trace.columns import chunk, nulls, unique_rows
+from kernbench.trace.columns import ints as _ints
+from kernbench.trace.opbatch import Strs
 
 OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
 #: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
@@ -85,45 +87,8 @@ class Program:
 
 def _strings(col: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
     """A string or dictionary column as (distinct values, per-row codes)."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks else pa.array([], pa.string())
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(pa.string())
-    enc = pc.dictionary_encode(col)
-    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
-
-
-def _ints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr.to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct rows, index of each row's distinct row) of an int64 matrix, by one sort.
-    Distinct rows come in lexicographic order."""
-    if not len(mat):
-        return mat, np.zeros(0, np.int64)
-    lo = mat.min(axis=0)
-    span = (mat.max(axis=0) - lo + 1).tolist()
-    total = 1
-    for s in span:
-        total *= s
-    if total < 1 << 62:  # the row as one mixed-radix integer: a 1-D sort
-        key = np.zeros(len(mat), np.int64)
-        for j, s in enumerate(span):
-            key *= s
-            key += mat[:, j] - lo[j]
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        return mat[first], inverse.reshape(-1)
-    order = np.lexsort(mat.T[::-1])
-    srt = mat[order]
-    new = np.ones(len(mat), dtype=bool)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    group = np.cumsum(new) - 1
-    inverse = np.empty(len(mat), np.int64)
-    inverse[order] = group
-    return srt[new], inverse
+    got = Strs.of(chunk(col))
+    return got.values, got.codes
 
 
 def _operand_keys(st: pa.StructArray, names: dict[str, dict[str, int]]) -> np.ndarray:
@@ -192,14 +157,14 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     src_vals, src_code = _strings(table.column("src"))
     attr_vals, attr_code = _strings(table.column("attrs"))
 
-    inputs = table.column("inputs").combine_chunks()
-    output = table.column("output").combine_chunks()
+    inputs = chunk(table.column("inputs"))
+    output = chunk(table.column("output"))
     in_off = _ints(inputs.offsets)
     in_values = inputs.values.slice(int(in_off[0]), int(in_off[-1] - in_off[0]))
-    has_out = ~output.is_null().to_numpy(zero_copy_only=False).astype(bool)
+    has_out = ~nulls(output)
     names: dict[str, dict[str, int]] = {"space": {}, "dtype": {}}
     in_keys = _operand_keys(in_values, names)
-    out_keys = _operand_keys(output.filter(pa.array(has_out)), names)
+    out_keys = _operand_keys(output, names)[has_out]
     width = max(in_keys.shape[1], out_keys.shape[1])
     keys = np.vstack([np.pad(k, ((0, 0), (0, width - k.shape[1])), constant_values=-1)
                       for k in (in_keys, out_keys)])

@@ -26,6 +26,7 @@ from kernbench.replay.store import NP_DTYPES, Memory, MemoryStore, Operand
 from kernbench.schemas import elements as ix
 from kernbench.schemas import offsets as off
 from kernbench.schemas.ops import ATOMICS, OPS, Op
+from kernbench.trace.columns import distinct
 
 
 def _flat(mem: Memory, npd: np.dtype) -> np.ndarray:
@@ -302,7 +303,7 @@ def _atomic(combine: Callable, flat: np.ndarray, where: Callable, values: tuple[
             shape: tuple[int, ...]) -> np.ndarray:
     index, sel = where()
     vs = [_operand(value(), flat, shape, sel) for value in values]
-    if len(np.unique(index)) == len(index):
+    if len(distinct(index)) == len(index):
         old = flat[index]
         flat[index] = np.asarray(combine(old, *vs)).astype(flat.dtype)
     else:  # the same element twice in one atomic: one after the other, in tile order

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
+from kernbench.trace.columns import ints, take
 from kernbench.trace.parquet import batches, open_parquet, read
 
 #: the least rows of a window (but the last)
@@ -90,8 +91,7 @@ def _runs(pf: pq.ParquetFile, chunk: int, whole: pa.Table | None = None) -> list
         for b in _time_batches(pf, chunk, whole):
             if b.column(0).null_count or b.column(1).null_count:
                 raise TraceFormatError("ops.parquet: t_issue_ps/t_start_ps has nulls")
-            issue = b.column(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
-            start = b.column(1).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            issue, start = ints(b.column(0)), ints(b.column(1))
             cuts = np.flatnonzero(np.diff(issue) < 0) + 1
             if last_issue is not None and len(issue) and issue[0] < last_issue:
                 cuts = np.concatenate([[0], cuts])
@@ -218,13 +218,13 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
         op_id = table.column("op_id").to_numpy()
         order = out[np.lexsort((op_id[out], start[out]))]
         rest = np.flatnonzero(start >= bound)
-        held = [table.take(pa.array(rest))] if len(rest) else []
+        held = [take(table, rest)] if len(rest) else []
         starts = [start[rest]] if len(rest) else []
         below = _Below()
         for st in starts:
             below.add(st)
         if len(order):
-            yield table.take(pa.array(order)).combine_chunks()
+            yield take(table, order).combine_chunks()
         if not live:
             break
 

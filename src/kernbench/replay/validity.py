@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.replay.store import Memory
+from kernbench.trace.columns import distinct
 
 READ, WRITE, REWIND = 0, 1, 2
 
@@ -142,7 +143,7 @@ def _pieces(iv: _Intervals, ops: np.ndarray, k: np.ndarray, sub: np.ndarray, n_p
     base = np.array(iv.mid or [0], np.int64) * stride
     glo = (base + np.array(iv.lo or [0], np.int64))[ops]
     ghi = (base + np.array(iv.hi or [0], np.int64))[ops]
-    bounds = np.unique(np.concatenate([glo, ghi]))
+    bounds = distinct(np.concatenate([glo, ghi]))
     a0, a1 = np.searchsorted(bounds, glo), np.searchsorted(bounds, ghi)
     cnt = a1 - a0
     ev = np.repeat(np.arange(len(ops)), cnt)
@@ -168,7 +169,7 @@ def _reads_valid(kd: np.ndarray, iv: np.ndarray, bounds: np.ndarray,
     seen = (prev >= 0) & (iv[np.maximum(prev, 0)] == r_iv)
     if len(prev) and not bool((kd[prev[seen]] == WRITE).all()):
         return False
-    for j in np.unique(r_iv[~seen]).tolist():  # read before any event: the initial map
+    for j in distinct(r_iv[~seen]).tolist():  # read before any event: the initial map
         g0, g1 = int(bounds[j]), int(bounds[j + 1])
         mem = mems[g0 // stride]
         if mem.valid.find(0, g0 % stride, g0 % stride + g1 - g0) >= 0:

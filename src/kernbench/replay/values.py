@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from kernbench.replay.convert import BF16, F32, bf16_to_f32
 from kernbench.schemas.arrow import VALUES
+from kernbench.trace.columns import array
 
 if TYPE_CHECKING:  # numpy declares an ndarray a Buffer for Python >= 3.12 only
     from typing_extensions import Buffer
@@ -300,9 +301,9 @@ class ValueLog:
         op_id = self.op_ids[pos] if len(self.op_ids) else pos
         order = np.argsort(op_id, kind="stable")
         batch = pa.RecordBatch.from_arrays([
-            pa.array(op_id[order], pa.int64()), pa.array(checksum[order], pa.uint64()),
-            pa.array(mins[order], pa.float64()), pa.array(maxs[order], pa.float64()),
-            pa.array(means[order], pa.float64()), pa.array(nonfinite[order], pa.int64()),
+            array(op_id[order], pa.int64()), array(checksum[order], pa.uint64()),
+            array(mins[order], pa.float64()), array(maxs[order], pa.float64()),
+            array(means[order], pa.float64()), array(nonfinite[order], pa.int64()),
         ], schema=VALUES)
         self.n_rows += batch.num_rows
         self.batches.append(batch)

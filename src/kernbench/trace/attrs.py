@@ -14,13 +14,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+import numpy as np
 
 from kernbench.schemas.arrow import BITCAST_ATTR
 from kernbench.schemas.dtypes import DTYPES, V3_DTYPES
 from kernbench.schemas.ops import OPS, Family, Op
+from kernbench.trace.columns import unique_rows
+from kernbench.trace.element_checks import indexed_rows
+from kernbench.trace.opbatch import OpBatch, fmt
+
+if TYPE_CHECKING:
+    from kernbench.trace.rows import Findings
 
 INPUT = "input"
 INT32 = 1 << 31
@@ -146,43 +152,45 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-def attrs_findings(df: pl.DataFrame, found) -> None:
-    """Check the attrs of one op-log batch (``df`` has ``row`` and plain strings)."""
-    keys = df.select("name", "attrs", n=pl.col("inputs").list.len().fill_null(0)).unique()
-    bad = [(n, a, k, p) for n, a, k in keys.iter_rows()
-           if n is not None and a is not None and (p := problem(n, a, k)) is not None]
-    if not bad:
+def attrs_findings(b: OpBatch, found: Findings) -> None:
+    """Check the attrs of one op-log batch, once per distinct (name, attrs, input count)."""
+    name, attrs = b.strs("name"), b.strs("attrs")
+    _, n_in, _ = b.inputs
+    rows = np.flatnonzero(~name.null & ~attrs.null)
+    if not len(rows):
         return
-    probs = pl.DataFrame(bad, schema={"name": pl.String, "attrs": pl.String, "n": pl.UInt32,
-                                      "problem": pl.String}, orient="row")
-    hits = df.with_columns(n=pl.col("inputs").list.len().fill_null(0)).join(
-        probs, on=["name", "attrs", "n"])
-    found.add("schema", hits.sort("row"), pl.format("op {} ({}): {}", "op_id", "name",
-                                                    "problem"), "row")
+    keys, which = unique_rows(np.column_stack([name.codes[rows], attrs.codes[rows],
+                                               n_in[rows]]))
+    probs = [problem(name.values[n], attrs.values[a], k) for n, a, k in keys.tolist()]
+    bad = np.array([p is not None for p in probs])
+    hit = rows[bad[which]]
+    why = [probs[j] for j in which[bad[which]].tolist()]
+    found.add("schema", b.base + hit, lambda k: fmt("op {} ({}): {}", b.op(hit[k]),
+                                                    name.get(hit[k]), why[k]))
 
 
 #: the op families a version-2 trace introduced (indexed memory)
 V2_FAMILIES = frozenset({Family.GATHER, Family.SCATTER, Family.ATOMIC, Family.CONST})
-_V2_NAMES = sorted(op.value for op, spec in OPS.items() if spec.family in V2_FAMILIES)
+_V2_NAMES = frozenset(op.value for op, spec in OPS.items() if spec.family in V2_FAMILIES)
 
 
-def version_findings(df: pl.DataFrame, major: int, indexed: pl.Expr, found) -> None:
+def version_findings(b: OpBatch, major: int, found: Findings) -> None:
     """A manifest version below the rows it holds: version-2 rows (indexed memory) in a
     version-1 trace, version-3 rows (a dtype of ``V3_DTYPES`` or a bitcast) below 3."""
-    if major < 3:  # explode, not list.eval: this runs on every batch of an older trace
-        ins = df.select("row", o=pl.col("inputs")).explode("o")
-        dts = pl.concat([ins.select("row", dt=pl.col("o").struct.field("dtype")),
-                         df.select("row", dt=pl.col("output").struct.field("dtype"))])
-        wide = dts.filter(pl.col("dt").is_in(sorted(V3_DTYPES)))["row"].to_list()
-        uses = pl.col("row").is_in(wide) | pl.col("attrs").str.contains(
-            BITCAST_ATTR, literal=True).fill_null(False)
-        found.add("schema", df.filter(uses), pl.format(
+    name = b.strs("name")
+    if major < 3:
+        o = b.operands
+        uses = np.zeros(b.n, bool)
+        uses[o.row[o.dtype.isin(V3_DTYPES)]] = True
+        uses |= b.strs("attrs").map(lambda v: BITCAST_ATTR in v, False, bool)
+        hit = np.flatnonzero(uses)
+        found.add("schema", b.base + hit, lambda k: fmt(
             "op {} ({}) holds an int64/uint32/uint8/int16 operand or a bitcast, a version-3 row "
-            "in a trace whose manifest says schema_version {}", "op_id", "name", pl.lit(major)),
-            "row")
+            "in a trace whose manifest says schema_version {}", b.op(hit[k]), name.get(hit[k]),
+            major))
     if major >= 2:
         return
-    hits = df.filter(pl.col("name").is_in(_V2_NAMES) | indexed)
-    found.add("schema", hits, pl.format("op {} ({}) is indexed memory, a version-2 row in a "
-                                        "trace whose manifest says schema_version {}",
-                                        "op_id", "name", pl.lit(major)), "row")
+    hit = np.flatnonzero(name.isin(_V2_NAMES) | indexed_rows(b))
+    found.add("schema", b.base + hit, lambda k: fmt(
+        "op {} ({}) is indexed memory, a version-2 row in a trace whose manifest says "
+        "schema_version {}", b.op(hit[k]), name.get(hit[k]), major))

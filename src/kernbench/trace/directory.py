@@ -20,7 +20,7 @@ from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
 from kernbench.trace.parquet import open_parquet, read_table
 
-if TYPE_CHECKING:  # the validator (polars) is imported when a trace is first read
+if TYPE_CHECKING:  # the validator is imported when a trace is first read
     import polars as pl
 
     from kernbench.trace.validate import Validation

@@ -12,14 +12,14 @@ from declared dtypes and shapes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kernbench.errors import TraceFormatError
 from kernbench.schemas import elements as ix
@@ -27,13 +27,17 @@ from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 from kernbench.trace import limits
-from kernbench.trace.scalars import as_float
+from kernbench.trace.columns import chunk
+from kernbench.trace.opbatch import OpBatch, Operands, Regions, Strs, fmt
+
+if TYPE_CHECKING:
+    from kernbench.trace.rows import Findings
 
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
 #: ops whose first HBM operand may be indexed (strides/access in attrs)
-_ELEMENT_OPS = [Op.DMA_READ.value, Op.DMA_WRITE.value, *(op.value for op in ATOMICS)]
-_MASKED_OPS = [Op.GATHER.value, Op.SCATTER.value, *(op.value for op in ATOMICS)]
-_INDEXED = pl.col("attrs").str.contains('"strides"|"access"', literal=False)
+_ELEMENT_OPS = frozenset([Op.DMA_READ.value, Op.DMA_WRITE.value, *(op.value for op in ATOMICS)])
+_MASKED_OPS = frozenset([Op.GATHER.value, Op.SCATTER.value, *(op.value for op in ATOMICS)])
+_MASK_ID = re.compile('"mask":[0-9]')
 
 
 #: access.parquet may hold at most this many rows per op row (offsets, mask, values) ...
@@ -53,8 +57,7 @@ class ColumnRows(Mapping[int, tuple[str, str, tuple[int, ...], Any]]):
     becomes Python values only when it is looked up (ADR-0536)."""
 
     def __init__(self, table: pa.Table, where: Path) -> None:
-        cols = {k: table.column(k).combine_chunks() for k in ("id", "kind", "dtype", "shape",
-                                                                "data")}
+        cols = {k: chunk(table.column(k)) for k in ("id", "kind", "dtype", "shape", "data")}
         if any(c.null_count for c in cols.values()):
             raise TraceFormatError(f"{where}: a row has a null field")
         ids = cols["id"].to_numpy(zero_copy_only=False)
@@ -62,13 +65,12 @@ class ColumnRows(Mapping[int, tuple[str, str, tuple[int, ...], Any]]):
         if len(self.pos) != len(ids):
             uniq, counts = np.unique(ids, return_counts=True)
             raise TraceFormatError(f"{where}: id {int(uniq[counts > 1][0])} appears twice")
-        self.kind = pc.dictionary_encode(cols["kind"].cast(pa.string()))
-        self.dtype = pc.dictionary_encode(cols["dtype"].cast(pa.string()))
+        self.kind, self.dtype = Strs.of(cols["kind"]), Strs.of(cols["dtype"])
         self.shape, self.data = cols["shape"], cols["data"]
 
     def __getitem__(self, ref: int) -> tuple[str, str, tuple[int, ...], Any]:
         k = self.pos[ref]
-        return (self.kind[k].as_py(), self.dtype[k].as_py(), tuple(self.shape[k].as_py()),
+        return (str(self.kind.get(k)), str(self.dtype.get(k)), tuple(self.shape[k].as_py()),
                 self.data[k].as_buffer())
 
     def __contains__(self, ref: object) -> bool:
@@ -86,22 +88,20 @@ def access_table(table: pa.Table, where: Path) -> ix.AccessTable:
     return ix.AccessTable(ColumnRows(table, where))
 
 
-def indexed_rows(df: pl.DataFrame) -> pl.Expr:
+def indexed_rows(b: OpBatch) -> np.ndarray:
     """Rows whose HBM operand is a set of elements (excluded from the contiguous rules)."""
-    return pl.col("name").is_in(_ELEMENT_OPS) & _INDEXED
+    return b.strs("name").isin(_ELEMENT_OPS) & b.strs("attrs").map(
+        lambda v: '"strides"' in v or '"access"' in v, False, bool)
 
 
-def _hbm_operand(df: pl.DataFrame) -> pl.DataFrame:
-    """(row, op_id, name, attrs, addr, shape, dtype) of each indexed row's HBM operand."""
-    ins = df.filter(pl.col("name") != Op.DMA_WRITE.value).select(
-        "row", "op_id", "name", "attrs", o=pl.col("inputs").list.first())
-    out = df.filter(pl.col("name") == Op.DMA_WRITE.value).select(
-        "row", "op_id", "name", "attrs", o=pl.col("output"))
-    both = pl.concat([ins, out]).filter(pl.col("o").is_not_null())
-    return both.select("row", "op_id", "name", "attrs", space=pl.col("o").struct.field("space"),
-                       pe=pl.col("o").struct.field("pe"), addr=pl.col("o").struct.field("addr"),
-                       shape=pl.col("o").struct.field("shape"),
-                       dtype=pl.col("o").struct.field("dtype"))
+def _hbm_operand(b: OpBatch, rows: np.ndarray) -> Operands:
+    """The HBM operand of each indexed row of ``rows`` that has one: the first input's (the
+    rows that are not ``dma_write``, in row order), then the output's (``dma_write``)."""
+    write = b.strs("name").isin((Op.DMA_WRITE.value,))[rows]
+    read, at = b.first_input(rows[~write])
+    out = rows[write]
+    out = out[~b.output_null[out]]
+    return b.elements.take(at, row=read).cat(b.output.take(out))
 
 
 #: bytes replay keeps per element of a bound indexed operand (int64 index and tile position)
@@ -113,9 +113,10 @@ BUILD_BYTES_PER_ELEMENT = 40
 MAX_TILE_ELEMENTS = 1 << 26
 
 
-def _pattern(attrs_text: str, shape: tuple[int, ...], table: ix.AccessTable
+def _pattern(attrs_text: str, shape: tuple[Any, ...], table: ix.AccessTable
              ) -> tuple[int, int] | str:
-    """(lowest, highest) masked-in relative offset ((0, -1) if none), or the problem. An
+    """(lowest, highest) masked-in relative offset ((0, -1) if none), or the problem
+    (``shape`` as stored: a null size is one, reported by the offset rules). An
     unmasked strided tile is bounded in closed form; no offset array is built for it."""
     try:
         attrs = json.loads(attrs_text)
@@ -139,92 +140,139 @@ class TileBudget:
     def __init__(self) -> None:
         self.kept = 0
 
-    def add(self, el: pl.DataFrame) -> None:
+    def add(self, el: Operands, b: OpBatch) -> None:
         """Count a batch's distinct indexed operands; TraceLimitError over the budget."""
-        keys = el.select("attrs", "shape", "addr", "pe", "dtype").unique()
-        n = keys.select(pl.col("shape").list.eval(pl.element().cast(pl.Float64).product())
-                        .list.first().fill_null(1.0)).to_series()
-        biggest = as_float(n.max())
-        self.kept += int(min(float(n.sum()), 2.0**62))
+        attrs = b.strs("attrs").codes[el.row].tolist()
+        keys = {(attrs[i], _shape(el, i), el.addr.get(i), el.pe.get(i), el.dtype.get(i))
+                for i in range(len(el))}
+        n = []
+        for key in keys:
+            prod = 1.0
+            for s in key[1] or ():
+                prod = prod if s is None else prod * float(s)
+            n.append(prod)
+        biggest = max(n)
+        self.kept += int(min(sum(n), 2.0**62))
         limits.require(f"indexed tiles ({self.kept:,} elements bound, the largest "
                        f"{int(biggest):,})", KEPT_BYTES_PER_ELEMENT * self.kept
                        + BUILD_BYTES_PER_ELEMENT * biggest)
 
 
-def indexed_findings(df: pl.DataFrame, regions: pl.DataFrame | None, table: ix.AccessTable,
-                     found, budget: TileBudget | None = None) -> None:
-    """Check the indexed rows of one op-log batch (``df`` has ``row`` and plain strings);
-    ``budget`` counts their tiles first (TraceLimitError when replay could not hold them)."""
-    el = _hbm_operand(df.filter(indexed_rows(df)))
-    if el.height:
-        (budget or TileBudget()).add(el)
-        _element_rules(el, regions, table, found)
-    _reference_rules(df, table, found)
+def _shape(el: Operands, i: int) -> tuple[int | None, ...] | None:
+    got = el.shape.get(i)
+    return None if got is None else tuple(got)
 
 
-def _element_rules(el: pl.DataFrame, regions: pl.DataFrame | None, table: ix.AccessTable,
-                   found) -> None:
-    keys = el.select("attrs", "shape").unique(maintain_order=True)
-    lo, hi, problem = [], [], []
-    for attrs_text, shape in keys.iter_rows():
-        got = _pattern(attrs_text, tuple(shape or ()), table)
-        bad = isinstance(got, str)
-        problem.append(got if bad else None)
-        lo.append(None if bad else got[0])
-        hi.append(None if bad else got[1])
-    keys = keys.with_columns(rel_lo=pl.Series(lo, dtype=pl.Int64),
-                             rel_hi=pl.Series(hi, dtype=pl.Int64),
-                             problem=pl.Series(problem, dtype=pl.String))
-    el = el.join(keys, on=["attrs", "shape"], how="left", nulls_equal=True)
-    isz = pl.col("dtype").replace_strict(ITEMSIZE, default=None, return_dtype=pl.Int64)
-    el = el.with_columns(problem=pl.when(pl.col("problem").is_null()
-                                         & (pl.col("addr") % isz != 0)).then(pl.format(
-        "address {} is not aligned to its {} elements", "addr", "dtype")).otherwise("problem"))
-    found.add("schema", el.filter(pl.col("problem").is_not_null()), pl.format(
-        "op {} ({}): indexed operand: {}", "op_id", "name", "problem"), "row")
+def indexed_findings(b: OpBatch, regions: Regions | None, table: ix.AccessTable,
+                     found: Findings, budget: TileBudget | None = None) -> None:
+    """Check the indexed rows of one op-log batch; ``budget`` counts their tiles first
+    (TraceLimitError when replay could not hold them)."""
+    el = _hbm_operand(b, np.flatnonzero(indexed_rows(b)))
+    if len(el):
+        (budget or TileBudget()).add(el, b)
+        _element_rules(el, b, regions, table, found)
+    _reference_rules(b, table, found)
+
+
+def _element_rules(el: Operands, b: OpBatch, regions: Regions | None,
+                   table: ix.AccessTable, found: Findings) -> None:
+    attrs = b.strs("attrs")
+    got: dict[tuple, tuple[int, int] | str] = {}
+    problem: list[str | None] = []
+    lo = np.zeros(len(el), np.int64)
+    hi = np.full(len(el), -1, np.int64)
+    for i in range(len(el)):
+        text, shape = attrs.get(int(el.row[i])), _shape(el, i)
+        res = got.get((text, shape))
+        if res is None:
+            res = got[(text, shape)] = _pattern(str(text), tuple(shape or ()), table)
+        if isinstance(res, str):
+            problem.append(res)
+            continue
+        lo[i], hi[i] = res
+        dtype, at = el.dtype.get(i), el.addr.get(i)
+        size = ITEMSIZE.get(dtype) if dtype is not None else None
+        problem.append(None if at is None or size is None or at % size == 0 else
+                       f"address {at} is not aligned to its {dtype} elements")
+    name = b.strs("name")
+    hit = np.array([i for i, p in enumerate(problem) if p is not None], np.int64)
+    found.add("schema", b.base + el.row[hit], lambda k: fmt(
+        "op {} ({}): indexed operand: {}", b.op(el.row[hit[k]]), name.get(el.row[hit[k]]),
+        problem[hit[k]]))
     if regions is None:
         return
-    ok = el.filter(pl.col("problem").is_null() & (pl.col("space") == "hbm")
-                   & (pl.col("rel_hi") >= pl.col("rel_lo")))
-    if not ok.height:
+    fine = np.array([p is None for p in problem], bool)
+    ok = np.flatnonzero(fine & el.space.isin(("hbm",)) & (hi >= lo))
+    if not len(ok):
         return
-    isz = pl.col("dtype").replace_strict(ITEMSIZE, default=1, return_dtype=pl.Int64)
+    isz = el.dtype.map(lambda v: ITEMSIZE.get(v, 1), 0, np.int64)[ok]
+    sized = ~el.dtype.null[ok]
+    addr, known = el.addr.vals[ok], ~el.addr.null[ok]
     # |rel| < 2^59 (``offsets.check_rel``), isz <= 8 and 0 <= addr < 2^62: no product wraps
-    ok = ok.with_columns(first=pl.col("addr") + pl.col("rel_lo") * isz,
-                         last=pl.col("addr") + (pl.col("rel_hi") + 1) * isz).sort("addr")
-    hit = ok.join_asof(regions, left_on="addr", right_on="r_lo", strategy="backward")
-    out = hit.filter(pl.col("r_hi").is_null() | (pl.col("first") < pl.col("r_lo"))
-                     | (pl.col("last") > pl.col("r_hi")) | (pl.col("addr") >= pl.col("r_hi")))
-    found.add("hbm_bounds", out.sort("row"), pl.format(
+    with np.errstate(over="ignore"):
+        first = addr + lo[ok] * isz
+        last = addr + (hi[ok] + 1) * isz
+    held, r_lo, r_hi = regions.holding(addr)
+    held &= known
+    out = ok[~held | (known & sized & ((first < r_lo) | (last > r_hi))) | (known & (addr >= r_hi))]
+    out = out[np.argsort(el.row[out], kind="stable")]
+    pos = {int(i): k for k, i in enumerate(ok.tolist())}
+    found.add("hbm_bounds", b.base + el.row[out], lambda k: fmt(
         "op {} ({}) moves hbm elements [{}, {}) outside the tensor holding address {}",
-        "op_id", "name", "first", "last", "addr"), "row")
+        b.op(el.row[out[k]]), name.get(el.row[out[k]]),
+        *_bounds(first, last, sized, pos[int(out[k])]), el.addr.get(out[k])))
 
 
-def _reference_rules(df: pl.DataFrame, table: ix.AccessTable, found) -> None:
+def _bounds(first: np.ndarray, last: np.ndarray, sized: np.ndarray, k: int
+            ) -> tuple[int | None, int | None]:
+    return (int(first[k]), int(last[k])) if sized[k] else (None, None)
+
+
+def _reference_rules(b: OpBatch, table: ix.AccessTable, found: Findings) -> None:
     """``const`` values and gather/scatter/atomic masks name arrays that fit their operand."""
-    const = df.filter(pl.col("name") == Op.CONST.value).select(
-        "row", "op_id", "attrs", shape=pl.col("output").struct.field("shape"),
-        dtype=pl.col("output").struct.field("dtype"))
-    tile = pl.when(pl.col("name") == Op.SCATTER.value).then(
-        pl.col("inputs").list.first().struct.field("shape")).otherwise(
-        pl.col("output").struct.field("shape"))
-    masked = df.filter(pl.col("name").is_in(_MASKED_OPS)
-                       & pl.col("attrs").str.contains('"mask":[0-9]', literal=False)).select(
-        "row", "op_id", "attrs", shape=tile, dtype=pl.lit(None, pl.String))
-    bad = []
-    for frame, kind, key in ((const, "values", "values"), (masked, "mask", "mask")):
-        for attrs_text, shape, dtype in frame.select("attrs", "shape", "dtype").unique(
-                maintain_order=True).iter_rows():
-            problem = _reference(attrs_text, key, kind, shape, dtype, table)
-            if problem:
-                bad.append((attrs_text, problem))
-        if bad:
-            probs = pl.DataFrame(bad, schema={"attrs": pl.String, "problem": pl.String},
-                                 orient="row").unique("attrs", keep="first")
-            hits = frame.join(probs, on="attrs")
-            found.add("schema", hits.sort("row"), pl.format("op {}: {}", "op_id", "problem"),
-                      "row")
-            bad = []
+    name, attrs = b.strs("name"), b.strs("attrs")
+    const = np.flatnonzero(name.isin((Op.CONST.value,)) & ~attrs.null)
+    masked = np.flatnonzero(name.isin(_MASKED_OPS) & attrs.map(
+        lambda v: _MASK_ID.search(v) is not None, False, bool))
+    scatter = name.isin((Op.SCATTER.value,))
+    start, lens, _ = b.inputs
+    out = b.output
+
+    def tile(r: int) -> tuple[list | None, str | None]:
+        """The output's (shape, dtype); a scatter's tile is its first input's shape."""
+        if scatter[r]:
+            at = int(start[r])
+            if not lens[r] or b.element_null[at]:
+                return None, None
+            return b.elements.shape.get(at), None
+        if b.output_null[r]:
+            return None, None
+        return out.shape.get(r), out.dtype.get(r)
+
+    for rows, kind in ((const, "values"), (masked, "mask")):
+        problems: dict[str, str] = {}
+        seen: set = set()
+        for r in rows.tolist():
+            text = str(attrs.get(r))
+            shape, dtype = tile(r)
+            if kind == "mask":
+                dtype = None
+            key = (text, None if shape is None else tuple(shape), dtype)
+            if key in seen:
+                continue
+            seen.add(key)
+            why = _reference(text, kind, kind, shape, dtype, table)
+            if why and text not in problems:
+                problems[text] = why
+        if not problems:
+            continue
+        hit = np.array([r for r in rows.tolist() if attrs.get(r) in problems], np.int64)
+        found.add("schema", b.base + hit, partial(_reference_message, b, hit, problems))
+
+
+def _reference_message(b: OpBatch, hit: np.ndarray, problems: dict[str, str], k: int
+                       ) -> str | None:
+    return fmt("op {}: {}", b.op(hit[k]), problems[str(b.strs("attrs").get(hit[k]))])
 
 
 def _reference(attrs_text: str, key: str, kind: str, shape: list | None, dtype: str | None,

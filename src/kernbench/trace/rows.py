@@ -1,41 +1,43 @@
 """The row rules of the trace validator (``kernbench.trace.validate``): tensors and op-log batches.
 
-Each rule is a polars filter whose hits become findings ``(rule, op_id, other_op_id,
-message)``; a ``Findings`` collector keeps exact counts and the first few rows per rule, so
-memory stays bounded however bad a trace is.
+Each rule is a numpy mask over a batch's rows or operands (``kernbench.trace.opbatch``)
+whose hits become findings ``(rule, op_id, other_op_id, message)``; a ``Findings``
+collector keeps exact counts and the first few per rule, formatting only those, so memory
+and time stay bounded however bad a trace is. No polars and no ``pyarrow.compute``: the
+replay child runs these (ADR-0630).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
-import polars as pl
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kernbench.schemas.arrow import OPS
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace.attrs import attrs_findings, version_findings
+from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
+from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
 TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")
 SPACES = ("hbm", "tcm", "stage", "ipcq")
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
-#: times, sizes and addresses above this are refused (sums of two stay inside int64)
-MAX_VALUE = 1 << 62
-FINDING = pl.Schema({"rule": pl.String, "op_id": pl.Int64, "other_op_id": pl.Int64,
-                     "message": pl.String})
-DICT_COLUMNS = ("kind", "name", "engine", "src")
-_NAMES = [o.value for o in Op]
+__all__ = ["MAX_VALUE", "Finding", "Findings", "ops_findings", "tensor_findings"]
+_NAMES = frozenset(o.value for o in Op)
 _KIND = {o.value: KIND[o].value for o in Op}
 _ENGINE = {o.value: ENGINE[o].value for o in Op}
 _TIMES = ("t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps", "wait_ps")
 _COUNTS = ("num_elements", "nbytes", "flops", "scratch_cursor")
+#: one finding: (rule, op_id, other_op_id, message)
+Finding = tuple[str, int | None, int | None, str]
 
 
 class Findings:
@@ -44,29 +46,26 @@ class Findings:
     def __init__(self, keep: int) -> None:
         self.keep = keep
         self.counts: dict[str, int] = {}
-        self.parts: list[pl.DataFrame] = []
+        self.rows: list[Finding] = []
 
-    def add(self, rule: str, frame: pl.DataFrame, message: pl.Expr,
-            op: str | None = "op_id", other: str | None = None) -> None:
-        if not frame.height:
+    def add(self, rule: str, rows: np.ndarray, message: Callable[[int], str | None]) -> None:
+        """``len(rows)`` findings of ``rule`` at op rows ``rows``; ``message(k)`` is the
+        k-th's text (None: a null value; ``op ROW breaks the RULE rule`` then)."""
+        if not len(rows):
             return
         have = self.counts.get(rule, 0)
-        self.counts[rule] = have + frame.height
-        room = self.keep - min(have, self.keep)
-        if room:
-            self.parts.append(frame.head(room).select(
-                rule=pl.lit(rule), op_id=pl.col(op) if op else pl.lit(None),
-                other_op_id=pl.col(other) if other else pl.lit(None),
-                message=pl.coalesce(message.cast(pl.String), pl.format(
-                    "op {} breaks the {} rule", pl.col(op) if op else pl.lit("?"),
-                    pl.lit(rule)))).cast(FINDING))
+        self.counts[rule] = have + len(rows)
+        for k in range(min(self.keep - min(have, self.keep), len(rows))):
+            row = int(rows[k])
+            text = message(k)
+            self.rows.append((rule, row, None, text if text is not None
+                              else f"op {row} breaks the {rule} rule"))
 
     def one(self, rule: str, message: str, op_id: int | None = None, n: int = 1) -> None:
-        self.add(rule, pl.DataFrame({"op_id": [op_id] * n}, schema={"op_id": pl.Int64}),
-                 pl.lit(message))
-
-    def frame(self) -> pl.DataFrame:
-        return pl.concat(self.parts) if self.parts else pl.DataFrame(schema=FINDING)
+        have = self.counts.get(rule, 0)
+        self.counts[rule] = have + n
+        for _ in range(min(self.keep - min(have, self.keep), n)):
+            self.rows.append((rule, op_id, None, message))
 
 
 # -- tensors ---------------------------------------------------------------------------
@@ -106,13 +105,14 @@ def _tensor_problem(row: dict[str, Any], n_pe: int) -> tuple[str | None, int]:
 
 
 def tensor_findings(table: pa.Table, n_pe: int, found: Findings
-                    ) -> tuple[pl.DataFrame | None, int]:
+                    ) -> tuple[Regions | None, int]:
     """Check every tensor row; return the HBM regions (None if the tensors are unusable)
     and the total tensor bytes."""
     total, regions = 0, []
     cols = table.select(["name", "role", "pe", "addr", "dtype", "shape", "init"])
-    cols = cols.append_column("data_len", pc.binary_length(table.column("data")))
-    for row in cols.to_pylist():  # the data bytes themselves are never copied here
+    lens = byte_lengths(table.column("data"))
+    for row, data_len in zip(cols.to_pylist(), lens, strict=True):
+        row["data_len"] = data_len  # the data bytes themselves are never copied here
         problem, nbytes = _tensor_problem(row, n_pe)
         total += nbytes
         if problem:
@@ -128,143 +128,161 @@ def tensor_findings(table: pa.Table, n_pe: int, found: Findings
             found.one("tensors", f"tensors.parquet: tensors {a!r} and {b!r} overlap in HBM")
     if found.counts.get("tensors"):
         return None, total
-    frame = pl.DataFrame(regions, schema={"r_lo": pl.Int64, "r_hi": pl.Int64,
-                                          "tensor": pl.String}, orient="row")
-    return frame.sort("r_lo"), total
+    return Regions(np.array([r[0] for r in regions], np.int64),
+                   np.array([r[1] for r in regions], np.int64)), total
+
+
 
 
 # -- ops -------------------------------------------------------------------------------
 
-def _nulls(df: pl.DataFrame, found: Findings) -> None:
+def _nulls(b: OpBatch, found: Findings) -> None:
     for f in OPS:
-        if not f.nullable and df[f.name].null_count():
-            hit = df.filter(pl.col(f.name).is_null())
-            found.add("schema", hit, pl.format("op {} has a null {}", pl.col("op_id"),
-                                               pl.lit(f.name)), op="row")
+        if f.nullable:
+            continue
+        col = b.cols[f.name]
+        if not col.null_count and not pa.types.is_dictionary(col.type):
+            continue
+        null = b.strs(f.name).null if _is_text(col) else nulls(col)
+        hit = np.flatnonzero(null)
+        found.add("schema", b.base + hit, partial(_null_message, b, hit, f.name))
 
 
-def _operands(df: pl.DataFrame) -> pl.DataFrame:
-    ins = (df.select("row", "op_id", o=pl.col("inputs")).explode("o")
-           .filter(pl.col("o").is_not_null()))
-    out = df.select("row", "op_id", o=pl.col("output")).filter(pl.col("o").is_not_null())
-    both = pl.concat([ins, out]).unnest("o")
-    return both.select("row", "op_id", "space", "pe", "addr", "shape", "dtype", "transposed")
+def _null_message(b: OpBatch, hit: np.ndarray, column: str, k: int) -> str | None:
+    return fmt("op {} has a null {}", b.op(hit[k]), column)
 
 
-def _elements(shape: pl.Expr, frame: pl.DataFrame) -> pl.Expr:
-    """``prod(shape)`` as float64 (no overflow): one ``list.get`` per dimension, which is
-    far faster than ``list.eval`` for the short shapes traces hold."""
-    width = int(frame.select(shape.list.len().max()).item() or 0)
-    if width > 16:  # a hostile shape: the general (slow) form
-        return shape.list.eval(pl.element().cast(pl.Float64).product()).list.first().fill_null(
-            1.0)
-    prod = pl.lit(1.0, pl.Float64)
-    for i in range(width):
-        prod = prod * shape.list.get(i, null_on_oob=True).cast(pl.Float64).fill_null(1.0)
-    return prod
+def _is_text(col: pa.Array) -> bool:
+    t = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _operand_rules(df: pl.DataFrame, n_pe: int, regions: pl.DataFrame | None,
-                   found: Findings) -> None:
-    null_elem = df.filter(pl.col("inputs").list.eval(pl.element().is_null()).list.any())
-    found.add("schema", null_elem, pl.format("op {} has a null input operand", "op_id"), "row")
-    opnd = _operands(df)
-    opnd = opnd.with_columns(nb=_elements(pl.col("shape"), opnd) * pl.col("dtype").replace_strict(
-        ITEMSIZE, default=1, return_dtype=pl.Float64))
-    fields = ("space", "pe", "addr", "shape", "dtype", "transposed")
-    bad_shape = pl.col("shape").list.eval(pl.element().is_null() | (pl.element() < 0)
-                                          | (pl.element() >= MAX_VALUE)).list.any()
-    bad = opnd.filter(pl.any_horizontal(*[pl.col(c).is_null() for c in fields])
-                      | ~pl.col("space").is_in(SPACES) | ~pl.col("dtype").is_in(list(ITEMSIZE))
-                      | (pl.col("pe") < 0) | (pl.col("pe") >= n_pe) | (pl.col("addr") < 0)
-                      | (pl.col("addr") >= MAX_VALUE) | bad_shape.fill_null(True)
-                      | (pl.col("nb") >= MAX_VALUE))
-    found.add("schema", bad, pl.format("op {} has an operand {}@pe{} addr {} shape {} dtype {}"
-                                       " outside the format", "op_id", "space", "pe", "addr",
-                                       pl.col("shape").cast(pl.List(pl.String)).list.join(","),
-                                       "dtype"), "row")
+def _operand_rules(b: OpBatch, n_pe: int, regions: Regions | None, found: Findings) -> None:
+    start, lens, _ = b.inputs
+    cs = np.concatenate([[0], np.cumsum(b.element_null)])
+    hit = np.flatnonzero((cs[start + lens] - cs[start]) > 0)
+    found.add("schema", b.base + hit,
+              lambda k: fmt("op {} has a null input operand", b.op(hit[k])))
+    o = b.operands
+    isz = o.dtype.map(lambda v: float(ITEMSIZE.get(v, 1)), np.nan, np.float64)
+    nb = o.shape.product * isz  # NaN where the dtype is null
+    with np.errstate(invalid="ignore"):
+        bad = (o.space.null | o.pe.null | o.addr.null | o.shape.null | o.dtype.null
+               | o.transposed_null | ~o.space.isin(SPACES) | ~o.dtype.isin(frozenset(ITEMSIZE))
+               | (o.pe.vals < 0) | (o.pe.vals >= n_pe) | (o.addr.vals < 0)
+               | (o.addr.vals >= MAX_VALUE) | o.shape.bad | (nb >= MAX_VALUE))
+    hit = np.flatnonzero(bad)
+
+    def operand(k: int) -> str | None:
+        i = hit[k]
+        shape = o.shape.get(i)
+        joined = None if shape is None else ",".join(str(s) for s in shape if s is not None)
+        return fmt("op {} has an operand {}@pe{} addr {} shape {} dtype {} outside the "
+                   "format", b.op(o.row[i]), o.space.get(i), o.pe.get(i), o.addr.get(i),
+                   joined, o.dtype.get(i))
+
+    found.add("schema", b.base + o.row[hit], operand)
     if regions is None:
         return
-    hbm = opnd.filter(pl.col("space") == "hbm")
-    indexed = df.filter(indexed_rows(df))
-    if indexed.height:  # a set of elements, checked by validate_indexed
-        hbm = hbm.join(indexed.select("row"), on="row", how="anti")
-    if bad.height:
-        hbm = hbm.join(bad.select("row"), on="row", how="anti")
-    hbm = hbm.sort("addr")
-    if not hbm.height:
+    skip = indexed_rows(b).copy()
+    skip[o.row[hit]] = True  # a row with a bad operand, or a set of elements (indexed)
+    hbm = np.flatnonzero(o.space.isin(("hbm",)) & ~skip[o.row])
+    if not len(hbm):
         return
-    hit = hbm.join_asof(regions, left_on="addr", right_on="r_lo", strategy="backward")
-    out = hit.filter(pl.col("r_hi").is_null()
-                     | (pl.col("addr").cast(pl.Float64) + pl.col("nb") > pl.col("r_hi")))
-    found.add("hbm_bounds", out.sort("row"), pl.format(
-        "op {} reads or writes hbm [{}, +{} bytes), outside every tensor", "op_id", "addr",
-        pl.col("nb").cast(pl.Int64, strict=False)), "row")
+    addr = o.addr.vals[hbm]
+    held, _, r_hi = regions.holding(addr)
+    out = hbm[~held | (addr.astype(np.float64) + nb[hbm] > r_hi.astype(np.float64))]
+    out = out[np.argsort(o.row[out], kind="stable")]
+    found.add("hbm_bounds", b.base + o.row[out], lambda k: fmt(
+        "op {} reads or writes hbm [{}, +{} bytes), outside every tensor", b.op(o.row[out[k]]),
+        o.addr.get(out[k]), int(nb[out[k]])))
 
 
-def _row_rules(df: pl.DataFrame, found: Findings, n_pe: int, seq_next: dict[int, int]
-               ) -> None:
-    c = pl.col
-    found.add("dense_ids", df.filter(c("op_id") != c("row")),
-              pl.format("row {} has op_id {}", "row", "op_id"), "row")
-    offset = c("pe").replace_strict(seq_next, default=0, return_dtype=pl.Int64)
-    seqd = df.with_columns(want=pl.int_range(pl.len()).over("pe").cast(pl.Int64) + offset)
-    found.add("dense_seq", seqd.filter(c("seq") != c("want")), pl.format(
-        "op {} on pe{} has seq {}, expected {}", "op_id", "pe", "seq", "want"), "row")
-    for pe, n in df.group_by("pe").len().iter_rows():
-        if pe is not None:
-            seq_next[pe] = seq_next.get(pe, 0) + n
-    found.add("schema", df.filter((c("pe") < 0) | (c("pe") >= n_pe) | (c("program") < 0)),
-              pl.format("op {} has pe {} program {} (hw has {} PEs)", "op_id", "pe",
-                        "program", pl.lit(n_pe)), "row")
-    unknown = df.filter(~c("name").is_in(_NAMES))
-    found.add("schema", unknown, pl.format("op {}: unknown op name(s) ['{}']", "op_id", "name"),
-              "row")
-    vocab = df.filter(c("name").is_in(_NAMES) & (
-        (c("kind") != c("name").replace_strict(_KIND, default=None))
-        | (c("engine") != c("name").replace_strict(_ENGINE, default=None))))
-    found.add("schema", vocab, pl.format("op {} ({}) has kind/engine {}/{}, not the op's",
-                                         "op_id", "name", "kind", "engine"), "row")
-    big = pl.any_horizontal(*[(c(k) >= MAX_VALUE) | (c(k) < 0) for k in _TIMES + _COUNTS])
-    found.add("schema", df.filter(big), pl.format(
+def _row_rules(b: OpBatch, found: Findings, n_pe: int, seq_next: dict[int, int]) -> None:
+    op, pe, program, seq = (b.ints(c) for c in ("op_id", "pe", "program", "seq"))
+    local = np.arange(b.n)
+    hit = np.flatnonzero(op.where(lambda v: v != local + b.base))
+    found.add("dense_ids", b.base + hit,
+              lambda k: fmt("row {} has op_id {}", b.base + hit[k], op.get(hit[k])))
+    want = _seq_wanted(pe, seq_next)
+    hit = np.flatnonzero(seq.where(lambda v: v != want))
+    found.add("dense_seq", b.base + hit, lambda k: fmt(
+        "op {} on pe{} has seq {}, expected {}", b.op(hit[k]), pe.get(hit[k]),
+        seq.get(hit[k]), int(want[hit[k]])))
+    hit = np.flatnonzero(pe.where(lambda v: (v < 0) | (v >= n_pe))
+                         | program.where(lambda v: v < 0))
+    found.add("schema", b.base + hit, lambda k: fmt(
+        "op {} has pe {} program {} (hw has {} PEs)", b.op(hit[k]), pe.get(hit[k]),
+        program.get(hit[k]), n_pe))
+    name, kind, engine = b.strs("name"), b.strs("kind"), b.strs("engine")
+    known = name.isin(_NAMES)
+    hit = np.flatnonzero(~name.null & ~known)
+    found.add("schema", b.base + hit, lambda k: fmt(
+        "op {}: unknown op name(s) ['{}']", b.op(hit[k]), name.get(hit[k])))
+    ids: dict[str | None, int] = {}
+    sid = lambda v: ids.setdefault(v, len(ids))  # noqa: E731 - a string's id, both sides
+    vocab = known & (
+        (~kind.null & (kind.map(sid, -1) != name.map(lambda v: sid(_KIND.get(v)), -1)))
+        | (~engine.null & (engine.map(sid, -1) != name.map(lambda v: sid(_ENGINE.get(v)), -1))))
+    hit = np.flatnonzero(vocab)
+    found.add("schema", b.base + hit, lambda k: fmt(
+        "op {} ({}) has kind/engine {}/{}, not the op's", b.op(hit[k]), name.get(hit[k]),
+        kind.get(hit[k]), engine.get(hit[k])))
+    cols = [b.ints(c) for c in _TIMES + _COUNTS]
+    big = np.zeros(b.n, bool)
+    unknown = np.zeros(b.n, bool)
+    for c in cols:
+        big |= c.where(lambda v: (v >= MAX_VALUE) | (v < 0))
+        unknown |= c.null
+    hit = np.flatnonzero(big)
+    found.add("schema", b.base + hit, lambda k: fmt(
         "op {} has a negative or absurd time/count (t_issue {} t_start {} t_end {} busy {} "
-        "wait {}; nbytes {} elements {} flops {} scratch {})", "op_id", *_TIMES, *_COUNTS),
-        "row")
-    bad_t = df.filter(~big.fill_null(True) & ((c("t_issue_ps") > c("t_start_ps"))
-                              | (c("t_start_ps") > c("t_end_ps")) | (c("busy_ps") < 0)
-                              | (c("wait_ps") < 0)
-                              | (c("t_start_ps") + c("busy_ps") > c("t_end_ps"))))
-    found.add("time_order", bad_t, pl.format(
-        "op {} ({}) has t_issue {} t_start {} busy {} t_end {} wait {} (ps)", "op_id", "name",
-        "t_issue_ps", "t_start_ps", "busy_ps", "t_end_ps", "wait_ps"), "row")
+        "wait {}; nbytes {} elements {} flops {} scratch {})", b.op(hit[k]),
+        *[c.get(hit[k]) for c in cols]))
+    t_issue, t_start, t_end, busy, wait = (c.vals for c in cols[:5])
+    bad_t = ~(big | unknown) & ((t_issue > t_start) | (t_start > t_end) | (busy < 0)
+                                | (wait < 0) | (t_start + busy > t_end))
+    hit = np.flatnonzero(bad_t)
+    found.add("time_order", b.base + hit, lambda k: fmt(
+        "op {} ({}) has t_issue {} t_start {} busy {} t_end {} wait {} (ps)", b.op(hit[k]),
+        name.get(hit[k]), *[cols[j].get(hit[k]) for j in (0, 1, 3, 2, 4)]))
 
 
-def _attrs(df: pl.DataFrame, found: Findings) -> None:
-    bad = []
-    for text in df["attrs"].drop_nulls().unique().to_list():
+def _seq_wanted(pe: Ints, seq_next: dict[int, int]) -> np.ndarray:
+    """Each row's expected seq: its rank among its PE's rows plus the PE's count so far
+    (``seq_next``, updated). Rows of a null PE are one more group, counted from 0."""
+    want = np.zeros(len(pe.vals), np.int64)
+    if not len(want):
+        return want
+    key = np.where(pe.null, np.iinfo(np.int64).min, pe.vals)  # pe is int32: no clash
+    order = np.argsort(key, kind="stable")
+    groups, first, sizes = np.unique(key[order], return_index=True, return_counts=True)
+    rank = np.arange(len(order)) - np.repeat(first, sizes)
+    null_group = bool(pe.null.any())
+    base = np.array([0 if null_group and k == 0 else seq_next.get(g, 0)
+                     for k, g in enumerate(groups.tolist())], np.int64)
+    want[order] = rank + np.repeat(base, sizes)
+    for k, (g, n) in enumerate(zip(groups.tolist(), sizes.tolist(), strict=True)):
+        if not (null_group and k == 0):
+            seq_next[g] = seq_next.get(g, 0) + n
+    return want
+
+
+def _attrs(b: OpBatch, found: Findings) -> None:
+    attrs = b.strs("attrs")
+
+    def not_object(text: str) -> bool:
         try:
-            ok = isinstance(json.loads(text), dict)
+            return not isinstance(json.loads(text), dict)
         except (ValueError, RecursionError):
-            ok = False
-        if not ok:
-            bad.append(text)
-    if bad:
-        found.add("schema", df.filter(pl.col("attrs").is_in(bad)), pl.format(
-            "op {} attrs {} is not a JSON object", "op_id", pl.col("attrs").str.slice(0, 80)),
-            "row")
+            return True
+
+    hit = np.flatnonzero(attrs.map(not_object, False, bool))
+    found.add("schema", b.base + hit, lambda k: fmt(
+        "op {} attrs {} is not a JSON object", b.op(hit[k]), str(attrs.get(hit[k]))[:80]))
 
 
-def _plain_strings(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with its dictionary columns decoded in Arrow: polars keeps every category
-    it ever saw for the life of the process, which would grow with the op count."""
-    arrays = [pc.cast(col, pa.string()) if pa.types.is_dictionary(col.type) else col
-              for col in batch.columns]
-    fields = [pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f
-              for f in batch.schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None, n_pe: int,
+def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_pe: int,
                  found: Findings, access: AccessTable = EMPTY, major: int = 2) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
     access.parquet, for indexed rows; ``major``: the manifest's schema version)."""
@@ -272,14 +290,12 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: pl.DataFrame | None
     seq_next: dict[int, int] = {}  # pe -> the seq its next row must have
     budget = TileBudget()
     for batch in batches:
-        df = pl.from_arrow(_plain_strings(batch))
-        assert isinstance(df, pl.DataFrame)
-        df = df.with_columns(row=pl.int_range(offset, offset + df.height, dtype=pl.Int64))
-        offset += df.height
-        _nulls(df, found)
-        _row_rules(df, found, n_pe, seq_next)
-        _operand_rules(df, n_pe, regions, found)
-        _attrs(df, found)
-        attrs_findings(df, found)
-        version_findings(df, major, indexed_rows(df), found)
-        indexed_findings(df, regions, access, found, budget)
+        b = OpBatch(batch, offset)
+        offset += b.n
+        _nulls(b, found)
+        _row_rules(b, found, n_pe, seq_next)
+        _operand_rules(b, n_pe, regions, found)
+        _attrs(b, found)
+        attrs_findings(b, found)
+        version_findings(b, major, found)
+        indexed_findings(b, regions, access, found, budget)

@@ -13,8 +13,9 @@ Two levels:
   the trace (exit 2). Timing findings (``time_order``, ``hbm_bounds``, ``seq`` density) fail
   ``check`` only: replay runs such a trace and shows the damage (ADR-0120).
 
-The op log is read in record batches (bounded memory) and checked with polars expressions.
-Nothing is evaluated or unpickled: metadata and attrs are parsed as JSON only.
+The op log is read in record batches (bounded memory) and checked with numpy over its
+Arrow buffers: no polars and no ``pyarrow.compute``, so the replay child imports neither
+(ADR-0630). Nothing is evaluated or unpickled: metadata and attrs are parsed as JSON only.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -35,7 +35,10 @@ from kernbench.trace import limits
 from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.parquet import batches, open_parquet, read
-from kernbench.trace.rows import MAX_VALUE, Findings, ops_findings, tensor_findings
+from kernbench.trace.rows import MAX_VALUE, Finding, Findings, ops_findings, tensor_findings
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: the rules a finding belongs to; those sharing a name with a ``check`` invariant are shown
 #: under it (``schema``, ``dense_ids``, ``time_order``)
@@ -71,7 +74,8 @@ class Validation:
     """What the row rules found: exact counts per rule, the first ``KEEP`` findings each."""
 
     counts: dict[str, int]
-    findings: pl.DataFrame
+    #: the kept findings ``(rule, op_id, other_op_id, message)``, in the order found
+    findings: tuple[Finding, ...]
     #: the rows of a small ops.parquet (at most ``SMALL_OPS_ROWS``), decoded once as stored:
     #: replay reads them from here instead of decoding the file again
     ops: pa.Table | None = None
@@ -89,9 +93,13 @@ class Validation:
         return not any(n for r, n in self.counts.items() if r in REFUSING)
 
     def rule(self, name: str) -> pl.DataFrame:
-        """The kept findings listed under check invariant ``name``."""
-        shown = pl.col("rule").replace(SHOWN_AS)
-        return self.findings.filter(shown == name).drop("rule")
+        """The kept findings listed under check invariant ``name`` (``op_id``,
+        ``other_op_id``, ``message``), as a polars frame for ``check``."""
+        import polars as pl
+
+        rows = [f[1:] for f in self.findings if SHOWN_AS.get(f[0], f[0]) == name]
+        return pl.DataFrame(rows, schema={"op_id": pl.Int64, "other_op_id": pl.Int64,
+                                          "message": pl.String}, orient="row")
 
     def count(self, name: str) -> int:
         """How many findings check invariant ``name`` has (exact)."""
@@ -100,8 +108,7 @@ class Validation:
     def summary(self, where: str) -> str:
         """One line for the commands that refuse an invalid trace."""
         total = sum(n for r, n in self.counts.items() if r in REFUSING)
-        refusing = self.findings.filter(pl.col("rule").is_in(list(REFUSING)))
-        first = refusing.row(0, named=True)["message"] if refusing.height else ""
+        first = next((f[3] for f in self.findings if f[0] in REFUSING), "")
         return (f"{where}: invalid trace ({total} violation{'s' if total != 1 else ''}; first: "
                 f"{first}); `kernbench check` lists them")
 
@@ -198,5 +205,5 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
                      major)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, found.frame(), ops, tensors, opf, access)
+    return Validation(counts, tuple(found.rows), ops, tensors, opf, access)
 
