@@ -4,6 +4,10 @@ Operands, repeated row after row, are kept as each chunk's distinct operand tupl
 identity, plus the rows' indices into them; a batch converts each distinct operand once and
 gathers. Every column equals what converting the rows one by one gives, so ops.parquet's
 bytes do not depend on the chunking.
+
+Gathers and dictionary encodings are numpy and plain Arrow buffers, never
+``pyarrow.compute``: importing it costs about a tenth of a second, which is most of a small
+recording's own time (ADR-0635).
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.schemas.arrow import OPERAND
@@ -31,6 +34,24 @@ NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)
 
 
+def take_strings(values: list[str], idx: np.ndarray) -> pa.Array:
+    """The string array ``[values[i] for i in idx]``, gathered as bytes by numpy (the same
+    values ``pyarrow.compute.take`` gives, built from offsets and data buffers)."""
+    raw = [v.encode() for v in values]
+    u_len = np.fromiter(map(len, raw), np.int64, len(raw))
+    u_off = np.concatenate(([0], np.cumsum(u_len)))
+    u_data = np.frombuffer(b"".join(raw), np.uint8)
+    lens = u_len[idx]
+    offsets = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    if offsets[-1] >= 1 << 31:  # beyond a 32-bit string array's offsets
+        return pa.array(list(map(values.__getitem__, idx.tolist())), pa.string(),
+                        memory_pool=POOL)
+    pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
+    return pa.StringArray.from_buffers(len(idx), pa.py_buffer(offsets.astype(np.int32)),
+                                       pa.py_buffer(u_data[pos]))
+
+
 def _operand_struct(uniq: list[tuple], idx: np.ndarray, mask: pa.Array | None = None
                     ) -> pa.Array:
     """The OPERAND struct array of the operands ``uniq[idx]`` (``TensorHandle.operand``
@@ -45,13 +66,12 @@ def _operand_struct(uniq: list[tuple], idx: np.ndarray, mask: pa.Array | None = 
     pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
     shape = pa.ListArray.from_arrays(array(offsets.astype(np.int32)), array(u_vals[pos]),
                                      pool=POOL)
-    where = array(idx)
     children = [
-        pc.take(array(space, pa.string()), where, memory_pool=POOL),
+        take_strings(space, idx),
         array(np.array(pe, np.int32)[idx]),
         array(np.array(addr, np.int64)[idx]),
         shape,
-        pc.take(array(dtype, pa.string()), where, memory_pool=POOL),
+        take_strings(dtype, idx),
         array(np.array(transposed, np.bool_)[idx]),
     ]
     return pa.StructArray.from_arrays(children, fields=_OPERAND_FIELDS, mask=mask,
@@ -77,6 +97,10 @@ class Operands:
 
     def indices(self) -> np.ndarray:
         return np.concatenate(self.idx) if self.idx else np.zeros(0, np.int32)
+
+    def dtypes(self) -> set[str]:
+        """The dtypes of the operands added (each distinct operand is some row's)."""
+        return set(map(itemgetter(4), self.uniq))
 
     def operands(self, mask: pa.Array | None = None) -> pa.Array:
         """The rows' operands as an OPERAND struct array."""
@@ -104,11 +128,16 @@ def used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
     """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
     bytes then depend on the ops it uses, not on how many ops the table knows."""
     present = np.unique(codes)
+    words = vocabulary.to_pylist()
     return pa.DictionaryArray.from_arrays(
         array(np.searchsorted(present, codes).astype(np.int32)),
-        pc.take(vocabulary, array(present), memory_pool=POOL), memory_pool=POOL)
+        array([words[i] for i in present.tolist()], pa.string()), memory_pool=POOL)
 
 
 def dictionary(values: list[str]) -> pa.DictionaryArray:
-    """Strings dictionary-encoded in order of first appearance."""
-    return pc.dictionary_encode(array(values, pa.string()), memory_pool=POOL)
+    """Strings dictionary-encoded in order of first appearance (as
+    ``pyarrow.compute.dictionary_encode``: int32 codes)."""
+    code = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return pa.DictionaryArray.from_arrays(
+        array(np.fromiter(map(code.__getitem__, values), np.int32, len(values))),
+        array(list(code), pa.string()), memory_pool=POOL)
