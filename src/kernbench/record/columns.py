@@ -12,9 +12,9 @@ recording's own time (ADR-0635).
 
 from __future__ import annotations
 
-from functools import partial
 from itertools import chain
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +28,28 @@ from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, 
 #: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
 #: and the writer thread used, so a recording's peak RSS grew with its op count (ADR-0514)
 POOL = pa.system_memory_pool()
-array = partial(pa.array, memory_pool=POOL)
+#: the Arrow type of each numpy dtype the columns are built from
+_ARROW_OF = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32(),
+             np.dtype(np.int16): pa.int16(), np.dtype(np.bool_): pa.bool_()}
+
+
+def _bits(flags: np.ndarray) -> pa.Buffer:
+    return pa.py_buffer(np.packbits(flags, bitorder="little"))
+
+
+def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None = None
+          ) -> pa.Array:
+    """``pa.array(values, type, mask=mask)``; a 1-d numpy array (of a dtype ``_ARROW_OF``
+    names) is wrapped from its buffers instead, because ``pa.array`` of a numpy array asks
+    for ``numpy.ma``, whose import costs as much as a small recording (ADR-0635)."""
+    if not isinstance(values, np.ndarray):
+        return pa.array(values, type, mask=mask, memory_pool=POOL)
+    arrow = _ARROW_OF[values.dtype]
+    data = (_bits(values) if values.dtype == np.bool_
+            else pa.py_buffer(np.ascontiguousarray(values)))
+    valid = None if mask is None else _bits(~mask)
+    return pa.Array.from_buffers(arrow, len(values), [valid, data],
+                                 null_count=0 if mask is None else int(mask.sum()))
 #: the operand of a row that writes nothing (masked out)
 NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)
@@ -45,8 +66,7 @@ def take_strings(values: list[str], idx: np.ndarray) -> pa.Array:
     offsets = np.zeros(len(idx) + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
     if offsets[-1] >= 1 << 31:  # beyond a 32-bit string array's offsets
-        return pa.array(list(map(values.__getitem__, idx.tolist())), pa.string(),
-                        memory_pool=POOL)
+        return array(list(map(values.__getitem__, idx.tolist())), pa.string())
     pos = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - u_off[idx], lens)
     return pa.StringArray.from_buffers(len(idx), pa.py_buffer(offsets.astype(np.int32)),
                                        pa.py_buffer(u_data[pos]))
@@ -127,10 +147,12 @@ VERSION_2_OF = np.array([op in VERSION_2 for op in _OPS_ORDER], np.bool_)
 def used(codes: np.ndarray, vocabulary: pa.Array) -> pa.DictionaryArray:
     """Codes into the vocabulary's used values only, kept in vocabulary order: a trace's
     bytes then depend on the ops it uses, not on how many ops the table knows."""
-    present = np.unique(codes)
+    seen = np.bincount(codes, minlength=len(vocabulary)) > 0  # not np.unique: numpy.ma
+    present = np.flatnonzero(seen)
+    rank = np.cumsum(seen, dtype=np.int32) - 1
     words = vocabulary.to_pylist()
     return pa.DictionaryArray.from_arrays(
-        array(np.searchsorted(present, codes).astype(np.int32)),
+        array(rank[codes]),
         array([words[i] for i in present.tolist()], pa.string()), memory_pool=POOL)
 
 
