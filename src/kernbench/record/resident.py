@@ -10,7 +10,9 @@ The programs of a PE interleave exactly and deterministically: the scheduler alw
 the program with the earliest clock (ties: the lower program), and a running program hands
 over after any op that moves its clock past the next one's (``PE.maybe_yield``), so
 every engine of the PE sees its ops in issue-time order. A waiting program counts as a
-program whose clock is its slot's free time. IPCQ kernels run with ``k = 1`` (ADR-0522).
+program whose clock is its slot's free time; programs waiting for room in a full engine
+queue count as one, whose clock is when the queue has room (ADR-0636). IPCQ kernels run with
+``k = 1`` (ADR-0522).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import tempfile
+from collections import deque
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -108,7 +111,7 @@ class _Full:
 
     __slots__ = ("queue", "until", "programs")
 
-    def __init__(self, queue: Any) -> None:
+    def __init__(self, queue: deque[int]) -> None:
         self.queue = queue
         self.until = 0
         self.programs: list[tuple[int, Resident]] = []  # a heap by program
@@ -131,10 +134,10 @@ class _Schedule:
 
     def __init__(self, depth: int) -> None:
         self.ready: list[tuple[int, int, Resident]] = []
-        self.full: dict[Any, _Full] = {}
+        self.full: dict[int, _Full] = {}  # by id of the engine queue
         self.depth = depth
 
-    def put(self, r: Resident, engine_queue: Any) -> None:
+    def put(self, r: Resident, engine_queue: deque[int] | None) -> None:
         """``r`` handed over: at its clock, or waiting for room in ``engine_queue``."""
         if engine_queue is None:
             heapq.heappush(self.ready, (r.now, r.program, r))
@@ -146,9 +149,10 @@ class _Schedule:
             full.until = r.now
         heapq.heappush(full.programs, (r.program, r))
 
-    def earliest(self) -> tuple[tuple[int, int], Any] | None:
-        """(key, where) of the program to run next, by (clock, program); None: none."""
-        best: tuple[tuple[int, int], Any] | None = None
+    def earliest(self) -> tuple[tuple[int, int], _Full | None] | None:
+        """(key, where: its group or None for the heap) of the program to run next, by
+        (clock, program); None when there is none."""
+        best: tuple[tuple[int, int], _Full | None] | None = None
         if self.ready:
             now, program, _ = self.ready[0]
             best = ((now, program), None)
@@ -159,7 +163,7 @@ class _Schedule:
                     best = (key, full)
         return best
 
-    def take(self, where: Any) -> Resident:
+    def take(self, where: _Full | None) -> Resident:
         """Remove the program ``earliest`` named; a waiting one's clock moves to ``until``
         (the wait charged to its next op, as if it had stalled there itself)."""
         if where is None:
