@@ -50,6 +50,8 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
     valid = None if mask is None else _bits(~mask)
     return pa.Array.from_buffers(arrow, len(values), [valid, data],
                                  null_count=0 if mask is None else int(mask.sum()))
+
+
 #: the operand of a row that writes nothing (masked out)
 NULL_KEY = TensorHandle(Buffer("tcm", 0, 0, 0, None, ""), (), float32).operand
 _OPERAND_FIELDS = list(OPERAND)

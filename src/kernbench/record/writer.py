@@ -75,7 +75,6 @@ _OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
 _OPERAND = attrgetter("operand")
 
 
-
 def uses_version_3(dtypes: Iterable[str], attrs: list[str]) -> bool:
     """Whether a batch's rows need trace version 3: an operand of a version-3 dtype (among
     the batch's operand ``dtypes``) or a bitcast (in a row's ``attrs``) (ADR-0580)."""
