@@ -1,7 +1,9 @@
 """The built-in case registry: the kernel library's cases by name, built from parameters.
 
-Importing this module loads the built-in kernels (``kernbench.kernels``), which register
-their factories with ``kernbench.case.register_case``."""
+The built-in kernels register their factories with ``kernbench.case.register_case`` when
+they are imported; that happens on the first look-up of a name (``registry()``), not when this
+module loads, so building a user's factory case (``record MODULE:FUNC``) never imports them
+(ADR-0635)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from typing import Any
 
 from kernbench.case.case import Case, CaseFactory, factory_params, json_params, registered
 from kernbench.errors import BadInputError, KernbenchError, closest
-from kernbench.kernels import examples, flash, gqa, ring, streaming  # noqa: F401 (register)
 
 
 def registry() -> dict[str, CaseFactory]:
-    """Every registered case factory by name, the built-in ones included."""
+    """Every registered case factory by name, the built-in ones included (imported here, on
+    first use: importing them registers them)."""
+    from kernbench.kernels import examples, flash, gqa, ring, streaming  # noqa: F401
+
     return registered()
 
 

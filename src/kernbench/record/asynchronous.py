@@ -69,7 +69,8 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
             if until > now:
                 pe.carried_wait += until - now
                 pe.now = until
-            if pe.now >= pe.switch_at:
+            if pe.now >= pe.switch_at:  # hand over as a program waiting for room in the
+                pe.stalled_on = queue  # queue: the scheduler moves its clock as the queue grows
                 pe.maybe_yield()
         t_issue = now
     else:

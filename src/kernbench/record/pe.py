@@ -81,6 +81,8 @@ class PEDriver:
         self.queues: dict[Any, deque[int]] = {}  # the async policy's engine queues (starts)
         self.last_end = 0  # the end of the running program's last op (async)
         self.switch_at = resident.NEVER  # hand over to another resident program from then on
+        #: set when the running program hands over waiting for room in this engine queue
+        self.stalled_on: deque[int] | None = None
         self.peak = 0  # the scratch peak over this PE's slots (async)
         self.pipelinable = _PIPELINABLE
         self.by_op = self._by_op

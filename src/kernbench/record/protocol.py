@@ -48,6 +48,7 @@ class PE(Protocol):
     queues: dict[Any, deque[int]]  # engine -> the starts of its queued ops
     last_end: int
     switch_at: int
+    stalled_on: deque[int] | None  # the engine queue the program handing over waits on
     peak: int
     blocked_at: Any
     done: bool

@@ -10,13 +10,17 @@ The programs of a PE interleave exactly and deterministically: the scheduler alw
 the program with the earliest clock (ties: the lower program), and a running program hands
 over after any op that moves its clock past the next one's (``PE.maybe_yield``), so
 every engine of the PE sees its ops in issue-time order. A waiting program counts as a
-program whose clock is its slot's free time. IPCQ kernels run with ``k = 1`` (ADR-0522).
+program whose clock is its slot's free time; programs waiting for room in a full engine
+queue count as one, whose clock is when the queue has room (ADR-0636). IPCQ kernels run with
+``k = 1`` (ADR-0522).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import tempfile
+from collections import deque
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -95,6 +99,82 @@ def _save(pe: PE, r: Resident) -> None:
     r.last_end = pe.last_end
 
 
+class _Full:
+    """The programs of a PE waiting for room in one engine's queue (``asynchronous.timed``).
+
+    The queue holds the starts of its queued ops, ascending, minus those popped at some
+    program's clock; a program finds room at clock ``t`` once fewer than ``depth`` of them are
+    later than ``t``. So every waiting program may go on at the same time, ``until``: the
+    ``depth``-th latest start ever queued (it only grows), and the first of them to go on is
+    the lowest program. One key stands for them all; re-waking each one as the queue grows
+    (programs x ops hand-overs) changes nothing but its clock (ADR-0636)."""
+
+    __slots__ = ("queue", "until", "programs")
+
+    def __init__(self, queue: deque[int]) -> None:
+        self.queue = queue
+        self.until = 0
+        self.programs: list[tuple[int, Resident]] = []  # a heap by program
+
+    def key(self, depth: int) -> tuple[int, int]:
+        """(when the first waiting program goes on, which one). While a program waits, no
+        start at or after ``until`` is popped before this is asked again (each hand-over asks
+        it), so the ``depth``-th latest start still queued is the one ever queued."""
+        q = self.queue
+        if len(q) >= depth and q[len(q) - depth] > self.until:
+            self.until = q[len(q) - depth]
+        return self.until, self.programs[0][0]
+
+
+class _Schedule:
+    """The started, unfinished programs of a PE but the running one: a heap of those that
+    go on at their clock, and per engine the programs waiting for room in its queue."""
+
+    __slots__ = ("ready", "full", "depth")
+
+    def __init__(self, depth: int) -> None:
+        self.ready: list[tuple[int, int, Resident]] = []
+        self.full: dict[int, _Full] = {}  # by id of the engine queue
+        self.depth = depth
+
+    def put(self, r: Resident, engine_queue: deque[int] | None) -> None:
+        """``r`` handed over: at its clock, or waiting for room in ``engine_queue``."""
+        if engine_queue is None:
+            heapq.heappush(self.ready, (r.now, r.program, r))
+            return
+        full = self.full.get(id(engine_queue))
+        if full is None:
+            full = self.full[id(engine_queue)] = _Full(engine_queue)
+        if r.now > full.until:
+            full.until = r.now
+        heapq.heappush(full.programs, (r.program, r))
+
+    def earliest(self) -> tuple[tuple[int, int], _Full | None] | None:
+        """(key, where: its group or None for the heap) of the program to run next, by
+        (clock, program); None when there is none."""
+        best: tuple[tuple[int, int], _Full | None] | None = None
+        if self.ready:
+            now, program, _ = self.ready[0]
+            best = ((now, program), None)
+        for full in self.full.values():
+            if full.programs:
+                key = full.key(self.depth)
+                if best is None or key < best[0]:
+                    best = (key, full)
+        return best
+
+    def take(self, where: _Full | None) -> Resident:
+        """Remove the program ``earliest`` named; a waiting one's clock moves to ``until``
+        (the wait charged to its next op, as if it had stalled there itself)."""
+        if where is None:
+            return heapq.heappop(self.ready)[2]
+        _, r = heapq.heappop(where.programs)
+        if where.until > r.now:
+            r.carried_wait += where.until - r.now
+            r.now = where.until
+        return r
+
+
 def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], Any],
         k: int) -> Generator[simpy.Event, Any, None]:
     """The SimPy process of an ``async`` PE: its programs, ``k`` at a time."""
@@ -102,26 +182,25 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
     free_at = [pe.now] * k  # when each slot frees
     free = list(range(k))  # the slots nobody holds
     waiting = list(reversed(programs))
-    running: list[Resident] = []
+    others = _Schedule(pe.hw.engine_queue_depth)
+    live = 0  # programs started and not finished
     peak = 0
-    while waiting or running:
-        nxt = None
-        if waiting and free:
-            slot = min(free, key=lambda s: (free_at[s], s))
-            nxt = (free_at[slot], waiting[-1])
-        cur = min(running, key=lambda r: (r.now, r.program), default=None)
-        if cur is None or (nxt is not None and nxt < (cur.now, cur.program)):
+    while waiting or live:
+        slot = min(free, key=lambda s: (free_at[s], s)) if waiting and free else -1
+        nxt = None if slot < 0 else (free_at[slot], waiting[-1])
+        best = others.earliest()
+        if best is None or (nxt is not None and nxt < best[0]):
             cur = _start(pe, waiting.pop(), slot, free_at[slot], size, k, grid, body)
             free.remove(slot)
-            running.append(cur)
+            live += 1
             nxt = None
             if waiting and free:
                 s2 = min(free, key=lambda s: (free_at[s], s))
                 nxt = (free_at[s2], waiting[-1])
-        others = [(r.now, r.program) for r in running if r is not cur]
-        if nxt is not None:
-            others.append(nxt)
-        h = min(others, default=None)
+        else:
+            cur = others.take(best[1])
+        after = others.earliest()
+        h = nxt if after is None or (nxt is not None and nxt < after[0]) else after[0]
         pe.switch_at = NEVER if h is None else h[0] + (1 if cur.program < h[1] else 0)
         _load(pe, cur)
         while True:  # a request's handler answers in its buffers: the program resumes with None
@@ -134,6 +213,7 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
             pe.blocked_at = msg
             yield from RUN[type(msg)](msg, pe)
             pe.blocked_at = None
+        full, pe.stalled_on = pe.stalled_on, None
         if cur.greenlet.dead:
             if pe.unresolved:  # recv_async handles never consumed
                 yield from run_resolve(Resolve(list(pe.unresolved)), pe)
@@ -142,8 +222,10 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
             peak = max(peak, cur.ctx.scratch.peak)
             free_at[cur.slot] = end
             free.append(cur.slot)
-            running.remove(cur)
+            live -= 1
         _save(pe, cur)
+        if not cur.greenlet.dead:
+            others.put(cur, full)
     pe.set_loop(None)
     pe.peak = max(pe.peak, peak)
     pe.now = max(free_at)

@@ -12,7 +12,7 @@ columns, whatever the op count (ADR-0514).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kernbench.record.access import AccessWriter
 from kernbench.record.columns import (
@@ -75,16 +74,14 @@ _OP, _INPUTS, _OUT, _NUM, _NBYTES, _FLOPS, _ATTRS, _SRC = (
     ("name", "inputs", "output", "num_elements", "nbytes", "flops", "attrs", "src"))
 _OPERAND = attrgetter("operand")
 
-_V3_DTYPES = pa.array(sorted(V3_DTYPES), pa.string())
 
-
-def uses_version_3(inputs: pa.ListArray, output: pa.StructArray, attrs: pa.Array) -> bool:
-    """Whether a batch's rows need trace version 3: an operand of a version-3 dtype or a
-    bitcast (ADR-0580)."""
-    for dts in (inputs.flatten().field("dtype"), output.field("dtype")):
-        if len(dts) and pc.any(pc.is_in(dts, value_set=_V3_DTYPES)).as_py():
-            return True
-    return bool(len(attrs)) and bool(pc.any(pc.match_substring(attrs, BITCAST_ATTR)).as_py())
+def uses_version_3(dtypes: Iterable[str], attrs: list[str]) -> bool:
+    """Whether a batch's rows need trace version 3: an operand of a version-3 dtype (among
+    the batch's operand ``dtypes``) or a bitcast (in a row's ``attrs``) (ADR-0580)."""
+    if not V3_DTYPES.isdisjoint(dtypes):
+        return True
+    # canonical JSON never holds a raw newline, so no match spans two rows' attrs
+    return BITCAST_ATTR in "\n".join(attrs)
 
 
 class OpWriter:
@@ -203,7 +200,8 @@ class OpWriter:
             array(self._attrs, pa.string()), dictionary(self._src),
         ]
         if not self.wide:
-            self.wide = uses_version_3(inputs_arr, out_struct, arrays[OPS.names.index("attrs")])
+            self.wide = uses_version_3(self._in_ops.dtypes() | self._out_ops.dtypes(),
+                                       self._attrs)
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
         self._writing = self._pool.submit(self._pq.write_batch, batch)  # next batch records
