@@ -35,16 +35,18 @@ def _flat(mem: Memory, npd: np.dtype) -> np.ndarray:
 
 class _Scatter:
     """The write side of an element operand: ``view[...] = value`` stores the masked-in
-    elements of ``value`` at their addresses (``index`` into the memory's elements)."""
+    elements of ``value`` at their addresses (the operand's ``index`` into the memory's
+    elements)."""
 
-    __slots__ = ("flat", "index", "sel")
+    __slots__ = ("operand",)
 
-    def __init__(self, flat: np.ndarray, index: np.ndarray, sel: np.ndarray | None) -> None:
-        self.flat, self.index, self.sel = flat, index, sel
+    def __init__(self, operand: ElementOperand) -> None:
+        self.operand = operand
 
     def __setitem__(self, key: Any, value: np.ndarray) -> None:
+        o = self.operand
         v = np.asarray(value).reshape(-1)
-        self.flat[self.index] = v if self.sel is None else v[self.sel]
+        o.flat[o.index] = v if o.sel is None else v[o.sel]  # type: ignore[index]
 
 
 class ElementOperand(Operand):
@@ -53,13 +55,19 @@ class ElementOperand(Operand):
     ``tile``: the elements as a strided view of memory when the tile is unmasked, strided
     and inside one tensor (None otherwise)."""
 
-    __slots__ = ("index", "sel", "flat", "region", "tile")
+    __slots__ = ("moved", "_index", "sel", "flat", "region", "tile")
+    moved: np.ndarray | None
+    _index: np.ndarray | None
+    sel: np.ndarray | None
+    flat: np.ndarray | None
+    region: tuple[int, int, str] | None
+    tile: np.ndarray | None
 
     def __init__(self, raw: Operand, store: MemoryStore, rel: np.ndarray,
                  mask: np.ndarray | None,
                  geometry: tuple[tuple[int, ...], int, int, int] | None = None) -> None:
         super().__init__(raw.space, raw.pe, raw.addr, raw.shape, raw.dtype, raw.transposed)
-        self.index = self.sel = self.flat = self.region = self.tile = None
+        self.moved = self._index = self.sel = self.flat = self.region = self.tile = None
         npd = NP_DTYPES.get(raw.dtype)
         if npd is None:
             self.error = f"unknown dtype {raw.dtype!r}"
@@ -116,9 +124,18 @@ class ElementOperand(Operand):
         self.lo, self.hi = lo, hi
         self.mem, self.valid, self.region = mem, mem.valid, region
         self.flat = _flat(mem, npd)
-        self.index = moved + self.addr // npd.itemsize
+        self.moved = moved
         self.sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
-        self.view = _Scatter(self.flat, self.index, self.sel)  # type: ignore[assignment]
+        self.view = _Scatter(self)  # type: ignore[assignment]
+
+    @property
+    def index(self) -> np.ndarray | None:
+        """The masked-in elements' indices into the memory as an array of the dtype, in tile
+        order (None when the operand could not be placed); made on first use (a load read
+        as a strided ``tile`` never needs it)."""
+        if self._index is None and self.moved is not None:
+            self._index = self.moved + self.addr // self.npd.itemsize
+        return self._index
 
     def gather(self, other: Any = 0) -> np.ndarray:
         """The tile as read now: masked-off elements take ``other``."""

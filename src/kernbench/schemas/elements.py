@@ -179,13 +179,13 @@ def geometry(attrs: Mapping[str, Any], shape: tuple[int, ...]
     Memoised per geometry; for attrs ``elements`` accepted."""
     if "strides" not in attrs or not all(n > 0 for n in shape):
         return None
-    strides, base = strides_of(attrs, shape)
-    key = (tuple(shape), tuple(strides), base)
+    base = attrs.get("base", 0)  # both checked by ``elements`` (``strides_of``)
+    key = (tuple(shape), tuple(attrs["strides"]), base)
     hit = _GEOMETRY.get(key)
     if hit is None:
         if len(_GEOMETRY) >= _MEMO_TILES:
             _GEOMETRY.clear()
-        hit = _GEOMETRY[key] = (key[1], base, *off.span(shape, strides, base))
+        hit = _GEOMETRY[key] = (key[1], base, *off.span(shape, key[1], base))
     return hit
 
 
