@@ -24,8 +24,9 @@ errors name the same op. ``engine.BATCH`` False turns batching off (the tests co
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from itertools import chain
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -86,8 +87,8 @@ class Late:
 def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[Any]:
     """``steps`` with the late steps of every signature run outside a batch bound."""
     alone = np.ones(len(sig), bool)
-    for u in found:
-        alone[u.members] = False
+    if found:
+        alone[np.fromiter(chain.from_iterable(u.members for u in found), np.int64)] = False
     out = list(steps)
     for j in distinct(sig[alone]).tolist():
         if isinstance(out[j], Late):
@@ -240,9 +241,9 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
     return Batch(step, gathers, target, o0.npd)
 
 
-@dataclass(frozen=True)
-class Unit:
-    """A batch at positions ``[start, end)``: its members' positions and its call."""
+class Unit(NamedTuple):
+    """A batch at positions ``[start, end)``: its members' positions and its call (a named
+    tuple: thousands are made per window, and a frozen dataclass's init costs ~4x more)."""
 
     start: int
     end: int
@@ -265,15 +266,15 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
             cls[j] = -2
     if not classes:
         return []
-    sig_list = sig.tolist()
+    step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
     found = []
     made = program.batches
     for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
                                    (flags & DEFERRED) != 0, chunk):
-        sigs = [sig_list[k] for k in members]
-        name = tuple([steps[j] for j in sigs])  # a signature's step is its identity
+        name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
+            sigs = [int(sig[k]) for k in members]
             _, op, attrs, ctx = program.sig_batch[sigs[0]]
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
