@@ -274,7 +274,7 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
         name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
-            sigs = [int(sig[k]) for k in members]
+            sigs = sig[members].tolist()
             _, op, attrs, ctx = program.sig_batch[sigs[0]]
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
