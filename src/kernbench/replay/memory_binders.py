@@ -158,8 +158,27 @@ def _elements(attrs: dict, ins: tuple, out: Any, ctx: BindContext, pos: str
     need(raw is not None, "an indexed row needs its HBM operand")
     need(raw.space == "hbm", f"an indexed operand must be in hbm, not {raw.space!r}")
     rel, mask = ix.elements(attrs, raw.shape, ctx.access)
-    el = ElementOperand(raw, ctx.store, rel, mask, ix.geometry(attrs, raw.shape))
+    # the programs of a grid load the same tiles (a matmul's A tile in every program of its
+    # row): one operand per (operand, element arrays). The arrays are memoised, read-only
+    # and kept alive by the entry, so their ids name their contents while it exists.
+    if rel.size > _SHARED_ELEMENTS:
+        el = ElementOperand(raw, ctx.store, rel, mask, ix.geometry(attrs, raw.shape))
+        return ((el, *ins[1:]), out) if pos == "in" else (ins, el)
+    cache = ctx.store.elements
+    key = (raw, id(rel), id(mask))
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= _MAX_SHARED:
+            cache.clear()
+        hit = cache[key] = (ElementOperand(raw, ctx.store, rel, mask,
+                                           ix.geometry(attrs, raw.shape)), rel, mask)
+    el = hit[0]
     return ((el, *ins[1:]), out) if pos == "in" else (ins, el)
+
+
+#: element operands kept for sharing, of tiles of at most so many elements (an entry holds
+#: its offsets, mask and, once used, index array: at most ~100 MiB in all)
+_MAX_SHARED, _SHARED_ELEMENTS = 1024, 4096
 
 
 def _bind_read(plain: Callable) -> Callable:
