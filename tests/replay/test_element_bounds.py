@@ -88,3 +88,17 @@ def test_a_tile_leaving_its_tensor_keeps_the_per_element_message(addr, attrs, me
     op = _bind(_store(), addr, attrs, None, True)
     assert op.tile is None and op.error is not None
     assert message in op.error
+
+
+def test_rows_of_one_operand_and_one_tile_share_one_element_operand() -> None:
+    from kernbench.replay.binding import BindContext
+    from kernbench.replay.memory_binders import _elements
+
+    store = _store()
+    raw = store.operand("hbm", 0, 100, (3, 4), "float32", False)
+    ctxs = [BindContext(store, pe) for pe in (0, 1)]  # rows of two programs
+    one, two = (_elements({"strides": [5, 1]}, (raw,), None, c, "in")[0][0] for c in ctxs)
+    other = _elements({"strides": [6, 1]}, (raw,), None, ctxs[0], "in")[0][0]
+    assert one is two and other is not one
+    assert np.array_equal(other.gather(), _bind(store, 100, {"strides": [6, 1]}, None,
+                                                False).gather())
