@@ -106,17 +106,37 @@ def _layout(o: Operand) -> tuple[Any, ...] | None:
     return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 
 
-def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | None
-        ) -> tuple[Any, ...] | None:
+class KeyMemo(NamedTuple):
+    """What ``key`` found per (op, attrs text) and per operand, kept by one decode: a
+    window's thousands of signatures share a few attrs and operands."""
+
+    shifts: dict[tuple[Op, str], bool]
+    layouts: dict[Operand, tuple[Any, ...] | None]
+
+
+def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | None,
+        memo: KeyMemo | None = None) -> tuple[Any, ...] | None:
     """The class of an op signature (``attrs`` parsed from ``text``): signatures of one
     class may run as one call (None: this one never batches)."""
-    shift = ATTRS.get(op)
-    if shift is None or out is None or not isinstance(attrs, dict) or shift(attrs) is None:
+    if out is None:
         return None
-    layouts = [_layout(o) for o in (*ins, out)]
-    if any(x is None for x in layouts):
+    memo = memo or KeyMemo({}, {})
+    ok = memo.shifts.get((op, text))
+    if ok is None:
+        shift = ATTRS.get(op)
+        ok = memo.shifts[op, text] = (shift is not None and isinstance(attrs, dict)
+                                      and shift(attrs) is not None)
+    if not ok:
         return None
-    return op, text, *layouts
+    layouts = []
+    for o in (*ins, out):  # operands are compared by identity: one object per operand
+        lay = memo.layouts.get(o, False)
+        if lay is False:
+            lay = memo.layouts[o] = _layout(o)
+        if lay is None:
+            return None
+        layouts.append(lay)
+    return (op, text, *layouts)
 
 
 def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
