@@ -50,10 +50,9 @@ class _Scatter:
 
 
 class ElementOperand(Operand):
-    """An HBM operand that is a set of elements: ``index`` (into the memory as an array of
-    the dtype) of the masked-in elements, ``sel`` their tile positions (None: all);
-    ``tile``: the elements as a strided view of memory when the tile is unmasked, strided
-    and inside one tensor (None otherwise)."""
+    """An HBM operand that is a set of elements: ``index`` of the masked-in elements,
+    ``sel`` their tile positions (None: all); ``tile`` a strided view of memory when the
+    tile is unmasked, strided and inside one tensor (ADR-0640)."""
 
     __slots__ = ("moved", "_index", "sel", "flat", "region", "tile")
     moved: np.ndarray | None
@@ -64,8 +63,7 @@ class ElementOperand(Operand):
     tile: np.ndarray | None
 
     def __init__(self, raw: Operand, store: MemoryStore, rel: np.ndarray,
-                 mask: np.ndarray | None,
-                 geometry: tuple[tuple[int, ...], int, int, int] | None = None) -> None:
+                 mask: np.ndarray | None, geometry: ix.Geometry | None = None) -> None:
         super().__init__(raw.space, raw.pe, raw.addr, raw.shape, raw.dtype, raw.transposed)
         self.moved = self._index = self.sel = self.flat = self.region = self.tile = None
         npd = NP_DTYPES.get(raw.dtype)
@@ -86,9 +84,8 @@ class ElementOperand(Operand):
                                            strides=tuple(s * isz for s in strides))
                 moved = ix.moved(rel, mask)
                 if mask is not None:  # the bytes of the moved elements only
-                    lo, hi = ((raw.addr + int(moved.min()) * isz,
-                               raw.addr + (int(moved.max()) + 1) * isz) if len(moved)
-                              else (raw.addr, raw.addr))
+                    lo, hi = ((raw.addr + int(moved.min()) * isz, raw.addr + (
+                        int(moved.max()) + 1) * isz) if len(moved) else (raw.addr,) * 2)
                 self._place(mem, region, npd, moved, mask, lo, hi)
                 return
         moved = ix.moved(rel, mask)
@@ -119,8 +116,7 @@ class ElementOperand(Operand):
 
     def _place(self, mem: Memory, region: tuple[int, int, str] | None, npd: np.dtype,
                moved: np.ndarray, mask: np.ndarray | None, lo: int, hi: int) -> None:
-        """Bind the checked elements ``moved`` (relative, in tile order) spanning the bytes
-        ``[lo, hi)``."""
+        """Bind the checked elements ``moved`` (relative, tile order) in bytes ``[lo, hi)``."""
         self.lo, self.hi = lo, hi
         self.mem, self.valid, self.region = mem, mem.valid, region
         self.flat = _flat(mem, npd)
@@ -130,9 +126,8 @@ class ElementOperand(Operand):
 
     @property
     def index(self) -> np.ndarray | None:
-        """The masked-in elements' indices into the memory as an array of the dtype, in tile
-        order (None when the operand could not be placed); made on first use (a load read
-        as a strided ``tile`` never needs it)."""
+        """The masked-in elements' indices into the memory (as an array of the dtype), in
+        tile order; made on first use (a load read as a strided ``tile`` never needs it)."""
         if self._index is None and self.moved is not None:
             self._index = self.moved + self.addr // self.npd.itemsize
         return self._index
@@ -158,13 +153,9 @@ def _elements(attrs: dict, ins: tuple, out: Any, ctx: BindContext, pos: str
     need(raw is not None, "an indexed row needs its HBM operand")
     need(raw.space == "hbm", f"an indexed operand must be in hbm, not {raw.space!r}")
     rel, mask = ix.elements(attrs, raw.shape, ctx.access)
-    # the programs of a grid load the same tiles (a matmul's A tile in every program of its
-    # row): one operand per (operand, element arrays). The arrays are memoised, read-only
-    # and kept alive by the entry, so their ids name their contents while it exists.
-    if rel.size > _SHARED_ELEMENTS:
-        el = ElementOperand(raw, ctx.store, rel, mask, ix.geometry(attrs, raw.shape))
-        return ((el, *ins[1:]), out) if pos == "in" else (ins, el)
-    cache = ctx.store.elements
+    # a grid's programs load the same tiles: one operand per (operand, element arrays); the
+    # arrays are memoised, read-only and kept alive by the entry: their ids name them.
+    cache = ctx.store.elements if rel.size <= _SHARED_ELEMENTS else {}
     key = (raw, id(rel), id(mask))
     hit = cache.get(key)
     if hit is None:

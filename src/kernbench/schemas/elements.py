@@ -171,8 +171,11 @@ def _strided(shape: tuple[int, ...], strides: Sequence[int], base: int) -> np.nd
     return np.broadcast_to(out, shape)
 
 
-def geometry(attrs: Mapping[str, Any], shape: tuple[int, ...]
-             ) -> tuple[tuple[int, ...], int, int, int] | None:
+#: a strided tile's (strides, base, lowest, highest relative offset)
+Geometry = tuple[tuple[int, ...], int, int, int]
+
+
+def geometry(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> Geometry | None:
     """``(strides, base, lowest, highest)`` of a strided tile: the lowest and highest offset
     relative to the operand address over every element, masked-off ones included (a
     superset of the moved elements), exact; None for an ``access`` row or an empty tile.
@@ -189,8 +192,7 @@ def geometry(attrs: Mapping[str, Any], shape: tuple[int, ...]
     return hit
 
 
-_GEOMETRY: dict[tuple[tuple[int, ...], tuple[int, ...], int],
-                tuple[tuple[int, ...], int, int, int]] = {}
+_GEOMETRY: dict[tuple[tuple[int, ...], tuple[int, ...], int], Geometry] = {}
 
 
 def strides_of(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> tuple[list[int], int]:
