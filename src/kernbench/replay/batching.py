@@ -24,8 +24,9 @@ errors name the same op. ``engine.BATCH`` False turns batching off (the tests co
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from itertools import chain
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -86,8 +87,8 @@ class Late:
 def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[Any]:
     """``steps`` with the late steps of every signature run outside a batch bound."""
     alone = np.ones(len(sig), bool)
-    for u in found:
-        alone[u.members] = False
+    if found:
+        alone[np.fromiter(chain.from_iterable(u.members for u in found), np.int64)] = False
     out = list(steps)
     for j in distinct(sig[alone]).tolist():
         if isinstance(out[j], Late):
@@ -105,17 +106,37 @@ def _layout(o: Operand) -> tuple[Any, ...] | None:
     return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 
 
-def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | None
-        ) -> tuple[Any, ...] | None:
+class KeyMemo(NamedTuple):
+    """What ``key`` found per (op, attrs text) and per operand, kept by one decode: a
+    window's thousands of signatures share a few attrs and operands."""
+
+    shifts: dict[tuple[Op, str], bool]
+    layouts: dict[Operand, tuple[Any, ...] | None]
+
+
+def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | None,
+        memo: KeyMemo | None = None) -> tuple[Any, ...] | None:
     """The class of an op signature (``attrs`` parsed from ``text``): signatures of one
     class may run as one call (None: this one never batches)."""
-    shift = ATTRS.get(op)
-    if shift is None or out is None or not isinstance(attrs, dict) or shift(attrs) is None:
+    if out is None:
         return None
-    layouts = [_layout(o) for o in (*ins, out)]
-    if any(x is None for x in layouts):
+    memo = memo or KeyMemo({}, {})
+    ok = memo.shifts.get((op, text))
+    if ok is None:
+        shift = ATTRS.get(op)
+        ok = memo.shifts[op, text] = (shift is not None and isinstance(attrs, dict)
+                                      and shift(attrs) is not None)
+    if not ok:
         return None
-    return op, text, *layouts
+    layouts = []
+    for o in (*ins, out):  # operands are compared by identity: one object per operand
+        lay = memo.layouts.get(o, False)
+        if lay is False:
+            lay = memo.layouts[o] = _layout(o)
+        if lay is None:
+            return None
+        layouts.append(lay)
+    return (op, text, *layouts)
 
 
 def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
@@ -240,9 +261,9 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
     return Batch(step, gathers, target, o0.npd)
 
 
-@dataclass(frozen=True)
-class Unit:
-    """A batch at positions ``[start, end)``: its members' positions and its call."""
+class Unit(NamedTuple):
+    """A batch at positions ``[start, end)``: its members' positions and its call (a named
+    tuple: thousands are made per window, and a frozen dataclass's init costs ~4x more)."""
 
     start: int
     end: int
@@ -265,15 +286,15 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
             cls[j] = -2
     if not classes:
         return []
-    sig_list = sig.tolist()
+    step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
     found = []
     made = program.batches
     for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
                                    (flags & DEFERRED) != 0, chunk):
-        sigs = [sig_list[k] for k in members]
-        name = tuple([steps[j] for j in sigs])  # a signature's step is its identity
+        name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
+            sigs = sig[members].tolist()
             _, op, attrs, ctx = program.sig_batch[sigs[0]]
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],

@@ -214,6 +214,7 @@ class _Binder:
         self.access = access
         self.attrs: dict[int, Any] = {}
         self.contexts: dict[int, BindContext] = {}
+        self.keys = batching.KeyMemo({}, {})
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
                                             Operand | None, Any]:
@@ -234,7 +235,7 @@ class _Binder:
                     return _failing(msg), ins, (), out, None
         checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
         attrs = self._attrs(row[1])
-        k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out)
+        k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out, self.keys)
         if k is None:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
         # may run batched: bound when the engine first needs it alone

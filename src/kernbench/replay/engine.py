@@ -242,7 +242,9 @@ def _run(recs: list[tuple[Any, Operand | None]], flags: list[int],
         for k0 in range(0, n, FLUSH_CHECK_EVERY):
             a, k1 = k0, min(k0 + FLUSH_CHECK_EVERY, n)
             while unit is not None and unit.start < k1:
-                k, failure = _plain(recs, flags, after, values, pending, a, unit.start)
+                failure = None
+                if a < unit.start:  # most batches follow one another directly
+                    k, failure = _plain(recs, flags, after, values, pending, a, unit.start)
                 if failure is None:
                     k, failure = _batched(unit, recs, flags, after, values, pending)
                 if failure is not None:

@@ -35,28 +35,37 @@ def _flat(mem: Memory, npd: np.dtype) -> np.ndarray:
 
 class _Scatter:
     """The write side of an element operand: ``view[...] = value`` stores the masked-in
-    elements of ``value`` at their addresses (``index`` into the memory's elements)."""
+    elements of ``value`` at their addresses (the operand's ``index`` into the memory's
+    elements)."""
 
-    __slots__ = ("flat", "index", "sel")
+    __slots__ = ("operand",)
 
-    def __init__(self, flat: np.ndarray, index: np.ndarray, sel: np.ndarray | None) -> None:
-        self.flat, self.index, self.sel = flat, index, sel
+    def __init__(self, operand: ElementOperand) -> None:
+        self.operand = operand
 
     def __setitem__(self, key: Any, value: np.ndarray) -> None:
+        o = self.operand
         v = np.asarray(value).reshape(-1)
-        self.flat[self.index] = v if self.sel is None else v[self.sel]
+        o.flat[o.index] = v if o.sel is None else v[o.sel]  # type: ignore[index]
 
 
 class ElementOperand(Operand):
-    """An HBM operand that is a set of elements: ``index`` (into the memory as an array of
-    the dtype) of the masked-in elements, ``sel`` their tile positions (None: all)."""
+    """An HBM operand that is a set of elements: ``index`` of the masked-in elements,
+    ``sel`` their tile positions (None: all); ``tile`` a strided view of memory when the
+    tile is unmasked, strided and inside one tensor (ADR-0640)."""
 
-    __slots__ = ("index", "sel", "flat", "region")
+    __slots__ = ("moved", "_index", "sel", "flat", "region", "tile")
+    moved: np.ndarray | None
+    _index: np.ndarray | None
+    sel: np.ndarray | None
+    flat: np.ndarray | None
+    region: tuple[int, int, str] | None
+    tile: np.ndarray | None
 
     def __init__(self, raw: Operand, store: MemoryStore, rel: np.ndarray,
-                 mask: np.ndarray | None) -> None:
+                 mask: np.ndarray | None, geometry: ix.Geometry | None = None) -> None:
         super().__init__(raw.space, raw.pe, raw.addr, raw.shape, raw.dtype, raw.transposed)
-        self.index = self.sel = self.flat = self.region = None
+        self.moved = self._index = self.sel = self.flat = self.region = self.tile = None
         npd = NP_DTYPES.get(raw.dtype)
         if npd is None:
             self.error = f"unknown dtype {raw.dtype!r}"
@@ -64,9 +73,23 @@ class ElementOperand(Operand):
         mem = store.memory(raw.space, raw.pe)
         isz = npd.itemsize
         region = mem.region_of(raw.addr, raw.addr + isz)
+        self.npd, self.nbytes = npd, int(rel.size) * isz
+        if geometry is not None and region is not None and not raw.addr % isz:
+            strides, base, first, last = geometry
+            lo, hi = raw.addr + first * isz, raw.addr + (last + 1) * isz
+            if region[0] <= lo and hi <= region[1]:  # every element inside: none to check
+                if mask is None:
+                    self.tile = np.ndarray(raw.shape, npd, buffer=mem.buf,
+                                           offset=raw.addr + base * isz,
+                                           strides=tuple(s * isz for s in strides))
+                moved = ix.moved(rel, mask)
+                if mask is not None:  # the bytes of the moved elements only
+                    lo, hi = ((raw.addr + int(moved.min()) * isz, raw.addr + (
+                        int(moved.max()) + 1) * isz) if len(moved) else (raw.addr,) * 2)
+                self._place(mem, region, npd, moved, mask, lo, hi)
+                return
         moved = ix.moved(rel, mask)
         sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
-        self.npd, self.nbytes = npd, int(rel.size) * isz
         if raw.addr % isz:
             self.error = f"address {raw.addr} is not aligned to its {raw.dtype} elements"
             return
@@ -88,17 +111,31 @@ class ElementOperand(Operand):
                 self.error = (f"element at tile index {at} (offset {int(moved[k])} from "
                               f"{raw.addr}) is outside tensor {region[2]!r} [{lo}, {hi})")  # type: ignore[index]
                 return
-            self.lo, self.hi = int(addrs.min()), int(addrs.max()) + isz
-        else:
-            self.lo = self.hi = raw.addr
+        lo, hi = (int(addrs.min()), int(addrs.max()) + isz) if len(moved) else (raw.addr,) * 2
+        self._place(mem, region, npd, moved, mask, lo, hi)
+
+    def _place(self, mem: Memory, region: tuple[int, int, str] | None, npd: np.dtype,
+               moved: np.ndarray, mask: np.ndarray | None, lo: int, hi: int) -> None:
+        """Bind the checked elements ``moved`` (relative, tile order) in bytes ``[lo, hi)``."""
+        self.lo, self.hi = lo, hi
         self.mem, self.valid, self.region = mem, mem.valid, region
         self.flat = _flat(mem, npd)
-        self.index = addrs // isz
-        self.sel = sel
-        self.view = _Scatter(self.flat, self.index, sel)  # type: ignore[assignment]
+        self.moved = moved
+        self.sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
+        self.view = _Scatter(self)  # type: ignore[assignment]
+
+    @property
+    def index(self) -> np.ndarray | None:
+        """The masked-in elements' indices into the memory (as an array of the dtype), in
+        tile order; made on first use (a load read as a strided ``tile`` never needs it)."""
+        if self._index is None and self.moved is not None:
+            self._index = self.moved + self.addr // self.npd.itemsize
+        return self._index
 
     def gather(self, other: Any = 0) -> np.ndarray:
         """The tile as read now: masked-off elements take ``other``."""
+        if self.tile is not None:  # a view: the engine copies it at the read time
+            return self.tile
         if self.sel is None:
             return self.flat[self.index].reshape(self.shape)  # type: ignore[index]
         with np.errstate(all="ignore"):
@@ -116,8 +153,23 @@ def _elements(attrs: dict, ins: tuple, out: Any, ctx: BindContext, pos: str
     need(raw is not None, "an indexed row needs its HBM operand")
     need(raw.space == "hbm", f"an indexed operand must be in hbm, not {raw.space!r}")
     rel, mask = ix.elements(attrs, raw.shape, ctx.access)
-    el = ElementOperand(raw, ctx.store, rel, mask)
+    # a grid's programs load the same tiles: one operand per (operand, element arrays); the
+    # arrays are memoised, read-only and kept alive by the entry: their ids name them.
+    cache = ctx.store.elements if rel.size <= _SHARED_ELEMENTS else {}
+    key = (raw, id(rel), id(mask))
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= _MAX_SHARED:
+            cache.clear()
+        hit = cache[key] = (ElementOperand(raw, ctx.store, rel, mask,
+                                           ix.geometry(attrs, raw.shape)), rel, mask)
+    el = hit[0]
     return ((el, *ins[1:]), out) if pos == "in" else (ins, el)
+
+
+#: element operands kept for sharing, of tiles of at most so many elements (an entry holds
+#: its offsets, mask and, once used, index array: at most ~100 MiB in all)
+_MAX_SHARED, _SHARED_ELEMENTS = 1024, 4096
 
 
 def _bind_read(plain: Callable) -> Callable:

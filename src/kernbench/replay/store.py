@@ -177,6 +177,9 @@ class MemoryStore:
         self.memories: dict[tuple[str, int], Memory] = {}
         self._banks: dict[str, np.ndarray] = {}
         self._operands: dict[tuple, Operand] = {}
+        #: element operands of indexed rows, shared by rows of equal operand and elements
+        #: (``memory_binders``); dropped with the operands
+        self.elements: dict[tuple, Any] = {}
 
     # -- memories --------------------------------------------------------------------
     def memory(self, space: str, pe: int) -> Memory:
@@ -264,6 +267,7 @@ class MemoryStore:
     def forget_operands(self) -> None:
         """Drop the operand cache (operands in use stay valid; new ones are resolved again)."""
         self._operands.clear()
+        self.elements.clear()
 
 
 def _regions_text(mem: Memory, limit: int = 4) -> str:

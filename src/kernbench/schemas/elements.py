@@ -171,6 +171,30 @@ def _strided(shape: tuple[int, ...], strides: Sequence[int], base: int) -> np.nd
     return np.broadcast_to(out, shape)
 
 
+#: a strided tile's (strides, base, lowest, highest relative offset)
+Geometry = tuple[tuple[int, ...], int, int, int]
+
+
+def geometry(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> Geometry | None:
+    """``(strides, base, lowest, highest)`` of a strided tile: the lowest and highest offset
+    relative to the operand address over every element, masked-off ones included (a
+    superset of the moved elements), exact; None for an ``access`` row or an empty tile.
+    Memoised per geometry; for attrs ``elements`` accepted."""
+    if "strides" not in attrs or not all(n > 0 for n in shape):
+        return None
+    base = attrs.get("base", 0)  # both checked by ``elements`` (``strides_of``)
+    key = (tuple(shape), tuple(attrs["strides"]), base)
+    hit = _GEOMETRY.get(key)
+    if hit is None:
+        if len(_GEOMETRY) >= _MEMO_TILES:
+            _GEOMETRY.clear()
+        hit = _GEOMETRY[key] = (key[1], base, *off.span(shape, key[1], base))
+    return hit
+
+
+_GEOMETRY: dict[tuple[tuple[int, ...], tuple[int, ...], int], Geometry] = {}
+
+
 def strides_of(attrs: Mapping[str, Any], shape: tuple[int, ...]) -> tuple[list[int], int]:
     """(strides, base) of a strided row; ValueError when they do not fit the tile."""
     strides = attrs["strides"]
