@@ -14,6 +14,7 @@ import simpy
 
 from kernbench import __version__
 from kernbench.case import Case
+from kernbench.case.stored_roles import StoredRoles, layout_specs
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
 from kernbench.record.bounds import OpBound, check_grid, counted
 from kernbench.record.handle import HbmTensor, Pointer
@@ -33,7 +34,7 @@ HBM_ALIGN = 4096
 def layout(case: Case) -> dict[str, HbmTensor]:
     """HBM placement: tensors in declaration order, each 4 KiB aligned, one address space."""
     out, cursor = {}, 0
-    for name, spec in case.tensors.items():
+    for name, spec in layout_specs(case.tensors).items():
         out[name] = HbmTensor(name, cursor, spec.shape, spec.dtype)
         cursor += -(-spec.nbytes // HBM_ALIGN) * HBM_ALIGN
     return out
@@ -141,13 +142,18 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     tensors = layout(case)
     out = Path(out)
     _check_out(out)
+    pending = case.tensors if isinstance(case.tensors, StoredRoles) else None
     with atomic_dir(out) as tmp:
+        if pending is not None:
+            pending.begin()  # its roles are the stores this recording sees
         k = occupancy(hw, math.prod(int(g) for g in case.grid),
                       lambda alone, path: _peak_alone(case, alone, path, tensors))
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
             drivers = run_programs(case, hw, writer, tensors, k)
             writer.close()
+            if pending is not None:
+                pending.settle()
         except BaseException:
             writer.abort()
             raise

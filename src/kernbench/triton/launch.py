@@ -6,9 +6,11 @@ params the launch's JSON-able values (scalar arguments, constexprs, ``num_warps`
 ``num_stages``, ``config``) as the manifest records them. It runs the rebound kernel body
 with Triton values: pointers, concrete scalar arguments, plain constexprs.
 
-Default outputs are the arrays the kernel stores to, found by a dry recording of the launch
-(cached per kernel and argument shapes in this process); ``outputs=`` skips it, and so does
-replay rebuilding a recorded launch (the trace's tensor roles name the outputs).
+Default outputs are the arrays the kernel stores to (cached per kernel and argument shapes in
+this process): the recording of the case sees its stores and settles the roles
+(``case.stored_roles``); a look at a tensor's role before any recording makes a dry recording
+of the launch to find them. ``outputs=`` skips both, and so does replay rebuilding a recorded
+launch (the trace's tensor roles name the outputs).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sysconfig
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FunctionType
 from typing import NoReturn
@@ -27,6 +29,7 @@ import numpy as np
 
 from kernbench.case import Case, data, tensor
 from kernbench.case.recorded import recorded_roles
+from kernbench.case.stored_roles import StoredRoles
 from kernbench.errors import BadInputError, KernbenchError, KernelError
 from kernbench.record.handle import Pointer
 from kernbench.record.kernel import Kernel
@@ -187,14 +190,25 @@ def _zero_d_reference(reference: Callable[..., dict[str, np.ndarray]],
     return ref
 
 
+def _stored_key(launch: Launch, case: Case) -> tuple:
+    return (id(launch.info.fn), launch.grid, tuple(sorted(case.params.items())),
+            tuple((n, launch.array(n).shape, launch.array(n).dtype.str) for n in launch.arrays))
+
+
+def _seen(key: tuple) -> frozenset[str]:
+    """The arrays the recording that just ran stored to (kept for the next case like it)."""
+    got = _STORED_CACHE[key] = frozenset(memory.STORED)
+    memory.STORED.clear()
+    return got
+
+
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     """The array parameters the kernel stores to (or updates atomically): a dry recording."""
     from kernbench.record.recorder import layout, run_programs
     from kernbench.record.writer import OpWriter
     from kernbench.trace.hw import load_hw
 
-    key = (id(launch.info.fn), launch.grid, tuple(sorted(case.params.items())),
-           tuple((n, launch.array(n).shape, launch.array(n).dtype.str) for n in launch.arrays))
+    key = _stored_key(launch, case)
     got = _STORED_CACHE.get(key)
     if got is None:
         memory.STORED.clear()
@@ -235,8 +249,13 @@ def case(kernel: object, grid: Grid, *args: object, name: str | None = None,
         # replay rebuilding a recorded launch: the trace's roles name the outputs
         outs = [n for n in launch.arrays if recorded[n] in ("output", "inout")]
     else:
-        dry = _build(launch, name, {}, None)
-        stored = stored_arrays(launch, dry)
+        built = _build(launch, name, {}, reference)
+        key = _stored_key(launch, built)
+        stored = _STORED_CACHE.get(key)
+        if stored is None:  # the recording settles the roles (or a dry one, looked at first)
+            roles = StoredRoles(built.tensors, lambda: stored_arrays(launch, built),
+                                memory.STORED.clear, lambda: _seen(key))
+            return replace(built, tensors=roles)
         outs = [n for n in launch.arrays if n in stored]
     return _build(launch, name, dict.fromkeys(outs, "inout"), reference)
 
