@@ -54,9 +54,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         pool.close()
 
 
+def _session() -> dict[str, Any]:
+    """The innermost pytest session's state (``_OUTSIDE`` when used without pytest)."""
+    return _sessions[-1] if _sessions else _OUTSIDE
+
+
 def _session_pool() -> Any:
     """The warm replay worker(s) of this session, started on first use."""
-    session = _sessions[-1] if _sessions else _OUTSIDE
+    session = _session()
     pool = session["pool"]
     if pool is None:
         from kernbench.replay.pool import ReplayPool
@@ -74,7 +79,7 @@ def kb_replay_pool() -> Any:
 
 def updating_goldens() -> bool:
     """Whether this session rewrites goldens (``--kb-update-goldens``)."""
-    return bool((_sessions[-1] if _sessions else _OUTSIDE)["update"])
+    return bool(_session()["update"])
 
 
 def _trace(trace: Any) -> Any:
