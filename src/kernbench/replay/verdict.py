@@ -201,9 +201,10 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
         for lo in range(0, a_flat.size, _CHUNK):  # bounded memory at any output size
             a = a_flat[lo:lo + _CHUNK].astype(np.float64)
             e = e_flat[lo:lo + _CHUNK].astype(np.float64)
-            same = (a == e) | (np.isnan(a) & np.isnan(e))
             if exact:  # integers as they are: float64 rounds int64 above 2**53
                 same = a_flat[lo:lo + _CHUNK] == e_flat[lo:lo + _CHUNK]
+            else:
+                same = (a == e) | (np.isnan(a) & np.isnan(e))
             err = np.where(same, 0.0, np.abs(a - e))
             err = np.where(np.isnan(err), np.inf, err)
             rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
