@@ -74,6 +74,8 @@ class ElementOperand(Operand):
         isz = npd.itemsize
         region = mem.region_of(raw.addr, raw.addr + isz)
         self.npd, self.nbytes = npd, int(rel.size) * isz
+        moved = ix.moved(rel, mask)
+        sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
         if geometry is not None and region is not None and not raw.addr % isz:
             strides, base, first, last = geometry
             lo, hi = raw.addr + first * isz, raw.addr + (last + 1) * isz
@@ -82,14 +84,11 @@ class ElementOperand(Operand):
                     self.tile = np.ndarray(raw.shape, npd, buffer=mem.buf,
                                            offset=raw.addr + base * isz,
                                            strides=tuple(s * isz for s in strides))
-                moved = ix.moved(rel, mask)
                 if mask is not None:  # the bytes of the moved elements only
                     lo, hi = ((raw.addr + int(moved.min()) * isz, raw.addr + (
                         int(moved.max()) + 1) * isz) if len(moved) else (raw.addr,) * 2)
-                self._place(mem, region, npd, moved, mask, lo, hi)
+                self._place(mem, region, npd, moved, sel, lo, hi)
                 return
-        moved = ix.moved(rel, mask)
-        sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
         if raw.addr % isz:
             self.error = f"address {raw.addr} is not aligned to its {raw.dtype} elements"
             return
@@ -112,16 +111,16 @@ class ElementOperand(Operand):
                               f"{raw.addr}) is outside tensor {region[2]!r} [{lo}, {hi})")  # type: ignore[index]
                 return
         lo, hi = (int(addrs.min()), int(addrs.max()) + isz) if len(moved) else (raw.addr,) * 2
-        self._place(mem, region, npd, moved, mask, lo, hi)
+        self._place(mem, region, npd, moved, sel, lo, hi)
 
     def _place(self, mem: Memory, region: tuple[int, int, str] | None, npd: np.dtype,
-               moved: np.ndarray, mask: np.ndarray | None, lo: int, hi: int) -> None:
-        """Bind the checked elements ``moved`` (relative, tile order) in bytes ``[lo, hi)``."""
+               moved: np.ndarray, sel: np.ndarray | None, lo: int, hi: int) -> None:
+        """Bind the checked elements ``moved`` (relative, tile order; ``sel`` their tile
+        positions, None: all) in bytes ``[lo, hi)``."""
         self.lo, self.hi = lo, hi
         self.mem, self.valid, self.region = mem, mem.valid, region
         self.flat = _flat(mem, npd)
-        self.moved = moved
-        self.sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
+        self.moved, self.sel = moved, sel
         self.view = _Scatter(self)  # type: ignore[assignment]
 
     @property

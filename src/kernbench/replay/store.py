@@ -282,7 +282,7 @@ def check_read(o: Operand, where: str, index: int) -> np.ndarray:
     The engine inlines the common case (one ``find`` on the valid map) and calls this to
     build the message; tests call it directly.
     """
-    if o.error is not None or o.view is None:  # an operand without error has its view
+    if o.error is not None:
         raise ReplayError(f"{where}: input {index} {o.describe()}: {o.error}")
     bad = o.valid.find(0, o.lo, o.hi)
     if bad >= 0:

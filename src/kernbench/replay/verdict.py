@@ -20,6 +20,7 @@ from kernbench.case.references import BUILTIN_KERNELS, REFERENCES
 from kernbench.errors import BadInputError
 from kernbench.replay.convert import BF16, to_f32
 from kernbench.replay.match import mismatch
+from kernbench.schemas.dtypes import DTYPES
 
 __all__ = ["Reference", "Tolerance", "TOLERANCES", "resolve_reference", "expected_outputs",
            "reference_inputs",
@@ -41,10 +42,8 @@ TOLERANCES: dict[str, Tolerance] = {
     "float32": Tolerance(rtol=1e-4, atol=1e-5),
     "float16": Tolerance(rtol=2e-3, atol=1e-3),
     "bfloat16": Tolerance(rtol=1.6e-2, atol=2.0**-7),  # one bf16 ulp at the output scale
-    "int32": Tolerance(0.0, 0.0),
-    "int8": Tolerance(0.0, 0.0),
-    **{name: Tolerance(0.0, 0.0) for name in ("int64", "uint32", "uint8", "int16")},
-    "bool": Tolerance(0.0, 0.0),
+    # every integer and bool dtype of the format compares exactly
+    **{name: Tolerance(0.0, 0.0) for name, d in DTYPES.items() if not d.is_float},
 }
 
 
@@ -201,9 +200,10 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: str) -> dict[str, A
         for lo in range(0, a_flat.size, _CHUNK):  # bounded memory at any output size
             a = a_flat[lo:lo + _CHUNK].astype(np.float64)
             e = e_flat[lo:lo + _CHUNK].astype(np.float64)
-            same = (a == e) | (np.isnan(a) & np.isnan(e))
             if exact:  # integers as they are: float64 rounds int64 above 2**53
                 same = a_flat[lo:lo + _CHUNK] == e_flat[lo:lo + _CHUNK]
+            else:
+                same = (a == e) | (np.isnan(a) & np.isnan(e))
             err = np.where(same, 0.0, np.abs(a - e))
             err = np.where(np.isnan(err), np.inf, err)
             rel = np.where(same, 0.0, err / np.maximum(np.abs(e), np.finfo(np.float64).tiny))

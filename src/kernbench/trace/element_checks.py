@@ -216,11 +216,10 @@ def _element_rules(el: Operands, b: OpBatch, regions: Regions | None,
     held &= known
     out = ok[~held | (known & sized & ((first < r_lo) | (last > r_hi))) | (known & (addr >= r_hi))]
     out = out[np.argsort(el.row[out], kind="stable")]
-    pos = {int(i): k for k, i in enumerate(ok.tolist())}
     found.add("hbm_bounds", b.base + el.row[out], lambda k: fmt(
         "op {} ({}) moves hbm elements [{}, {}) outside the tensor holding address {}",
         b.op(el.row[out[k]]), name.get(el.row[out[k]]),
-        *_bounds(first, last, sized, pos[int(out[k])]), el.addr.get(out[k])))
+        *_bounds(first, last, sized, int(np.searchsorted(ok, out[k]))), el.addr.get(out[k])))
 
 
 def _bounds(first: np.ndarray, last: np.ndarray, sized: np.ndarray, k: int

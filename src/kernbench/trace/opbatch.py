@@ -96,7 +96,6 @@ class Strs:
 
     def cat(self, other: Strs) -> Strs:
         where = {v: k for k, v in enumerate(self.values)}
-        values = list(self.values)
         remap = np.array([where.setdefault(v, len(where)) for v in other.values] or [0],
                          np.int64)
         values = list(where)

@@ -53,19 +53,21 @@ class Findings:
         k-th's text (None: a null value; ``op ROW breaks the RULE rule`` then)."""
         if not len(rows):
             return
-        have = self.counts.get(rule, 0)
-        self.counts[rule] = have + len(rows)
-        for k in range(min(self.keep - min(have, self.keep), len(rows))):
+        for k in range(self._room(rule, len(rows))):
             row = int(rows[k])
             text = message(k)
             self.rows.append((rule, row, None, text if text is not None
                               else f"op {row} breaks the {rule} rule"))
 
     def one(self, rule: str, message: str, op_id: int | None = None, n: int = 1) -> None:
+        for _ in range(self._room(rule, n)):
+            self.rows.append((rule, op_id, None, message))
+
+    def _room(self, rule: str, n: int) -> int:
+        """Count ``n`` more findings of ``rule``; how many of them are kept."""
         have = self.counts.get(rule, 0)
         self.counts[rule] = have + n
-        for _ in range(min(self.keep - min(have, self.keep), n)):
-            self.rows.append((rule, op_id, None, message))
+        return min(self.keep - min(have, self.keep), n)
 
 
 # -- tensors ---------------------------------------------------------------------------
