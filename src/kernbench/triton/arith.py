@@ -171,12 +171,19 @@ def as_tensor(x: Operand) -> Value:
     return x if isinstance(x, VALUES) else concrete(np.asarray(x, d.of_scalar(x).np))
 
 
+def number(x: object, src: str, what: str) -> Concrete | Symbolic:
+    """``x`` as a concrete or symbolic value (a Python number a concrete scalar); a
+    KernelError for a pointer."""
+    v = as_tensor(operand(x, src))
+    if isinstance(v, Pointer):
+        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
+    return v
+
+
 def unary(op: str, x: object) -> Concrete | Symbolic:
     """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
     src = src_here()
-    v = as_tensor(operand(x, src))
-    if isinstance(v, Pointer):
-        raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
+    v = number(x, src, op)
     if isinstance(v, Concrete):
         return data.unary_concrete(op, v, src)
     return data.unary(op, v, src)
@@ -223,8 +230,7 @@ def where(cond: object, x: object, y: object) -> Concrete | Symbolic:
         c = concrete(np.asarray(bool(c)))
     elif isinstance(c, Pointer):
         raise KernelError(f"tl.where condition {c!r} is a pointer", src)
-    if isinstance(c, Concrete) and not isinstance(a, Symbolic | Pointer) and not isinstance(
-            b, Symbolic | Pointer):
+    if isinstance(c, Concrete) and not isinstance(a, Symbolic) and not isinstance(b, Symbolic):
         return concrete(np.where(d.cast(c.value, d.int1), values(a, t), values(b, t)), t)
     return data.where(c, a, b, t, src)
 

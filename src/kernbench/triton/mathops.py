@@ -28,14 +28,6 @@ def _value(x: object, src: str) -> Value:
     return arith.as_tensor(arith.operand(x, src))
 
 
-def _number(x: object, src: str, what: str) -> Concrete | Symbolic:
-    """``x`` as a concrete or symbolic value; a KernelError for a pointer."""
-    v = _value(x, src)
-    if isinstance(v, Pointer):
-        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
-    return v
-
-
 def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
     def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
         src = src_here()
@@ -80,7 +72,7 @@ def fma(x: object, y: object, z: object) -> Value:
     vals = [_value(v, src) for v in (x, y, z)]
     ternary = sem_.ternary
     if any(isinstance(v, Symbolic) for v in vals):
-        nums = [_number(v, src, "tl.fma") for v in vals]
+        nums = [arith.number(v, src, "tl.fma") for v in vals]
         t, _ = arith.types("mul", nums[0], nums[1], src)
         t, _ = arith.types("add", concrete(np.zeros((), t.np), t), nums[2], src)
         hs = [data.handle(v, t, src) for v in nums]
@@ -104,7 +96,7 @@ def _axis(x: tensor, axis: object, src: str) -> int | None:
 def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A002
             dtype: object = None) -> Concrete | Symbolic:
     src = src_here()
-    x = _number(input, src, f"tl.{op}")
+    x = arith.number(input, src, f"tl.{op}")
     if not x.shape:
         raise ShapeError(f"tl.{op} of a scalar", src)
     ax = _axis(x, axis, src)
@@ -164,7 +156,7 @@ def argmin(input: object, axis: object, tie_break_left: bool = True,  # noqa: A0
 def _scan(op: str, input: object, axis: object, reverse: object,  # noqa: A002
           dtype: object) -> Concrete | Symbolic:
     src = src_here()
-    x = _number(input, src, f"tl.{op}")
+    x = arith.number(input, src, f"tl.{op}")
     ax = _axis(x, axis, src)
     kop = data.table_op(op, src)
     sem = OPS[kop].sem
@@ -208,7 +200,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
         input_precision: object = None, allow_tf32: object = None,
         max_num_imprecise_acc: object = None, out_dtype: object = None) -> Symbolic:
     src = src_here()
-    a, b = _number(input, src, "tl.dot"), _number(other, src, "tl.dot")
+    a, b = arith.number(input, src, "tl.dot"), arith.number(other, src, "tl.dot")
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ShapeError(f"tl.dot supports 2-D blocks, got {list(a.shape)} @ {list(b.shape)}",
                          src)
@@ -220,7 +212,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
         raise ShapeError(f"tl.dot shapes {list(a.shape)} @ {list(b.shape)} do not fit", src)
     if builtins_min(m, n, k) < 16:
         raise ShapeError(f"tl.dot needs M, N, K >= 16, got M={m} N={n} K={k}", src)
-    c = None if plain(acc) is None else _number(acc, src, "tl.dot")
+    c = None if plain(acc) is None else arith.number(acc, src, "tl.dot")
     if plain(out_dtype) is not None:
         out = d.by_name(plain(out_dtype))
     else:
