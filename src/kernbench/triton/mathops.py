@@ -28,14 +28,19 @@ def _value(x: object, src: str) -> Value:
     return arith.as_tensor(arith.operand(x, src))
 
 
+def fp32_or_fp64(x: object, src: str, what: str) -> Concrete | Symbolic:
+    """``x`` as a float32 or float64 value, or the DtypeError Triton's libdevice gives."""
+    v = _value(x, src)
+    if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
+        raise DtypeError(f"{what} expects fp32 or fp64, got {v.dtype!r} (cast with "
+                         ".to(tl.float32) first, as Triton requires)", src)
+    return v
+
+
 def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
     def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
         src = src_here()
-        v = _value(x, src)
-        if op in _FP32_ONLY and (isinstance(v, Pointer) or v.dtype.name not in ("float32",
-                                                                               "float64")):
-            raise DtypeError(f"tl.{op} expects fp32 or fp64, got {v.dtype!r} (cast with "
-                             ".to(tl.float32) first, as Triton requires)", src)
+        v = fp32_or_fp64(x, src, f"tl.{op}") if op in _FP32_ONLY else _value(x, src)
         return arith.unary(op, v)
     fn.__name__ = fn.__qualname__ = op
     return fn
