@@ -23,7 +23,7 @@ def _fp(x: object, src: str, name: str) -> Concrete | Symbolic:
 def pow(x: object, y: object) -> Concrete | Symbolic:  # noqa: A001 - libdevice's name
     """``x ** y`` (the op table's ``pow``)."""
     src = src_here()
-    a, b = _fp(x, src, "pow"), arith.numeric(mathops._value(y, src), "libdevice.pow", src)
+    a, b = _fp(x, src, "pow"), arith.numeric(arith.value_of(y, src), "libdevice.pow", src)
     t, _ = arith.types("add", a, b, src)
     if isinstance(a, Concrete) and isinstance(b, Concrete):
         with np.errstate(all="ignore"):

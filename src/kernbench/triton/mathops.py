@@ -24,13 +24,9 @@ _FP32_ONLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "f
                         "cos", "sin", "sigmoid", "tanh"})
 
 
-def _value(x: object, src: str) -> Value:
-    return arith.as_tensor(arith.operand(x, src))
-
-
 def fp32_or_fp64(x: object, src: str, what: str) -> Concrete | Symbolic:
     """``x`` as a float32 or float64 value, or the DtypeError Triton's libdevice gives."""
-    v = _value(x, src)
+    v = arith.value_of(x, src)
     if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
         raise DtypeError(f"{what} expects fp32 or fp64, got {v.dtype!r} (cast with "
                          ".to(tl.float32) first, as Triton requires)", src)
@@ -40,7 +36,7 @@ def fp32_or_fp64(x: object, src: str, what: str) -> Concrete | Symbolic:
 def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
     def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
         src = src_here()
-        v = fp32_or_fp64(x, src, f"tl.{op}") if op in _FP32_ONLY else _value(x, src)
+        v = fp32_or_fp64(x, src, f"tl.{op}") if op in _FP32_ONLY else arith.value_of(x, src)
         return arith.unary(op, v)
     fn.__name__ = fn.__qualname__ = op
     return fn
@@ -74,7 +70,7 @@ div_rn = fdiv
 def fma(x: object, y: object, z: object) -> Value:
     """``x * y + z`` (fused where the semantics layer offers ``fma``, else two ops)."""
     src = src_here()
-    vals = [_value(v, src) for v in (x, y, z)]
+    vals = [arith.value_of(v, src) for v in (x, y, z)]
     ternary = sem_.ternary
     if any(isinstance(v, Symbolic) for v in vals):
         nums = [arith.number(v, src, "tl.fma") for v in vals]
@@ -190,7 +186,7 @@ def cumprod(input: object, axis: object = 0, reverse: bool = False,  # noqa: A00
 def softmax(x: object, dim: object = None, keep_dims: bool = False,
             ieee_rounding: bool = False) -> Symbolic:
     src = src_here()
-    v = _value(x, src)
+    v = arith.value_of(x, src)
     ax = 0 if plain(dim) is None else _axis(v, dim, src)
     if not isinstance(v, Symbolic):
         raise KernelError("tl.softmax of concrete values is not supported by kernbench", src)
