@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import triton
 
 import kernbench as kb
 from kernbench import triton as kbt
+from kernbench.errors import BadInputError
 from tests.triton.kernels import front
 
 
@@ -83,3 +85,11 @@ def test_capture_passes_num_warps_to_the_kernel_that_declares_it(tmp_path) -> No
     np.testing.assert_array_equal(out, x * 2 + 5)
     manifest = json.loads((cap.traces[0] / "manifest.json").read_text())
     assert (manifest["params"]["num_warps"], manifest["params"]["num_stages"]) == (2, 5)
+
+
+@pytest.mark.parametrize("warps", ["two", float("nan"), float("inf"), [4]])
+def test_a_launch_option_that_is_no_int_is_one_line_of_bad_input(warps: object) -> None:
+    x = np.ones(8, np.float32)
+    with pytest.raises(BadInputError, match=r"num_warps=.* is not an int"):
+        kbt.case(front.logic_kernel, (1,), x, np.zeros_like(x), 8, FLAG=True, BLOCK=8,
+                 num_warps=warps)

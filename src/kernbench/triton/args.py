@@ -85,7 +85,10 @@ class Launch:
 def _launch_int(name: str, v: object) -> int:
     """A launch option's value (``num_warps``, ``num_stages``) as an int."""
     if isinstance(v, str | SupportsInt | SupportsIndex):
-        return int(v)
+        try:
+            return int(v)
+        except (ValueError, OverflowError):  # "two", nan, inf: the same one-line refusal
+            pass
     raise BadInputError(f"{name}={v!r} is not an int")
 
 

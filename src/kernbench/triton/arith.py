@@ -166,17 +166,26 @@ def _offset(p: Pointer, k: Numeric, src: str) -> Pointer:
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}
 
 
-def as_tensor(x: Operand) -> Value:
-    """``x``, a Python number as a concrete scalar of its Triton type."""
-    return x if isinstance(x, VALUES) else concrete(np.asarray(x, d.of_scalar(x).np))
+def value_of(x: object, src: str, what: str = "operand") -> Value:
+    """``x`` as a Triton value: a tensor as it is, a Python number a concrete scalar of its
+    Triton type (anything else a KernelError)."""
+    v = operand(x, src, what)
+    return v if isinstance(v, VALUES) else concrete(np.asarray(v, d.of_scalar(v).np))
+
+
+def number(x: object, src: str, what: str) -> Concrete | Symbolic:
+    """``x`` as a concrete or symbolic value (a Python number a concrete scalar); a
+    KernelError for a pointer."""
+    v = value_of(x, src)
+    if isinstance(v, Pointer):
+        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
+    return v
 
 
 def unary(op: str, x: object) -> Concrete | Symbolic:
     """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
     src = src_here()
-    v = as_tensor(operand(x, src))
-    if isinstance(v, Pointer):
-        raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
+    v = number(x, src, op)
     if isinstance(v, Concrete):
         return data.unary_concrete(op, v, src)
     return data.unary(op, v, src)
@@ -185,7 +194,7 @@ def unary(op: str, x: object) -> Concrete | Symbolic:
 def invert(x: object) -> Value:
     """``~x``: bitwise not of integers, logical not of int1."""
     src = src_here()
-    v = as_tensor(operand(x, src))
+    v = value_of(x, src)
     if isinstance(v, Pointer) or not v.dtype.is_int():
         raise KernelError(f"~ needs an integer or boolean operand, got {v.dtype!r}", src)
     if isinstance(v, Concrete):
@@ -199,7 +208,7 @@ def invert(x: object) -> Value:
 def cast(x: object, dt: object, bitcast: bool = False) -> Concrete | Symbolic:
     """``x.to(dt)``: Triton's cast (float -> int truncates, integers wrap, nonzero is true)."""
     src = src_here()
-    v = as_tensor(operand(x, src, "cast operand"))
+    v = value_of(x, src, "cast operand")
     t = d.by_name(plain(dt))
     if isinstance(v, Pointer):
         raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported by "
@@ -223,8 +232,7 @@ def where(cond: object, x: object, y: object) -> Concrete | Symbolic:
         c = concrete(np.asarray(bool(c)))
     elif isinstance(c, Pointer):
         raise KernelError(f"tl.where condition {c!r} is a pointer", src)
-    if isinstance(c, Concrete) and not isinstance(a, Symbolic | Pointer) and not isinstance(
-            b, Symbolic | Pointer):
+    if isinstance(c, Concrete) and not isinstance(a, Symbolic) and not isinstance(b, Symbolic):
         return concrete(np.where(d.cast(c.value, d.int1), values(a, t), values(b, t)), t)
     return data.where(c, a, b, t, src)
 

@@ -25,10 +25,6 @@ from kernbench.triton.core import broadcast, broadcast_to, constexpr_axis, const
 from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete, plain, pointer
 
 
-def _value(x: object, src: str) -> Value:
-    return arith.as_tensor(arith.operand(x, src))
-
-
 def lowest(t: d.dtype) -> float | int | bool:
     """The identity of ``max`` in ``t``: -inf, the integer minimum, False."""
     if t.is_floating():
@@ -91,7 +87,7 @@ def interleave_axis(a: Value, b: Value, axis: int, src: str) -> Value:
 
 
 def _same(a: object, b: object, src: str, what: str) -> tuple[Value, Value]:
-    x, y = (arith.numeric(_value(v, src), f"tl.{what}", src) for v in (a, b))
+    x, y = (arith.numeric(arith.value_of(v, src), f"tl.{what}", src) for v in (a, b))
     t, _ = arith.types("add", x, y, src)
     return broadcast(arith.cast(x, t), arith.cast(y, t))
 
@@ -106,7 +102,7 @@ def join(a: object, b: object) -> Value:
 def split(a: object) -> tuple[Value, Value]:
     """``tl.split``: the two halves of a minor axis of size 2."""
     src = src_here()
-    x = _value(a, src)
+    x = arith.value_of(a, src)
     if not x.shape or x.shape[-1] != 2:
         raise ShapeError(f"tl.split needs a last dimension of size 2, got {list(x.shape)}", src)
     ax = len(x.shape) - 1
@@ -135,7 +131,7 @@ def flip_axis(x: Value, axis: int, src: str) -> Value:
 def flip(x: object, dim: object = None) -> Value:
     """``tl.flip``: reversed along ``dim`` (default: the last)."""
     src = src_here()
-    v = _value(x, src)
+    v = arith.value_of(x, src)
     nd = len(v.shape)
     if nd == 0:
         raise ShapeError("tl.flip of a scalar", src)
@@ -148,7 +144,7 @@ def histogram(input: object, num_bins: object, mask: object = None  # noqa: A002
     """``tl.histogram``: int32 counts of the values 0 .. num_bins - 1 of a 1-D block (values
     outside are not counted): one comparison against the bins, a sum over the input."""
     src = src_here()
-    x = _value(input, src)
+    x = arith.value_of(input, src)
     bins = constexpr_int(num_bins, "histogram num_bins", src)
     if len(x.shape) != 1 or isinstance(x, Pointer) or not x.dtype.is_int():
         raise ShapeError(f"tl.histogram takes a 1-D integer block, got {list(x.shape)} "
@@ -157,8 +153,8 @@ def histogram(input: object, num_bins: object, mask: object = None  # noqa: A002
                        concrete(np.arange(bins, dtype=np.int32).reshape(1, bins)))
     m = plain(mask)
     if m is not None:
-        hit = arith.binary("and_", hit, broadcast_to(reshape(_value(m, src), (x.shape[0], 1)),
-                                                     hit.shape))
+        mask_col = reshape(arith.value_of(m, src), (x.shape[0], 1))
+        hit = arith.binary("and_", hit, broadcast_to(mask_col, hit.shape))
     counts = arith.cast(hit, d.int32)
     if isinstance(counts, Concrete):
         return concrete(counts.value.sum(axis=0, dtype=np.int32), d.int32)
@@ -183,7 +179,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
     from kernbench.triton import mathops
 
     src = src_here()
-    a, b = _value(input, src), _value(other, src)
+    a, b = arith.value_of(input, src), arith.value_of(other, src)
     opts = {"input_precision": input_precision, "allow_tf32": allow_tf32,
             "max_num_imprecise_acc": max_num_imprecise_acc, "out_dtype": out_dtype}
     if len(a.shape) != 3 and len(b.shape) != 3:
@@ -192,7 +188,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
         raise ShapeError(f"a batched tl.dot needs two 3-D blocks of one batch size, got "
                          f"{list(a.shape)} @ {list(b.shape)}", src)
     acc = plain(acc)
-    c = None if acc is None else _value(acc, src)
+    c = None if acc is None else arith.value_of(acc, src)
     outs = [mathops.dot(select(a, 0, i, src), select(b, 0, i, src),
                         None if c is None else select(c, 0, i, src), **opts)
             for i in range(a.shape[0])]

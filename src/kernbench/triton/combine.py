@@ -34,7 +34,7 @@ CombineFn = Callable[..., object]
 def _operands(input: object, src: str) -> tuple[Blocks, bool]:  # noqa: A002
     single = not isinstance(input, tuple | list)
     items = tuple(input) if isinstance(input, tuple | list) else (input,)
-    xs = tuple(blocks._value(x, src) for x in items)
+    xs = tuple(arith.value_of(x, src) for x in items)
     if not xs or any(x.shape != xs[0].shape for x in xs) or not xs[0].shape:
         raise ShapeError(f"combine operands must be blocks of one shape, got "
                          f"{[list(x.shape) for x in xs]}", src)
@@ -49,7 +49,7 @@ def _combine(fn: CombineFn, a: Blocks, b: Blocks, src: str) -> Blocks:
                           f"values for {len(a)} operands", src)
     out = []
     for x, want in zip(got, a, strict=True):
-        v = blocks._value(x, src)
+        v = arith.value_of(x, src)
         if v.dtype != want.dtype:
             raise KernelError(f"combine_fn {getattr(fn, '__name__', fn)} turned a "
                               f"{want.dtype!r} operand into {v.dtype!r} (Triton requires "

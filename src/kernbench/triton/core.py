@@ -251,7 +251,7 @@ def broadcast_to(x: object, *shape: object) -> Value:
     if len(shape) == 1 and isinstance(plain(shape[0]), tuple | list):
         shape = tuple(plain(shape[0]))
     shp = tuple(constexpr_int(s, "broadcast_to dimension", src) for s in shape)
-    x = arith.as_tensor(arith.operand(x, src))
+    x = arith.value_of(x, src)
     if x.shape == shp:
         return x
     try:

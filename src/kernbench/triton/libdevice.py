@@ -7,28 +7,23 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kernbench.errors import DtypeError
 from kernbench.errors import UnsupportedError as Unsupported
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data, mathops
 from kernbench.triton import dtypes as d
-from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete
+from kernbench.triton.value import Concrete, Symbolic, Value, concrete
 
 _M = mathops.MATH1
 
 
 def _fp(x: object, src: str, name: str) -> Concrete | Symbolic:
-    v = mathops._value(x, src)
-    if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
-        raise DtypeError(f"libdevice.{name} expects fp32 or fp64, got {v.dtype!r} (cast "
-                         "with .to(tl.float32) first, as Triton requires)", src)
-    return v
+    return mathops.fp32_or_fp64(x, src, f"libdevice.{name}")
 
 
 def pow(x: object, y: object) -> Concrete | Symbolic:  # noqa: A001 - libdevice's name
     """``x ** y`` (the op table's ``pow``)."""
     src = src_here()
-    a, b = _fp(x, src, "pow"), arith.numeric(mathops._value(y, src), "libdevice.pow", src)
+    a, b = _fp(x, src, "pow"), arith.numeric(arith.value_of(y, src), "libdevice.pow", src)
     t, _ = arith.types("add", a, b, src)
     if isinstance(a, Concrete) and isinstance(b, Concrete):
         with np.errstate(all="ignore"):

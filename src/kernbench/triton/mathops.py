@@ -24,26 +24,19 @@ _FP32_ONLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "f
                         "cos", "sin", "sigmoid", "tanh"})
 
 
-def _value(x: object, src: str) -> Value:
-    return arith.as_tensor(arith.operand(x, src))
-
-
-def _number(x: object, src: str, what: str) -> Concrete | Symbolic:
-    """``x`` as a concrete or symbolic value; a KernelError for a pointer."""
-    v = _value(x, src)
-    if isinstance(v, Pointer):
-        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
+def fp32_or_fp64(x: object, src: str, what: str) -> Concrete | Symbolic:
+    """``x`` as a float32 or float64 value, or the DtypeError Triton's libdevice gives."""
+    v = arith.value_of(x, src)
+    if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
+        raise DtypeError(f"{what} expects fp32 or fp64, got {v.dtype!r} (cast with "
+                         ".to(tl.float32) first, as Triton requires)", src)
     return v
 
 
 def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
     def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
         src = src_here()
-        v = _value(x, src)
-        if op in _FP32_ONLY and (isinstance(v, Pointer) or v.dtype.name not in ("float32",
-                                                                               "float64")):
-            raise DtypeError(f"tl.{op} expects fp32 or fp64, got {v.dtype!r} (cast with "
-                             ".to(tl.float32) first, as Triton requires)", src)
+        v = fp32_or_fp64(x, src, f"tl.{op}") if op in _FP32_ONLY else arith.value_of(x, src)
         return arith.unary(op, v)
     fn.__name__ = fn.__qualname__ = op
     return fn
@@ -77,10 +70,10 @@ div_rn = fdiv
 def fma(x: object, y: object, z: object) -> Value:
     """``x * y + z`` (fused where the semantics layer offers ``fma``, else two ops)."""
     src = src_here()
-    vals = [_value(v, src) for v in (x, y, z)]
+    vals = [arith.value_of(v, src) for v in (x, y, z)]
     ternary = sem_.ternary
     if any(isinstance(v, Symbolic) for v in vals):
-        nums = [_number(v, src, "tl.fma") for v in vals]
+        nums = [arith.number(v, src, "tl.fma") for v in vals]
         t, _ = arith.types("mul", nums[0], nums[1], src)
         t, _ = arith.types("add", concrete(np.zeros((), t.np), t), nums[2], src)
         hs = [data.handle(v, t, src) for v in nums]
@@ -104,7 +97,7 @@ def _axis(x: tensor, axis: object, src: str) -> int | None:
 def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A002
             dtype: object = None) -> Concrete | Symbolic:
     src = src_here()
-    x = _number(input, src, f"tl.{op}")
+    x = arith.number(input, src, f"tl.{op}")
     if not x.shape:
         raise ShapeError(f"tl.{op} of a scalar", src)
     ax = _axis(x, axis, src)
@@ -164,7 +157,7 @@ def argmin(input: object, axis: object, tie_break_left: bool = True,  # noqa: A0
 def _scan(op: str, input: object, axis: object, reverse: object,  # noqa: A002
           dtype: object) -> Concrete | Symbolic:
     src = src_here()
-    x = _number(input, src, f"tl.{op}")
+    x = arith.number(input, src, f"tl.{op}")
     ax = _axis(x, axis, src)
     kop = data.table_op(op, src)
     sem = OPS[kop].sem
@@ -193,7 +186,7 @@ def cumprod(input: object, axis: object = 0, reverse: bool = False,  # noqa: A00
 def softmax(x: object, dim: object = None, keep_dims: bool = False,
             ieee_rounding: bool = False) -> Symbolic:
     src = src_here()
-    v = _value(x, src)
+    v = arith.value_of(x, src)
     ax = 0 if plain(dim) is None else _axis(v, dim, src)
     if not isinstance(v, Symbolic):
         raise KernelError("tl.softmax of concrete values is not supported by kernbench", src)
@@ -208,7 +201,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
         input_precision: object = None, allow_tf32: object = None,
         max_num_imprecise_acc: object = None, out_dtype: object = None) -> Symbolic:
     src = src_here()
-    a, b = _number(input, src, "tl.dot"), _number(other, src, "tl.dot")
+    a, b = arith.number(input, src, "tl.dot"), arith.number(other, src, "tl.dot")
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ShapeError(f"tl.dot supports 2-D blocks, got {list(a.shape)} @ {list(b.shape)}",
                          src)
@@ -220,7 +213,7 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
         raise ShapeError(f"tl.dot shapes {list(a.shape)} @ {list(b.shape)} do not fit", src)
     if builtins_min(m, n, k) < 16:
         raise ShapeError(f"tl.dot needs M, N, K >= 16, got M={m} N={n} K={k}", src)
-    c = None if plain(acc) is None else _number(acc, src, "tl.dot")
+    c = None if plain(acc) is None else arith.number(acc, src, "tl.dot")
     if plain(out_dtype) is not None:
         out = d.by_name(plain(out_dtype))
     else:

@@ -57,7 +57,7 @@ def _sorted(x: Value, descending: bool, src: str) -> Value:
 
 def sort(x: object, dim: object = None, descending: object = False) -> Value:
     src = src_here()
-    v = blocks._value(x, src)
+    v = arith.value_of(x, src)
     _minor(v, dim, "sort", src)
     return _sorted(v, bool(plain(descending)), src)
 
@@ -65,7 +65,7 @@ def sort(x: object, dim: object = None, descending: object = False) -> Value:
 def topk(x: object, k: object, dim: object = None, descending: object = True) -> Value:
     """The k largest (smallest) elements of the minor dimension, in sorted order."""
     src = src_here()
-    v = blocks._value(x, src)
+    v = arith.value_of(x, src)
     _minor(v, dim, "topk", src)
     kk, n = constexpr_int(k, "topk k", src), v.shape[-1]
     if kk <= 0 or kk & (kk - 1) or kk > n:
