@@ -249,18 +249,11 @@ class Scoreboard:
                 m = memories.get(key)
                 if m is None:
                     m = memories[key] = Ranges()
+                m.split(lo)  # every extent's bounds are cut before any segment is found:
+                m.split(hi)  # a cut moves the indices after it
                 plan.append((m, lo, hi, write))
-        self.commit([(m, lo, hi, w, m.split(lo), m.split(hi)) for m, lo, hi, w in plan]
-                    if len(plan) == 1 else self._indexed(plan), t_end)
-
-    @staticmethod
-    def _indexed(plan: list) -> list:
-        """Cut every extent's bounds first, then find their segments (cuts move indices)."""
-        for m, lo, hi, _ in plan:
-            m.split(lo)
-            m.split(hi)
-        return [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
-                for m, lo, hi, w in plan]
+        self.commit([(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
+                     for m, lo, hi, w in plan], t_end)
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""
