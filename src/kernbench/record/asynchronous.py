@@ -65,10 +65,7 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
                 queue.popleft()
             if len(queue) < depth:
                 break
-            until = queue[len(queue) - depth]  # the kernel stalls until a slot frees
-            if until > now:
-                pe.carried_wait += until - now
-                pe.now = until
+            pe.stall(queue[len(queue) - depth])  # the kernel stalls until a slot frees
             if pe.now >= pe.switch_at:  # hand over as a program waiting for room in the
                 pe.stalled_on = queue  # queue: the scheduler moves its clock as the queue grows
                 pe.maybe_yield()

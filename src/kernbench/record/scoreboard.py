@@ -81,9 +81,9 @@ class Ranges:
             return 0
         return max((self.wr if writes_only else self.rw)[i:j])
 
-    def cut(self, i: int, x: int) -> int:
+    def cut(self, i: int, x: int) -> None:
         """Make ``x`` a segment bound at index ``i`` (where bisection put it): the new
-        segment copies the one it cuts. Returns ``i``."""
+        segment copies the one it cuts."""
         self.bounds.insert(i, x)
         if i:
             self.wr.insert(i, self.wr[i - 1])
@@ -91,15 +91,13 @@ class Ranges:
         else:
             self.wr.insert(0, 0)
             self.rw.insert(0, 0)
-        return i
 
-    def split(self, x: int) -> int:
-        """Make ``x`` a segment bound (if it is not one); its index."""
+    def split(self, x: int) -> None:
+        """Make ``x`` a segment bound (if it is not one)."""
         b = self.bounds
         i = bisect_left(b, x)
         if i == len(b) or b[i] != x:
             self.cut(i, x)
-        return i
 
     def forget(self, before: int) -> int:
         """Drop what ended at or before ``before``; bounds left. Equal neighbours merge once
@@ -177,11 +175,11 @@ class Scoreboard:
             b = m.bounds
             i = bisect_left(b, lo)
             if i == len(b) or b[i] != lo:
-                i = m.cut(i, lo)
+                m.cut(i, lo)
                 cut = True
             j = bisect_left(b, hi, i)
             if j == len(b) or b[j] != hi:
-                j = m.cut(j, hi)
+                m.cut(j, hi)
                 cut = True
             plan.append((m, lo, hi, write, i, j))
             if j > i:  # RAW: a read waits for writes; WAR and WAW: a write for all
@@ -249,18 +247,11 @@ class Scoreboard:
                 m = memories.get(key)
                 if m is None:
                     m = memories[key] = Ranges()
+                m.split(lo)  # every extent's bounds are cut before any segment is found:
+                m.split(hi)  # a cut moves the indices after it
                 plan.append((m, lo, hi, write))
-        self.commit([(m, lo, hi, w, m.split(lo), m.split(hi)) for m, lo, hi, w in plan]
-                    if len(plan) == 1 else self._indexed(plan), t_end)
-
-    @staticmethod
-    def _indexed(plan: list) -> list:
-        """Cut every extent's bounds first, then find their segments (cuts move indices)."""
-        for m, lo, hi, _ in plan:
-            m.split(lo)
-            m.split(hi)
-        return [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
-                for m, lo, hi, w in plan]
+        self.commit([(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
+                     for m, lo, hi, w in plan], t_end)
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""
