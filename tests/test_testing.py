@@ -87,6 +87,14 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def _rewrite_kernel(project: pytest.Pytester, extra: int, factor: float) -> None:
+    """A new ``kern.py`` of the same size, maybe within the same second as the old one: its
+    cached bytecode would still pass the (mtime, size) check, so it goes with the old file."""
+    project.makepyfile(kern=KERNEL.format(extra=extra, factor=factor))
+    for stale in (project.path / "__pycache__").glob("kern.*.pyc"):
+        stale.unlink()
+
+
 def test_plugin_is_registered_by_its_entry_point(pytester: pytest.Pytester):
     result = pytester.runpytest_subprocess("--help")
     result.stdout.fnmatch_lines(["*--kb-update-goldens*"])
@@ -108,7 +116,7 @@ def test_update_goldens_then_the_same_kernel_passes(project: pytest.Pytester):
 
 def test_a_slower_kernel_fails_the_regression_check(project: pytest.Pytester):
     project.runpytest_inprocess("--kb-update-goldens").assert_outcomes(passed=1)
-    project.makepyfile(kern=KERNEL.format(extra=3, factor=2.0))  # 3 more MATH ops per tile
+    _rewrite_kernel(project, extra=3, factor=2.0)  # 3 more MATH ops per tile
     result = project.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*regressed against the golden*latency=+1%*", "*FAIL*"])
@@ -118,7 +126,7 @@ def test_a_slower_kernel_fails_the_regression_check(project: pytest.Pytester):
 
 
 def test_a_wrong_kernel_fails_replay(project: pytest.Pytester):
-    project.makepyfile(kern=KERNEL.format(extra=0, factor=3.0))  # reference says * 2
+    _rewrite_kernel(project, extra=0, factor=3.0)  # reference says * 2
     result = project.runpytest_inprocess("--kb-update-goldens")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*kernbench replay of*WRONG*"])
