@@ -20,6 +20,7 @@ from kernbench.triton.value import (
     Scalar,
     Symbolic,
     Value,
+    at,
     concrete,
     plain,
     pointer,
@@ -27,16 +28,20 @@ from kernbench.triton.value import (
 )
 
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+#: exact types ``operand`` returns as they are (the usual operands: no constexpr to unwrap)
+_AS_IS = frozenset({Concrete, Pointer, Symbolic, int, float, bool})
 
 
-def operand(x: object, src: str, what: str = "operand") -> Operand:
+def operand(x: object, src: str | None = None, what: str = "operand") -> Operand:
+    if type(x) in _AS_IS:
+        return x  # type: ignore[return-value]
     x = plain(x)
     if isinstance(x, VALUES):
         return x
     if isinstance(x, _SCALAR_TYPES):
         return x.item() if isinstance(x, np.generic) else x
     raise KernelError(f"{what} {x!r} ({type(x).__name__}) is neither a Triton tensor nor a "
-                      "scalar", src)
+                      "scalar", at(src))
 
 
 def _dt(x: Numeric) -> tuple[dtype, bool]:
@@ -53,14 +58,14 @@ def values(x: Concrete | Scalar, t: dtype) -> np.ndarray:
 _TYPES: dict[tuple[str, dtype, bool, dtype, bool], tuple[dtype, dtype]] = {}
 
 
-def numeric(x: Operand, op: str, src: str) -> Numeric:
+def numeric(x: Operand, op: str, src: str | None = None) -> Numeric:
     """``x``, or a KernelError for a pointer (no arithmetic but ``+`` / ``-`` takes one)."""
     if isinstance(x, Pointer):
-        raise KernelError(f"{op} of a pointer is not supported by kernbench", src)
+        raise KernelError(f"{op} of a pointer is not supported by kernbench", at(src))
     return x
 
 
-def types(op: str, a: Numeric, b: Numeric, src: str) -> tuple[dtype, dtype]:
+def types(op: str, a: Numeric, b: Numeric, src: str | None = None) -> tuple[dtype, dtype]:
     (adt, asc), (bdt, bsc) = _dt(a), _dt(b)
     key = (op, adt, asc, bdt, bsc)
     try:
@@ -68,31 +73,33 @@ def types(op: str, a: Numeric, b: Numeric, src: str) -> tuple[dtype, dtype]:
         if got is None:
             got = _TYPES[key] = d.result_types(op, adt, asc, bdt, bsc)
         t, out = got
-        for x, sc in ((a, asc), (b, bsc)):
-            if sc:
-                d.check_scalar(x, t)
+        if asc:
+            d.check_scalar(a, t)
+        if bsc:
+            d.check_scalar(b, t)
     except d.PromotionError as exc:
-        raise KernelError(str(exc), src) from None
+        raise KernelError(str(exc), at(src)) from None
     return t, out
 
 
 def binary(op: str, a: object, b: object) -> Value:
-    """``a op b`` with Triton's semantics (``op``: an elementwise op of the op table)."""
-    src = src_here()
-    x, y = operand(a, src), operand(b, src)
+    """``a op b`` with Triton's semantics (``op``: an elementwise op of the op table). The
+    kernel's line is looked up only when an op is recorded or an error raised."""
+    x, y = operand(a), operand(b)
     if isinstance(x, Pointer) or isinstance(y, Pointer):
-        return _pointer_arith(op, x, y, src)
+        return _pointer_arith(op, x, y)
     if not isinstance(x, Symbolic) and not isinstance(y, Symbolic):
-        return _concrete_binary(op, x, y, src)
-    t, out = types(op, x, y, src)
-    return data.binary(op, x, y, t, out, src)
+        return _concrete_binary(op, x, y)
+    t, out = types(op, x, y)
+    return data.binary(op, x, y, t, out, src_here())
 
 
 #: concrete results by (op, operand keys): every program of a launch computes the same index
 #: arithmetic (``offs_k < K - k * BLOCK_K`` in each loop step of each program), so it is
 #: computed once; bounded (cleared when full: ``MEMO_LIMIT`` entries, ``MEMO_BYTES``), arrays
 #: of at most ``MEMO_ELEMENTS``; the arrays are read only, shared by every value holding
-#: them. ``MEMO`` False: no memo.
+#: them, and each carries its own key (``Concrete.memo_key``): a result used again as an operand
+#: is never turned into bytes again. ``MEMO`` False: no memo.
 _MEMO = BoundedMemo()
 MEMO = True
 MEMO_LIMIT = 4096
@@ -104,19 +111,27 @@ def _nbytes(key: tuple) -> int:
     return sum(len(k[-1]) for k in key[1:] if type(k[-1]) is bytes)
 
 
+def array_key(dt: dtype, v: np.ndarray) -> tuple:
+    """The memo key of concrete values ``v`` of Triton dtype ``dt``."""
+    return (dt, v.shape, v.dtype.str, v.tobytes())
+
+
 def _key(x: Concrete | Scalar) -> tuple | None:
     """A hashable key telling apart every operand that could compute differently (the
     Python type of a scalar, a float's sign of zero) or None: not memoised."""
     if isinstance(x, Concrete):
-        v = x.value
-        if v.size > MEMO_ELEMENTS:
-            return None
-        return (x.dtype, v.shape, v.dtype.str, v.tobytes())
+        k = x.memo_key
+        if k is None:
+            v = x.value
+            if v.size > MEMO_ELEMENTS:
+                return None
+            k = x.memo_key = array_key(x.dtype, v)  # a value's array is never written
+        return k
     return (type(x), x.hex() if type(x) is float else x)
 
 
-def _concrete_binary(op: str, a: Concrete | Scalar, b: Concrete | Scalar, src: str
-                     ) -> Concrete:
+def _concrete_binary(op: str, a: Concrete | Scalar, b: Concrete | Scalar,
+                     src: str | None = None) -> Concrete:
     key = None
     if MEMO:
         ka, kb = _key(a), _key(b)
@@ -124,40 +139,42 @@ def _concrete_binary(op: str, a: Concrete | Scalar, b: Concrete | Scalar, src: s
             key = (op, ka, kb)
             got = _MEMO.get(key)
             if got is not None:
-                return Concrete(got[1], got[0])
+                return Concrete(got[1], got[0], got[2])
     t, out = types(op, a, b, src)
     try:
         r = concrete(d.evaluate(op, values(a, t), values(b, t), t, out), out)
     except ZeroDivisionError as exc:
-        raise KernelError(f"{exc} in concrete index arithmetic", src) from None
+        raise KernelError(f"{exc} in concrete index arithmetic", at(src)) from None
     if key is not None:
-        r.value.flags.writeable = False
-        _MEMO.keep(key, (r.value, out), _nbytes(key) + r.value.nbytes, MEMO_LIMIT, MEMO_BYTES)
+        v = r.value
+        v.flags.writeable = False
+        rkey = r.memo_key = array_key(out, v)
+        _MEMO.keep(key, (v, out, rkey), _nbytes(key) + 2 * v.nbytes, MEMO_LIMIT, MEMO_BYTES)
     return r
 
 
-def _pointer_arith(op: str, a: Operand, b: Operand, src: str) -> Pointer:
+def _pointer_arith(op: str, a: Operand, b: Operand, src: str | None = None) -> Pointer:
     if op == "add" or op == "sub":
         p, k = (a, b) if isinstance(a, Pointer) else (b, a)
         assert isinstance(p, Pointer), "binary() sends only a pointer operation here"
         if op == "sub" and p is b:
-            raise KernelError("integer - pointer is not a pointer", src)
+            raise KernelError("integer - pointer is not a pointer", at(src))
         if isinstance(k, Pointer):
-            raise KernelError("pointer +/- pointer is not supported by kernbench", src)
+            raise KernelError("pointer +/- pointer is not supported by kernbench", at(src))
         kdt = k.dtype if isinstance(k, tensor) else d.of_scalar(k)
         if not kdt.is_int():
-            raise KernelError(f"pointer offsets must be integers, got {kdt.name}", src)
+            raise KernelError(f"pointer offsets must be integers, got {kdt.name}", at(src))
         if op == "sub":
             k = unary("neg", k) if isinstance(k, tensor) else -k
         return _offset(p, k, src)
     raise KernelError(f"operator {op!r} on a pointer is not supported by kernbench (only + and "
-                      "-)", src)
+                      "-)", at(src))
 
 
-def _offset(p: Pointer, k: Numeric, src: str) -> Pointer:
+def _offset(p: Pointer, k: Numeric, src: str | None = None) -> Pointer:
     elem = p.dtype.element_ty
     if isinstance(k, Symbolic) or type(p.offsets) is not np.ndarray:
-        return data.symbolic_offsets(p, k, src)
+        return data.symbolic_offsets(p, k, at(src))
     kv = np.asarray(k.value if isinstance(k, Concrete) else k, dtype=np.int64)
     offs = np.add(p.offsets, kv)  # int64 arrays wrap silently
     return pointer(p.base, offs, elem)
@@ -166,29 +183,28 @@ def _offset(p: Pointer, k: Numeric, src: str) -> Pointer:
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}
 
 
-def value_of(x: object, src: str, what: str = "operand") -> Value:
+def value_of(x: object, src: str | None = None, what: str = "operand") -> Value:
     """``x`` as a Triton value: a tensor as it is, a Python number a concrete scalar of its
     Triton type (anything else a KernelError)."""
     v = operand(x, src, what)
     return v if isinstance(v, VALUES) else concrete(np.asarray(v, d.of_scalar(v).np))
 
 
-def number(x: object, src: str, what: str) -> Concrete | Symbolic:
+def number(x: object, src: str | None, what: str) -> Concrete | Symbolic:
     """``x`` as a concrete or symbolic value (a Python number a concrete scalar); a
     KernelError for a pointer."""
     v = value_of(x, src)
     if isinstance(v, Pointer):
-        raise KernelError(f"{what} of a pointer is not supported by kernbench", src)
+        raise KernelError(f"{what} of a pointer is not supported by kernbench", at(src))
     return v
 
 
 def unary(op: str, x: object) -> Concrete | Symbolic:
     """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
-    src = src_here()
-    v = number(x, src, op)
+    v = number(x, None, op)
     if isinstance(v, Concrete):
-        return data.unary_concrete(op, v, src)
-    return data.unary(op, v, src)
+        return data.unary_concrete(op, v, src_here())
+    return data.unary(op, v, src_here())
 
 
 def invert(x: object) -> Value:
@@ -207,19 +223,19 @@ def invert(x: object) -> Value:
 
 def cast(x: object, dt: object, bitcast: bool = False) -> Concrete | Symbolic:
     """``x.to(dt)``: Triton's cast (float -> int truncates, integers wrap, nonzero is true)."""
-    src = src_here()
-    v = value_of(x, src, "cast operand")
-    t = d.by_name(plain(dt))
+    v = value_of(x, None, "cast operand")
+    t = dt if type(dt) is dtype else d.by_name(plain(dt))
     if isinstance(v, Pointer):
         raise KernelError("casting a pointer (.to(tl.pointer_type(...))) is not supported by "
-                          "kernbench", src)
+                          "kernbench", src_here())
     if bitcast and t.bits != v.dtype.bits:
-        raise KernelError(f"bitcast from {v.dtype!r} to {t!r} changes the bit width", src)
+        raise KernelError(f"bitcast from {v.dtype!r} to {t!r} changes the bit width",
+                          src_here())
     if v.dtype is t:
         return v
     if isinstance(v, Concrete):
         return concrete(v.value.view(t.np) if bitcast else d.cast(v.value, t), t)
-    return data.cast(v, t, src, bitcast)
+    return data.cast(v, t, src_here(), bitcast)
 
 
 def where(cond: object, x: object, y: object) -> Concrete | Symbolic:

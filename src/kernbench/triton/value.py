@@ -41,7 +41,7 @@ TRITON_TENSOR_API = frozenset({
     "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
 #: the payload fields of the three kinds: never a Triton member
-_FIELDS = frozenset({"value", "base", "offsets", "handle"})
+_FIELDS = frozenset({"value", "memo_key", "base", "offsets", "handle"})
 
 
 class tensor:  # noqa: N801 - Triton's spelling
@@ -129,13 +129,14 @@ class tensor:  # noqa: N801 - Triton's spelling
 
 
 class Concrete(tensor):
-    """Values known while recording: ``value`` is a numpy array of ``dtype``."""
+    """Values known while recording: ``value`` is a numpy array of ``dtype``, never written
+    once a value holds it; ``memo_key``: its memo key once computed (``arith``), else None."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "memo_key")
     dtype: d.dtype
 
-    def __init__(self, dt: d.dtype, value: np.ndarray) -> None:
-        self.dtype, self.shape, self.value = dt, value.shape, value
+    def __init__(self, dt: d.dtype, value: np.ndarray, key: tuple | None = None) -> None:
+        self.dtype, self.shape, self.value, self.memo_key = dt, value.shape, value, key
 
     def __repr__(self) -> str:
         return f"tl.tensor({self.value!r}, {self.dtype.name})"
@@ -224,6 +225,12 @@ def pointer(base: HbmTensor, offsets: np.ndarray | TensorHandle, elem: d.dtype) 
     if type(offsets) is not TensorHandle:
         offsets = np.asarray(offsets, dtype=np.int64)
     return Pointer(elem, base, offsets)
+
+
+def at(src: str | None) -> str:
+    """``src``, or the kernel's line looked up now when the caller has not needed it so far
+    (only tl layers lie between here and the kernel: the line of the call)."""
+    return src if src is not None else src_here()
 
 
 def plain(x: object) -> Any:  # a constexpr holds anything: each caller checks its use
