@@ -107,6 +107,11 @@ MEMO_ELEMENTS = 1 << 14
 MEMO_BYTES = 32 << 20  # and at most this many bytes of keys and results
 
 
+def memo() -> BoundedMemo:
+    """The memo of concrete index arithmetic (its users outside this module: masks)."""
+    return _MEMO
+
+
 def _nbytes(key: tuple) -> int:
     return sum(len(k[-1]) for k in key[1:] if type(k[-1]) is bytes)
 

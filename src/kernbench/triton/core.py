@@ -27,6 +27,7 @@ from kernbench.triton.value import (
     Pointer,
     Symbolic,
     Value,
+    at,
     concrete,
     int_value,
     plain,
@@ -67,11 +68,13 @@ def launched_with(options: LaunchOptions) -> Iterator[LaunchOptions]:
         _OPTIONS.reset(token)
 
 
-def constexpr_int(x: object, what: str, src: str) -> int:
+def constexpr_int(x: object, what: str, src: str | None = None) -> int:
     """A compile-time integer (a constexpr or a literal), or Triton's refusal."""
+    if type(x) is int:
+        return x
     x = plain(x)
     if isinstance(x, bool) or not isinstance(x, int | np.integer):
-        raise KernelError(f"{what} must be a tl.constexpr integer, got {x!r}", src)
+        raise KernelError(f"{what} must be a tl.constexpr integer, got {x!r}", at(src))
     return int(x)
 
 
@@ -106,10 +109,9 @@ def block_shape(shape: object, what: str, src: str) -> tuple[int, ...]:
 
 # -- ids -----------------------------------------------------------------------------------
 def _grid_axis(axis: object, what: str) -> int:
-    src = src_here()
-    ax = constexpr_int(axis, f"{what} axis", src)
+    ax = constexpr_int(axis, f"{what} axis")
     if ax not in (0, 1, 2):
-        raise KernelError(f"{what} axis must be 0, 1 or 2, got {ax}", src)
+        raise KernelError(f"{what} axis must be 0, 1 or 2, got {ax}", src_here())
     return ax
 
 
@@ -125,17 +127,25 @@ def num_programs(axis: object) -> tensor:
 
 # -- creation ------------------------------------------------------------------------------
 def arange(start: object, end: object) -> tensor:
-    src = src_here()
-    lo, hi = constexpr_int(start, "arange start", src), constexpr_int(end, "arange end", src)
+    lo, hi = constexpr_int(start, "arange start"), constexpr_int(end, "arange end")
     if hi <= lo:
-        raise ShapeError(f"arange({lo}, {hi}): end must be greater than start", src)
+        raise ShapeError(f"arange({lo}, {hi}): end must be greater than start", src_here())
     n = hi - lo
     if n & (n - 1):
         raise ShapeError(f"arange({lo}, {hi}) has length {n}, not a power of two (Triton "
-                         "requires a power-of-two range)", src)
+                         "requires a power-of-two range)", src_here())
     if lo < -2**31 or hi > 2**31:
-        raise ShapeError(f"arange({lo}, {hi}) does not fit int32", src)
-    return concrete(np.arange(lo, hi, dtype=np.int32), d.int32)
+        raise ShapeError(f"arange({lo}, {hi}) does not fit int32", src_here())
+    if not arith.MEMO or n > arith.MEMO_ELEMENTS:
+        return concrete(np.arange(lo, hi, dtype=np.int32), d.int32)
+    got = arith.memo().get(("arange", lo, hi))  # every program makes the same ranges
+    if got is None:
+        v = np.arange(lo, hi, dtype=np.int32)
+        v.flags.writeable = False
+        got = (v, arith.array_key(d.int32, v))
+        arith.memo().keep(("arange", lo, hi), got, 2 * v.nbytes, arith.MEMO_LIMIT,
+                          arith.MEMO_BYTES)
+    return Concrete(d.int32, *got)
 
 
 def full(shape: object, value: object, dtype: object) -> tensor:
@@ -176,7 +186,6 @@ def _view(x: tensor, shape: tuple[int, ...],
 
 def index(x: tensor, key: object) -> Value:
     """``x[:, None]``, ``x[None, :]``: new unit axes; only ``None`` and ``:`` are allowed."""
-    src = src_here()
     key = key if isinstance(key, tuple) else (key,)
     shape, axis = [], 0
     for k in key:
@@ -184,14 +193,18 @@ def index(x: tensor, key: object) -> Value:
             shape.append(1)
         elif isinstance(k, slice) and k == slice(None):
             if axis >= len(x.shape):
-                raise ShapeError(f"too many indices for a {list(x.shape)} block", src)
+                raise ShapeError(f"too many indices for a {list(x.shape)} block", src_here())
             shape.append(x.shape[axis])
             axis += 1
         else:
             raise KernelError(f"indexing a block with {k!r} is rejected by Triton too (only "
-                              "None and ':' as in x[:, None])", src)
+                              "None and ':' as in x[:, None])", src_here())
     shape += list(x.shape[axis:])
-    return _view(x, tuple(shape), lambda v: v[key])
+    shp = tuple(shape)
+    if type(x) is Concrete:  # the same values in C order: the memo key keeps its bytes
+        mk = x.memo_key
+        return Concrete(x.dtype, x.value[key], None if mk is None else (mk[0], shp, mk[2], mk[3]))
+    return _view(x, shp, lambda v: v[key])
 
 
 def reshape(x: tensor, *shape: object, can_reorder: bool = False) -> Value:

@@ -22,17 +22,21 @@ from kernbench.triton.value import (
     Pointer,
     Scalar,
     Symbolic,
+    at,
     pointer,
     symbolic,
 )
 
+#: the op table's ops by name
+_OPS_BY_NAME = {op.value: op for op in Op}
 
-def table_op(name: str, src: str) -> Op:
+
+def table_op(name: str, src: str | None = None) -> Op:
     """The op-table op called ``name``, or a KernelError when the table lacks it."""
-    try:
-        return Op(name)
-    except ValueError:
-        raise KernelError(f"op {name!r} is not in kernbench's op table", src) from None
+    op = _OPS_BY_NAME.get(name)
+    if op is None:
+        raise KernelError(f"op {name!r} is not in kernbench's op table", at(src))
+    return op
 
 
 def uniform(v: np.ndarray) -> bool:

@@ -12,6 +12,7 @@ from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import addressing as ix
 from kernbench.record.handle import HbmTensor, TensorHandle
 from kernbench.record.source import src_here
+from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import block_shape, broadcast_to
@@ -108,9 +109,29 @@ def _mask(mask: object, shape: tuple[int, ...], src: str) -> Mask:
     if isinstance(m, Pointer) or not m.dtype.is_bool():
         raise DtypeError(f"mask must be boolean (int1), got {m.dtype!r}", src)
     if isinstance(m, Concrete):
-        v = m.value if m.shape == shape else np.broadcast_to(m.value, shape)
-        return None if v.all() else np.array(v)
+        return _concrete_mask(m, shape)
     return m if m.shape == shape else data.broadcast(m, shape)
+
+
+def _concrete_mask(m: Concrete, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A concrete mask broadcast to ``shape``: None when all true, else a read-only array,
+    kept in the index-arithmetic memo by the mask's memo key when it has one (each program
+    of a launch masks alike)."""
+    mk = m.memo_key
+    key = None if mk is None or not arith.MEMO else ("mask", mk, shape)
+    if key is not None:
+        got = arith.memo().get(key)
+        if got is not None:
+            return got[0]
+    v = m.value if m.shape == shape else np.broadcast_to(m.value, shape)
+    out = None if v.all() else np.array(v)
+    if key is not None:
+        nbytes = len(key[1][-1])
+        if out is not None:
+            out.flags.writeable = False
+            nbytes += out.nbytes
+        arith.memo().keep(key, (out,), nbytes, arith.MEMO_LIMIT, arith.MEMO_BYTES)
+    return out
 
 
 def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...]:
@@ -125,7 +146,10 @@ def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...
 
 def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -> tuple[int, ...]:
     try:
-        return tuple(np.broadcast_shapes(*(s for _, s in shapes)))
+        out: tuple[int, ...] = ()
+        for _, s in shapes:
+            out = broadcast_shapes(out, tuple(s))
+        return out
     except ValueError:
         told = ", ".join(f"{n} {list(s)}" for n, s in shapes)
         raise ShapeError(f"{what}: {told} do not broadcast to one shape", src) from None
@@ -208,7 +232,7 @@ def _value(value: object, shape: tuple[int, ...], elem: d.dtype, src: str) -> Sc
     if isinstance(v, Pointer):
         raise KernelError("storing pointers is not supported by kernbench", src)
     try:
-        np.broadcast_shapes(v.shape, shape)
+        broadcast_shapes(v.shape, shape)
     except ValueError:
         raise ShapeError(f"store value {list(v.shape)} does not broadcast to the pointer block "
                          f"{list(shape)}", src) from None

@@ -174,6 +174,10 @@ class Symbolic(tensor):
                           "data; use tl.where or a mask", src_here())
 
 
+#: one ``pointer_type`` per element type (immutable), shared by every pointer value
+_POINTER_TYPES: dict[d.dtype, pointer_type] = {}
+
+
 class Pointer(tensor):
     """Addresses into the HBM tensor ``base``: element ``offsets``, concrete (``int64``) or a
     TCM handle of integers from loaded data (a gather or scatter)."""
@@ -183,7 +187,10 @@ class Pointer(tensor):
 
     def __init__(self, elem: d.dtype, base: HbmTensor, offsets: np.ndarray | TensorHandle
                  ) -> None:
-        self.dtype, self.shape = pointer_type(elem), tuple(offsets.shape)
+        pt = _POINTER_TYPES.get(elem)
+        if pt is None:
+            pt = _POINTER_TYPES[elem] = pointer_type(elem)
+        self.dtype, self.shape = pt, tuple(offsets.shape)
         self.base, self.offsets = base, offsets
         if type(offsets) is TensorHandle:
             _retain(offsets)
