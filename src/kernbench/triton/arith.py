@@ -88,8 +88,8 @@ def binary(op: str, a: object, b: object) -> Value:
     x, y = operand(a), operand(b)
     if isinstance(x, Pointer) or isinstance(y, Pointer):
         return _pointer_arith(op, x, y)
-    if not isinstance(x, Symbolic) and not isinstance(y, Symbolic):
-        return _concrete_binary(op, x, y)
+    if type(x) is not Symbolic and type(y) is not Symbolic:  # no subclasses: exact types
+        return _concrete_binary(op, x, y)  # type: ignore[arg-type]
     t, out = types(op, x, y)
     return data.binary(op, x, y, t, out, src_here())
 
@@ -139,7 +139,12 @@ def _concrete_binary(op: str, a: Concrete | Scalar, b: Concrete | Scalar,
                      src: str | None = None) -> Concrete:
     key = None
     if MEMO:
-        ka, kb = _key(a), _key(b)
+        ka = a.memo_key if type(a) is Concrete else None
+        kb = b.memo_key if type(b) is Concrete else None
+        if ka is None:
+            ka = _key(a)
+        if kb is None:
+            kb = _key(b)
         if ka is not None and kb is not None:
             key = (op, ka, kb)
             got = _MEMO.get(key)

@@ -86,9 +86,18 @@ def _shape(x: Operand) -> tuple[int, ...]:
     return x.shape if isinstance(x, VALUES) else ()
 
 
+#: Python scalars a recorded op takes as its scalar operand as they are
+_PY_SCALARS = frozenset({int, float, bool})
+
+
 def binary(op: str, a: Numeric, b: Numeric, t: dtype, out: dtype, src: str) -> Symbolic:
     """Record ``a op b`` (at least one side symbolic), computed in dtype ``t``."""
     kop = table_op(op, src)
+    if type(a) is Symbolic and a.dtype is t:  # the usual cases, as the general path below
+        if type(b) is Symbolic and b.dtype is t and b.shape == a.shape:
+            return _recorded(kop, a.handle, b.handle, out, src)
+        if type(b) in _PY_SCALARS and (b or op not in ("add", "sub") or a.dtype is not out):
+            return _recorded(kop, a.handle, py_scalar(b, t), out, src)  # type: ignore[arg-type]
     try:
         shape = broadcast_shapes(_shape(a), _shape(b))
     except ValueError as exc:
@@ -100,8 +109,12 @@ def binary(op: str, a: Numeric, b: Numeric, t: dtype, out: dtype, src: str) -> S
     if op == "add" and sa and _is_zero(a) and isinstance(b, Symbolic) and b.dtype is out:
         return b
     xa, xb = _side(a, sa, t, src), _side(b, sb, t, src)  # both alive until the op is recorded
-    h = sem.binary(kop, _operand(xa), _operand(xb))
-    r = symbolic(h)
+    return _recorded(kop, _operand(xa), _operand(xb), out, src)
+
+
+def _recorded(kop: Op, x: TensorHandle | Scalar, y: TensorHandle | Scalar, out: dtype,
+              src: str) -> Symbolic:
+    r = symbolic(sem.binary(kop, x, y))
     return r if r.dtype is out else cast(r, out, src)
 
 

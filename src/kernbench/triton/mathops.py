@@ -5,38 +5,49 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import semantics as sem_
 from kernbench.record.source import src_here
-from kernbench.schemas.ops import OPS
+from kernbench.schemas.ops import OPS, Op
 from kernbench.schemas.policy import TRITON, axis_of
 from kernbench.schemas.semantics import Reduce, Scan
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d
 from kernbench.triton.core import constexpr_int
-from kernbench.triton.value import Concrete, Pointer, Symbolic, Value, concrete, plain, tensor
+from kernbench.triton.value import (
+    Concrete,
+    Pointer,
+    Symbolic,
+    Value,
+    at,
+    concrete,
+    plain,
+    tensor,
+)
 
 #: math functions Triton accepts on fp32 (and fp64) only, as libdevice does
 _FP32_ONLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "floor", "ceil",
                         "cos", "sin", "sigmoid", "tanh"})
 
 
-def fp32_or_fp64(x: object, src: str, what: str) -> Concrete | Symbolic:
+def fp32_or_fp64(x: object, src: str | None, what: str) -> Concrete | Symbolic:
     """``x`` as a float32 or float64 value, or the DtypeError Triton's libdevice gives."""
     v = arith.value_of(x, src)
     if isinstance(v, Pointer) or v.dtype.name not in ("float32", "float64"):
         raise DtypeError(f"{what} expects fp32 or fp64, got {v.dtype!r} (cast with "
-                         ".to(tl.float32) first, as Triton requires)", src)
+                         ".to(tl.float32) first, as Triton requires)", at(src))
     return v
 
 
 def _math1(op: str) -> Callable[..., Concrete | Symbolic]:
+    fp32_only = op in _FP32_ONLY
+
     def fn(x: object, *_rounding: object, **_kw: object) -> Concrete | Symbolic:
-        src = src_here()
-        v = fp32_or_fp64(x, src, f"tl.{op}") if op in _FP32_ONLY else arith.value_of(x, src)
+        v = fp32_or_fp64(x, None, f"tl.{op}") if fp32_only else arith.value_of(x)
         return arith.unary(op, v)
     fn.__name__ = fn.__qualname__ = op
     return fn
@@ -94,10 +105,43 @@ def _axis(x: tensor, axis: object, src: str) -> int | None:
         raise ShapeError(str(exc), src) from None
 
 
-def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A002
-            dtype: object = None) -> Concrete | Symbolic:
-    src = src_here()
-    x = arith.number(input, src, f"tl.{op}")
+@dataclass(frozen=True)
+class _Reduction:
+    """What a reduction of one input shape and dtype, axis and options records."""
+
+    kop: Op
+    sem: Reduce
+    ax: int | None
+    attrs: dict[str, object]
+    shape: tuple[int, ...]  # the result's
+    out: str  # the result's dtype
+    acc: d.dtype  # the dtype the input is read in
+
+
+#: reductions by (op, input shape, input dtype, axis, keep_dims, dtype=): each program of a
+#: launch reduces alike (a few entries per kernel)
+_REDUCTIONS: dict[tuple, _Reduction] = {}
+REDUCTIONS_LIMIT = 4096
+
+
+def _reduction(op: str, x: Concrete | Symbolic, axis: object, keep_dims: object,
+               dtype: object) -> _Reduction:
+    ax, dt = plain(axis), plain(dtype)  # by type too: axis True is refused, 1 is not
+    key = (op, x.shape, x.dtype, type(ax), ax, bool(keep_dims), type(dt), dt)
+    try:
+        got = _REDUCTIONS.get(key)
+        hashable = True
+    except TypeError:  # an unhashable axis or dtype: checked (and refused) afresh
+        got, hashable = None, False
+    if got is None:
+        got = _new_reduction(op, x, axis, keep_dims, dtype, src_here())
+        if hashable and len(_REDUCTIONS) < REDUCTIONS_LIMIT:
+            _REDUCTIONS[key] = got
+    return got
+
+
+def _new_reduction(op: str, x: Concrete | Symbolic, axis: object, keep_dims: object,
+                   dtype: object, src: str) -> _Reduction:
     if not x.shape:
         raise ShapeError(f"tl.{op} of a scalar", src)
     ax = _axis(x, axis, src)
@@ -111,13 +155,21 @@ def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A0
     if plain(dtype) is not None:
         attrs["dtype"] = d.by_name(plain(dtype)).name
     shape, out = sem.infer([x.shape], [x.dtype.name], attrs, TRITON)
-    x = arith.cast(x, d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON)))
+    acc = d.by_name(sem.accumulator(x.dtype.name, attrs, TRITON))
+    return _Reduction(kop, sem, ax, attrs, shape, out, acc)
+
+
+def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A002
+            dtype: object = None) -> Concrete | Symbolic:
+    x = arith.number(input, None, f"tl.{op}")
+    red = _reduction(op, x, axis, keep_dims, dtype)
+    x = arith.cast(x, red.acc)
     if isinstance(x, Concrete):
-        return concrete(sem.evaluate([x.value], attrs, TRITON), d.by_name(out))
+        return concrete(red.sem.evaluate([x.value], red.attrs, TRITON), d.by_name(red.out))
     fn = sem_.arg_reduce if op.startswith("arg") else sem_.reduce
-    h = fn(kop, x.handle, ax, bool(keep_dims))
+    h = fn(red.kop, x.handle, red.ax, bool(keep_dims))
     r = data.symbolic(h)
-    return r if tuple(h.shape) == shape else data.reshape(r, shape)
+    return r if tuple(h.shape) == red.shape else data.reshape(r, red.shape)
 
 
 def sum(input: object, axis: object = None, keep_dims: bool = False,  # noqa: A001
