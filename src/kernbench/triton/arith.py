@@ -185,7 +185,10 @@ def _offset(p: Pointer, k: Numeric, src: str | None = None) -> Pointer:
     elem = p.dtype.element_ty
     if isinstance(k, Symbolic) or type(p.offsets) is not np.ndarray:
         return data.symbolic_offsets(p, k, at(src))
-    kv = np.asarray(k.value if isinstance(k, Concrete) else k, dtype=np.int64)
+    if type(k) is Concrete and k.value.dtype.kind == "i":
+        kv = k.value  # signed integers add to int64 offsets exactly, as int64
+    else:
+        kv = np.asarray(k.value if isinstance(k, Concrete) else k, dtype=np.int64)
     offs = np.add(p.offsets, kv)  # int64 arrays wrap silently
     return pointer(p.base, offs, elem)
 

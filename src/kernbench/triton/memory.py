@@ -137,11 +137,21 @@ def _concrete_mask(m: Concrete, shape: tuple[int, ...]) -> np.ndarray | None:
 def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...]:
     """The broadcast shape of the named operands; a ShapeError at the kernel's line naming
     each operand's shape when they do not broadcast (a mask of the wrong shape)."""
-    shapes = [(n, getattr(plain(x), "shape", ())) for n, x in named]
+    shapes = [(n, _shape(x)) for n, x in named]
     first = shapes[0][1]
     if all(s == first or s == () for _, s in shapes):  # the usual case: no broadcasting
         return tuple(first)
     return _broadcast(shapes, what, src)
+
+
+#: types of operands without a shape (a scalar or no mask)
+_UNSHAPED = frozenset({type(None), int, float, bool})
+
+
+def _shape(x: object) -> tuple[int, ...]:
+    if type(x) in _UNSHAPED:
+        return ()
+    return x.shape if isinstance(x, VALUES) else getattr(plain(x), "shape", ())
 
 
 def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -> tuple[int, ...]:
