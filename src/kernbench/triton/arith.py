@@ -85,7 +85,9 @@ def types(op: str, a: Numeric, b: Numeric, src: str | None = None) -> tuple[dtyp
 def binary(op: str, a: object, b: object) -> Value:
     """``a op b`` with Triton's semantics (``op``: an elementwise op of the op table). The
     kernel's line is looked up only when an op is recorded or an error raised."""
-    x, y = operand(a), operand(b)
+    # operand() returns operands of these exact types as they are: not called for them
+    x: Operand = a if type(a) in _AS_IS else operand(a)  # type: ignore[assignment]
+    y: Operand = b if type(b) in _AS_IS else operand(b)  # type: ignore[assignment]
     if isinstance(x, Pointer) or isinstance(y, Pointer):
         return _pointer_arith(op, x, y)
     if type(x) is not Symbolic and type(y) is not Symbolic:  # no subclasses: exact types
@@ -190,7 +192,7 @@ def _offset(p: Pointer, k: Numeric, src: str | None = None) -> Pointer:
     else:
         kv = np.asarray(k.value if isinstance(k, Concrete) else k, dtype=np.int64)
     offs = np.add(p.offsets, kv)  # int64 arrays wrap silently
-    return pointer(p.base, offs, elem)
+    return Pointer(elem, p.base, offs) if type(offs) is np.ndarray else pointer(p.base, offs, elem)
 
 
 _UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}

@@ -94,7 +94,12 @@ def binary(op: str, a: Numeric, b: Numeric, t: dtype, out: dtype, src: str) -> S
     """Record ``a op b`` (at least one side symbolic), computed in dtype ``t``."""
     kop = table_op(op, src)
     if type(a) is Symbolic and a.dtype is t:  # the usual cases, as the general path below
-        if type(b) is Symbolic and b.dtype is t and b.shape == a.shape:
+        if type(b) is Symbolic and b.dtype is t:
+            if b.shape != a.shape:
+                try:
+                    broadcast_shapes(a.shape, b.shape)
+                except ValueError as exc:
+                    raise KernelError(f"{op}: {exc}", src) from None
             return _recorded(kop, a.handle, b.handle, out, src)
         if type(b) in _PY_SCALARS and (b or op not in ("add", "sub") or a.dtype is not out):
             return _recorded(kop, a.handle, py_scalar(b, t), out, src)  # type: ignore[arg-type]
