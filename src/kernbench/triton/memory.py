@@ -154,12 +154,20 @@ def _shape(x: object) -> tuple[int, ...]:
     return x.shape if isinstance(x, VALUES) else getattr(plain(x), "shape", ())
 
 
+#: broadcast shapes of load/store operands by their shapes (a launch has a few)
+_BROADCASTS: dict[tuple[tuple[int, ...], ...], tuple[int, ...]] = {}
+
+
 def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -> tuple[int, ...]:
+    key = tuple(tuple(s) for _, s in shapes)
+    got = _BROADCASTS.get(key)
+    if got is not None:
+        return got
     try:
-        out: tuple[int, ...] = ()
-        for _, s in shapes:
-            out = broadcast_shapes(out, tuple(s))
-        return out
+        got = tuple(np.broadcast_shapes(*key))
+        if len(_BROADCASTS) < 1024:
+            _BROADCASTS[key] = got
+        return got
     except ValueError:
         told = ", ".join(f"{n} {list(s)}" for n, s in shapes)
         raise ShapeError(f"{what}: {told} do not broadcast to one shape", src) from None
