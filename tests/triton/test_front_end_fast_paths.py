@@ -101,6 +101,19 @@ def reduce_out_of_range(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr, tl.max(v, axis=1))  # axis-range
 
 
+@triton.jit
+def small_dot(x_ptr, BLOCK: tl.constexpr):
+    v = tl.load(x_ptr + tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :])
+    tl.store(x_ptr + tl.arange(0, BLOCK)[:, None], tl.dot(v, v))  # small-dot
+
+
+@triton.jit
+def trans_3d(x_ptr, BLOCK: tl.constexpr):
+    v = tl.load(x_ptr + tl.arange(0, BLOCK))
+    w = tl.reshape(v, (2, 2, BLOCK // 4))
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.reshape(tl.trans(w, 2, 0, 1), (BLOCK,)))  # trans3
+
+
 @pytest.mark.parametrize(("kernel", "block", "marker", "match"), [
     (pointer_times_two, 8, "ptr-mul", r"operator 'mul' on a pointer"),
     (float_offsets_in_helper, 8, "helper-float-offsets", r"pointer offsets must be integers"),
@@ -113,9 +126,11 @@ def reduce_out_of_range(x_ptr, BLOCK: tl.constexpr):
     (cast_a_pointer, 8, "cast-pointer", r"casting a pointer"),
     (reduce_then_bool_axis, 8, "bool-axis", r"reduction axis must be a tl\.constexpr integer"),
     (reduce_out_of_range, 8, "axis-range", r"axis"),
+    (small_dot, 8, "small-dot", r"tl\.dot needs M, N, K >= 16"),
+    (trans_3d, 8, "trans3", r"trans of loaded data supports 2-D blocks only"),
 ], ids=lambda v: v if isinstance(v, str) and " " not in v and "\\" not in v else None)
 def test_an_error_names_the_exact_kernel_line(tmp_path, kernel, block, marker, match) -> None:
-    c = kbt.case(kernel, (2,), np.zeros(16, np.float32), BLOCK=block, outputs=["x_ptr"])
+    c = kbt.case(kernel, (2,), np.zeros(64, np.float32), BLOCK=block, outputs=["x_ptr"])
     with pytest.raises(KernelError, match=rf"^{HERE}:{line_of(marker)}: .*{match}"):
         kb.record(c, out=tmp_path / "t.ktrace")
 
@@ -193,3 +208,28 @@ def test_a_view_keeps_its_source_key_and_values(monkeypatch) -> None:
     np.testing.assert_array_equal(got.value, (v + 1)[:, None] * (v + 1)[None, :])
     again = arith.binary("mul", s[:, None], s[None, :])  # from the memo
     assert again.value is got.value and again.memo_key == got.memo_key
+
+
+@triton.jit
+def dot_of_concrete(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    ramp = (r[:, None] + r[None, :]).to(tl.float32)  # concrete, not uniform: a const op
+    y = tl.dot(ramp, v)  # concrete-dot
+    tl.store(out_ptr + r[:, None] * BLOCK + r[None, :], y)
+
+
+def test_an_op_recorded_for_a_concrete_operand_names_the_kernel_line(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    b = 16
+    x = np.random.default_rng(5).standard_normal((b, b), dtype=np.float32)
+    ramp = (np.arange(b)[:, None] + np.arange(b)[None, :]).astype(np.float32)
+    c = kbt.case(dot_of_concrete, (1,), x, np.zeros_like(x), BLOCK=b, outputs=["out_ptr"],
+                 reference=lambda x_ptr, **_: {"out_ptr": ramp @ x_ptr})
+    kb.record(c, tmp_path / "t.ktrace")
+    ops = pq.read_table(tmp_path / "t.ktrace" / "ops.parquet").to_pylist()
+    line = f"{__name__.replace('.', '/')}.py:{line_of('concrete-dot')}"
+    assert {o["name"] for o in ops if o["src"] == line} >= {"const", "dot"}
+    res = kb.replay(tmp_path / "t.ktrace", case=lambda **_: c, in_process=True)
+    assert res.ok, res.verdict

@@ -178,12 +178,12 @@ def dot(input: object, other: object, acc: object = None,  # noqa: A002
     batch's operands selected and the products stacked as ``select`` / ``stack`` do."""
     from kernbench.triton import mathops
 
-    src = src_here()
-    a, b = arith.value_of(input, src), arith.value_of(other, src)
+    a, b = arith.value_of(input), arith.value_of(other)
     opts = {"input_precision": input_precision, "allow_tf32": allow_tf32,
             "max_num_imprecise_acc": max_num_imprecise_acc, "out_dtype": out_dtype}
     if len(a.shape) != 3 and len(b.shape) != 3:
         return mathops.dot(a, b, acc, **opts)
+    src = src_here()
     if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0]:
         raise ShapeError(f"a batched tl.dot needs two 3-D blocks of one batch size, got "
                          f"{list(a.shape)} @ {list(b.shape)}", src)

@@ -240,18 +240,17 @@ def expand_dims(x: tensor, axis: object) -> Value:
 
 
 def trans(x: tensor, *dims: object) -> Value:
-    src = src_here()
     if len(dims) == 1 and isinstance(plain(dims[0]), tuple | list):
         dims = tuple(plain(dims[0]))
-    order = tuple(constexpr_int(a, "trans dim", src) for a in dims) or tuple(
+    order = tuple(constexpr_int(a, "trans dim") for a in dims) or tuple(
         builtins.range(len(x.shape) - 1, -1, -1))  # ``range`` here is tl.range
     if isinstance(x, Concrete) or (isinstance(x, Pointer) and type(x.offsets) is np.ndarray):
         return _view(x, tuple(x.shape[i] for i in order), lambda v: np.transpose(v, order))
     if len(x.shape) != 2 or order != (1, 0):
         raise KernelError(f"trans of loaded data supports 2-D blocks only, got "
-                          f"{list(x.shape)} with order {list(order)}", src)
+                          f"{list(x.shape)} with order {list(order)}", src_here())
     if isinstance(x, Pointer):
-        raise KernelError("trans of a pointer block with data-dependent offsets", src)
+        raise KernelError("trans of a pointer block with data-dependent offsets", src_here())
     assert isinstance(x, Symbolic), "every value is concrete, a pointer or symbolic"
     return data.symbolic(sem.trans(x.handle), x.dtype)
 

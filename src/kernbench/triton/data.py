@@ -61,8 +61,9 @@ def _arange_start(v: np.ndarray) -> int | None:
     return start if ok and -2**31 <= start and start + flat.size <= 2**31 else None
 
 
-def materialise(x: Concrete, t: dtype, src: str) -> Symbolic:
+def materialise(x: Concrete, t: dtype, src: str | None) -> Symbolic:
     """A symbolic tensor of dtype ``t`` holding concrete ``x`` (fill, arange or const)."""
+    src = at(src)
     kt = d.to_kb(t)
     v = d.cast(x.value, t)
     if uniform(v):
@@ -74,7 +75,7 @@ def materialise(x: Concrete, t: dtype, src: str) -> Symbolic:
     return symbolic(addressing.constant(v, kt, src=src), t)
 
 
-def handle(x: Numeric, t: dtype, src: str) -> Symbolic:
+def handle(x: Numeric, t: dtype, src: str | None) -> Symbolic:
     """``x`` (symbolic, concrete or a scalar) as a symbolic tensor of dtype ``t``."""
     if isinstance(x, Symbolic):
         return x if x.dtype is t else cast(x, t, src)
@@ -173,7 +174,7 @@ def _name(v: np.ndarray) -> str:
     return "bfloat16" if v.dtype.kind == "V" else str(v.dtype)
 
 
-def cast(x: Symbolic, t: dtype, src: str, bitcast: bool = False) -> Symbolic:
+def cast(x: Symbolic, t: dtype, src: str | None, bitcast: bool = False) -> Symbolic:
     return symbolic(sem.cast(x.handle, d.to_kb(t), bitcast), t)
 
 

@@ -252,31 +252,31 @@ _DOT_IN = ("int8", "float16", "bfloat16", "float32")
 def dot(input: object, other: object, acc: object = None,  # noqa: A002
         input_precision: object = None, allow_tf32: object = None,
         max_num_imprecise_acc: object = None, out_dtype: object = None) -> Symbolic:
-    src = src_here()
-    a, b = arith.number(input, src, "tl.dot"), arith.number(other, src, "tl.dot")
+    # the kernel's line is looked up on an error or for a concrete operand only
+    a, b = arith.number(input, None, "tl.dot"), arith.number(other, None, "tl.dot")
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ShapeError(f"tl.dot supports 2-D blocks, got {list(a.shape)} @ {list(b.shape)}",
-                         src)
+                         src_here())
     if a.dtype is not b.dtype or a.dtype.name not in _DOT_IN:
         raise DtypeError(f"tl.dot operands must share one of {_DOT_IN}, got {a.dtype.name} and "
-                         f"{b.dtype.name}", src)
+                         f"{b.dtype.name}", src_here())
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
-        raise ShapeError(f"tl.dot shapes {list(a.shape)} @ {list(b.shape)} do not fit", src)
+        raise ShapeError(f"tl.dot shapes {list(a.shape)} @ {list(b.shape)} do not fit", src_here())
     if builtins_min(m, n, k) < 16:
-        raise ShapeError(f"tl.dot needs M, N, K >= 16, got M={m} N={n} K={k}", src)
-    c = None if plain(acc) is None else arith.number(acc, src, "tl.dot")
+        raise ShapeError(f"tl.dot needs M, N, K >= 16, got M={m} N={n} K={k}", src_here())
+    c = None if plain(acc) is None else arith.number(acc, None, "tl.dot")
     if plain(out_dtype) is not None:
         out = d.by_name(plain(out_dtype))
     else:
         out = d.int32 if a.dtype.is_int() else (c.dtype if c is not None else d.float32)
     if out.name == "bfloat16":
         raise DtypeError("tl.dot out_dtype=bfloat16 is unsupported (Triton); use float32 and "
-                         "cast", src)
-    ha, hb = data.handle(a, a.dtype, src), data.handle(b, b.dtype, src)
+                         "cast", src_here())
+    ha, hb = data.handle(a, a.dtype, None), data.handle(b, b.dtype, None)
     if isinstance(c, Concrete) and data.uniform(c.value) and not c.value.reshape(-1)[0]:
         c = None  # tl.zeros accumulator: the product is the sum
-    hacc = None if c is None else data.handle(c, out, src)
+    hacc = None if c is None else data.handle(c, out, None)
     h = sem_.dot(ha.handle, hb.handle, None if hacc is None else hacc.handle, d.to_kb(out))
     return data.symbolic(h, out)
 
