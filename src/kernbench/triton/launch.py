@@ -35,12 +35,12 @@ from kernbench.record.handle import Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lifetime import lifetime_scope
 from kernbench.record.source import _is_internal, display_path, src_here
-from kernbench.triton import core, descriptor, memory
+from kernbench.triton import arith, core, descriptor, memory
 from kernbench.triton import dtypes as d
 from kernbench.triton.args import Launch, bind, kb_dtype_name
 from kernbench.triton.jit import Grid, hosted_by, unwrap
 from kernbench.triton.rebind import Rebinder
-from kernbench.triton.value import concrete, pointer
+from kernbench.triton.value import Concrete, pointer
 
 #: every array is an output (kbt.capture writes them all back)
 ALL = "all"
@@ -107,7 +107,7 @@ def make_kernel(launch: Launch) -> Kernel:
     arrays = [n for n in names if n in launch.arrays]
     # scalar and constexpr arguments: the same in every program, in parameter order
     fixed = [n for n in names if n not in launch.arrays]
-    scalars: dict[str, tuple[np.ndarray, d.dtype]] = {}
+    scalars: dict[str, tuple[d.dtype, np.ndarray, tuple]] = {}  # dtype, values, memo key
     consts: dict[str, object] = {}
 
     def adapter(*ptrs: Pointer, **_recorded: object) -> None:
@@ -117,7 +117,9 @@ def make_kernel(launch: Launch) -> Kernel:
                 v = launch.values[n]
                 if n in launch.scalars:
                     dt = d.of_scalar(v)
-                    scalars[n] = (np.asarray(v, dt.np), dt)
+                    arr = np.asarray(v, dt.np)
+                    arr.flags.writeable = False  # shared by every program's value
+                    scalars[n] = (dt, arr, arith.array_key(dt, arr))
                 else:
                     consts[n] = rebinder.value(v)
         kwargs: dict[str, object] = {}
@@ -126,7 +128,7 @@ def make_kernel(launch: Launch) -> Kernel:
             spec = launch.descriptors.get(n)
             kwargs[n] = ptr if spec is None else descriptor.from_host(ptr, spec)
         for n in fixed:  # a fresh scalar tensor per program: programs share none
-            kwargs[n] = concrete(*scalars[n]) if n in scalars else consts[n]
+            kwargs[n] = Concrete(*scalars[n]) if n in scalars else consts[n]
         try:
             with hosted_by(host), core.launched_with(options), lifetime_scope():
                 body[0](**kwargs)

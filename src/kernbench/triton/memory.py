@@ -139,9 +139,10 @@ def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...
     each operand's shape when they do not broadcast (a mask of the wrong shape)."""
     shapes = [(n, _shape(x)) for n, x in named]
     first = shapes[0][1]
-    if all(s == first or s == () for _, s in shapes):  # the usual case: no broadcasting
-        return tuple(first)
-    return _broadcast(shapes, what, src)
+    for _, s in shapes:
+        if s != first and s != ():
+            return _broadcast(shapes, what, src)
+    return tuple(first)  # the usual case: no broadcasting
 
 
 #: types of operands without a shape (a scalar or no mask)
