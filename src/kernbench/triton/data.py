@@ -45,6 +45,8 @@ def uniform(v: np.ndarray) -> bool:
 
 
 def py_scalar(v: np.ndarray | Scalar, t: dtype) -> Scalar:
+    if type(v) is float and t.kind == "f":
+        return v  # what float() of its numpy float64 gives
     x = np.asarray(v).reshape(-1)[0]
     if t.is_bool():
         return bool(x)

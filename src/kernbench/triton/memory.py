@@ -246,6 +246,8 @@ def load(pointer: object, mask: object = None, other: object = None,
 def _value(value: object, shape: tuple[int, ...], elem: d.dtype, src: str) -> Scalar | Symbolic:
     """The stored value: a Python scalar when uniform, else a symbolic block of ``shape``."""
     v = arith.operand(value, src, "store value")
+    if type(v) is Symbolic and v.shape == shape:
+        return v  # the usual case: a block of the pointer block's shape
     if not isinstance(v, VALUES) or (isinstance(v, Concrete) and data.uniform(v.value)):
         return data.py_scalar(v.value if isinstance(v, Concrete) else v, elem)
     if isinstance(v, Pointer):
