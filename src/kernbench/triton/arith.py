@@ -66,7 +66,8 @@ def numeric(x: Operand, op: str, src: str | None = None) -> Numeric:
 
 
 def types(op: str, a: Numeric, b: Numeric, src: str | None = None) -> tuple[dtype, dtype]:
-    (adt, asc), (bdt, bsc) = _dt(a), _dt(b)
+    (adt, asc) = (a.dtype, False) if isinstance(a, tensor) else _dt(a)
+    (bdt, bsc) = (b.dtype, False) if isinstance(b, tensor) else _dt(b)
     key = (op, adt, asc, bdt, bsc)
     try:
         got = _TYPES.get(key)
@@ -218,8 +219,8 @@ def unary(op: str, x: object) -> Concrete | Symbolic:
     """``-x``, ``abs(x)`` and the math functions (``op``: an op-table name)."""
     v = number(x, None, op)
     if isinstance(v, Concrete):
-        return data.unary_concrete(op, v, src_here())
-    return data.unary(op, v, src_here())
+        return data.unary_concrete(op, v)
+    return data.unary(op, v)
 
 
 def invert(x: object) -> Value:

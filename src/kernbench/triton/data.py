@@ -153,22 +153,23 @@ def _is_zero(x: Operand) -> bool:
     return uniform(v) and not v.reshape(-1)[0]
 
 
-def unary(op: str, x: Symbolic, src: str) -> Symbolic:
+def unary(op: str, x: Symbolic, src: str | None = None) -> Symbolic:
     return symbolic(sem.unary(table_op(op, src), x.handle))
 
 
-def unary_concrete(op: str, x: Concrete, src: str) -> Concrete:
+def unary_concrete(op: str, x: Concrete, src: str | None = None) -> Concrete:
     """A math function of concrete values: the op table's semantics, Triton's policy."""
     from kernbench.schemas.ops import OPS
     from kernbench.schemas.policy import TRITON
 
     semantics = OPS[table_op(op, src)].sem
     if semantics is None:  # pragma: no cover - every unary table op has its semantics
-        raise KernelError(f"{op} of concrete values is not supported by kernbench", src)
+        raise KernelError(f"{op} of concrete values is not supported by kernbench",
+                          at(src))
     try:
         out = semantics.evaluate([x.value], {}, TRITON)
     except ValueError as exc:
-        raise KernelError(f"{op}: {exc}", src) from None
+        raise KernelError(f"{op}: {exc}", at(src)) from None
     return Concrete(d.by_name(_name(out)), out)
 
 
