@@ -77,6 +77,7 @@ class PEDriver:
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
         #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (asynchronous.py)
         self.is_async = hw.engine_issue == "async"
+        self.queue_depth = hw.engine_queue_depth  # an async engine queue's capacity
         self.board = Scoreboard(self.floor, index)  # the async policy's in-flight accesses
         self.queues: dict[Any, deque[int]] = {}  # the async policy's engine queues (starts)
         self.last_end = 0  # the end of the running program's last op (async)
