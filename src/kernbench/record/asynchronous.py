@@ -95,8 +95,9 @@ def scope_exit(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     t = max(pe.now, pe.board.touched(key, lo, hi))
     if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
         pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)
-    wait = pe.take_wait()
-    pe.record(cmd, pe.now, t, t, 0, wait)
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    pe.row(pe.now, t, t, 0, wait, cmd)
     pe.maybe_yield()
 
 
