@@ -91,14 +91,36 @@ def scope_exit(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     rewound range has ended (when Phase 2 invalidates it), and later writers of those bytes
     come after it."""
     lo, hi = cmd.work
-    key = ("tcm", pe.index)
-    t = max(pe.now, pe.board.touched(key, lo, hi))
-    if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
-        pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)
+    now = pe.now
+    t = pe.board.rewound(lo, hi, now)
     wait = pe.carried_wait
     pe.carried_wait = 0
-    pe.row(pe.now, t, t, 0, wait, cmd)
-    pe.maybe_yield()
+    pe.row(now, t, t, 0, wait, cmd)
+    if now >= pe.switch_at:
+        pe.maybe_yield()
+
+
+def mark(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """An op without operands on an engine without a queue (a scope's entry) under
+    ``async``: ``timed`` and ``schedule`` without the steps that have nothing to do (no queue
+    to wait for, no access to claim or note)."""
+    now = pe.now
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    start = now + pe.dispatch_ps
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    if t_end > pe.last_end:
+        pe.last_end = t_end
+    pe.row(now, start, t_end, busy, wait, cmd)
+    now += pe.dispatch_ps
+    pe.now = now
+    if now >= pe.switch_at:
+        pe.maybe_yield()
 
 
 def composite(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
@@ -130,4 +152,4 @@ def wait(pe: PE, bufs: list) -> None:
 
 
 #: the async handler of the ops that are not plain engine ops
-SPECIAL = {OP.SCOPE_EXIT: scope_exit, OP.GEMM: composite}
+SPECIAL = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit, OP.GEMM: composite}

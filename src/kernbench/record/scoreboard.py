@@ -288,6 +288,21 @@ class Scoreboard:
         self.commit([(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
                      for m, lo, hi, w in plan], t_end)
 
+    def rewound(self, lo: int, hi: int, now: int) -> int:
+        """A scope's rewind of this PE's TCM ``[lo, hi)`` at ``now``: the time it is timed
+        at (``now`` or the end of the last access overlapping the range, if later), noted as
+        a read of the range until then (``touched`` and ``note``, for the one extent)."""
+        m = self.tcm
+        t = m.latest(lo, hi, False)
+        if now > t:
+            t = now
+        if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
+            m.split(lo)
+            m.split(hi)
+            b = m.bounds
+            self.commit([(m, lo, hi, False, bisect_left(b, lo), bisect_left(b, hi))], t)
+        return t
+
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""
         m = self.memories.get(key)
