@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
+import simpy
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.trace.hw import HwConfig
+from kernbench.record import asynchronous
+from kernbench.record.commands import Cmd
+from kernbench.record.pe import PEDriver
+from kernbench.record.timing import TIMING, models
+from kernbench.record.writer import OpWriter
+from kernbench.schemas.ops import OPS, SCOPE, Cost
+from kernbench.trace.hw import HwConfig, load_hw
 from tests.conftest import rows
 
 HW = HwConfig()
@@ -100,3 +108,33 @@ def test_engines_serve_in_issue_order_with_capacity_one(rec):
     first, second = rows(trace, "dma_read")
     assert second["t_start_ps"] == first["t_start_ps"] + first["busy_ps"]
     assert second["t_end_ps"] == second["t_start_ps"] + second["busy_ps"] + 500_000
+
+
+
+@pytest.mark.parametrize("preset", ["ahbm-v1", "ahbm-v2"])
+def test_a_pes_bound_timing_models_give_the_registrys_busy_and_latency_for_every_op(
+        preset, tmp_path):
+    writer = OpWriter(tmp_path / "ops.parquet")
+    pe = PEDriver(0, load_hw(preset), simpy.Environment(), writer)
+    bound = models(pe)
+    assert set(bound) == set(TIMING)
+    rng = random.Random(0)
+    for op, spec in OPS.items():
+        if spec.cost not in (Cost.MATH, Cost.TRANSCENDENTAL, Cost.SOFTMAX):
+            assert bound[op] is TIMING[op]
+            continue
+        for n in [1, 2, 15, 16, 17, 255, 256, 257, *rng.sample(range(1, 1 << 20), 20)]:
+            cmd = Cmd(op, (), None, n, 4 * n, (n,), "k.py:1")
+            assert bound[op](pe, cmd) == TIMING[op](pe, cmd), (op, n)
+    writer.abort()
+
+
+def test_the_async_ops_timed_without_claims_have_no_engine_queue_and_write_nothing(tmp_path):
+    writer = OpWriter(tmp_path / "ops.parquet")
+    pe = PEDriver(0, load_hw("ahbm-v2"), simpy.Environment(), writer)
+    marked = [op for op, (_, _, handler) in pe.by_op.items() if handler is asynchronous.mark]
+    assert marked
+    for op in marked:  # mark skips the queue and the scoreboard: nothing there to do
+        _, engine, _ = pe.by_op[op]
+        assert pe.queues.get(engine) is None and op in SCOPE
+    writer.abort()

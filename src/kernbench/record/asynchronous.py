@@ -23,10 +23,10 @@ from kernbench.record.timing import TIMING
 from kernbench.schemas.ops import OP
 
 
-def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
-             t_issue: int) -> tuple[int, int, int]:
+def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any, t_issue: int,
+             queue: Any = None) -> tuple[int, int, int]:
     """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
-    end)."""
+    end). ``queue``: the engine's queue, where a start after the issue is queued."""
     board = pe.board
     start, plan = board.claim(pe.ctx.program, cmd)
     earliest = t_issue + pe.dispatch_ps
@@ -39,10 +39,8 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
     engine.busy_total += busy
     t_end = start + busy + latency
     board.commit(plan, t_end)
-    if start > t_issue:
-        queue = pe.queues.get(engine)
-        if queue is not None:
-            queue.append(start)
+    if start > t_issue and queue is not None:
+        queue.append(start)
     out = cmd.out
     if out is not None and out.buf.ready_ps < t_end:  # what tl.wait and lifetime frees see
         out.buf.ready_ps = t_end
@@ -57,31 +55,32 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any,
 def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op (or a load) under ``async``: queue it, go on."""
     queue = pe.queues.get(engine)
+    now = pe.now
     if queue is not None:  # room in the engine's queue
-        depth = pe.hw.engine_queue_depth
-        while True:
-            now = pe.now
+        while queue and queue[0] <= now:
+            queue.popleft()
+        depth = pe.queue_depth
+        while len(queue) >= depth:  # full: the kernel stalls until a slot frees
+            until = queue[len(queue) - depth]
+            if until > now:
+                pe.carried_wait += until - now
+                pe.now = now = until
+            if now >= pe.switch_at:  # hand over as a program waiting for room in the
+                pe.stalled_on = queue  # queue: the scheduler moves its clock as it grows
+                pe.maybe_yield()
+                now = pe.now
             while queue and queue[0] <= now:
                 queue.popleft()
-            if len(queue) < depth:
-                break
-            pe.stall(queue[len(queue) - depth])  # the kernel stalls until a slot frees
-            if pe.now >= pe.switch_at:  # hand over as a program waiting for room in the
-                pe.stalled_on = queue  # queue: the scheduler moves its clock as the queue grows
-                pe.maybe_yield()
-        t_issue = now
-    else:
-        t_issue = pe.now
     wait = pe.carried_wait
     pe.carried_wait = 0
     loop = pe.loop
     if loop is not None and loop.stages >= 2 and cmd.op in pe.pipelinable:
-        loop.target(cmd.src, t_issue)  # the load site's history, for its buffer ring
+        loop.target(cmd.src, now)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    start, busy, t_end = schedule(pe, cmd, model, engine, t_issue)
-    now = t_issue + pe.dispatch_ps
-    pe.row(t_issue, start, t_end, busy, wait, cmd)
+    start, busy, t_end = schedule(pe, cmd, model, engine, now, queue)
+    pe.row(now, start, t_end, busy, wait, cmd)
+    now += pe.dispatch_ps
     pe.now = now
     if now >= pe.switch_at:
         pe.maybe_yield()
@@ -92,13 +91,36 @@ def scope_exit(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     rewound range has ended (when Phase 2 invalidates it), and later writers of those bytes
     come after it."""
     lo, hi = cmd.work
-    key = ("tcm", pe.index)
-    t = max(pe.now, pe.board.touched(key, lo, hi))
-    if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
-        pe.board.note(pe.ctx.program, [(key, lo, hi)], [], t)
-    wait = pe.take_wait()
-    pe.record(cmd, pe.now, t, t, 0, wait)
-    pe.maybe_yield()
+    now = pe.now
+    t = pe.board.rewound(lo, hi, now)
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    pe.row(now, t, t, 0, wait, cmd)
+    if now >= pe.switch_at:
+        pe.maybe_yield()
+
+
+def mark(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
+    """An op without operands on an engine without a queue (a scope's entry) under
+    ``async``: ``timed`` and ``schedule`` without the steps that have nothing to do (no queue
+    to wait for, no access to claim or note)."""
+    now = pe.now
+    wait = pe.carried_wait
+    pe.carried_wait = 0
+    start = now + pe.dispatch_ps
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    if t_end > pe.last_end:
+        pe.last_end = t_end
+    pe.row(now, start, t_end, busy, wait, cmd)
+    now += pe.dispatch_ps
+    pe.now = now
+    if now >= pe.switch_at:
+        pe.maybe_yield()
 
 
 def composite(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
@@ -111,7 +133,8 @@ def composite(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
     timed = []
     for dma, dot in children(cmd, pe.index, pe.hw.stage_bytes):
         for child, eng in ((dma, pe.dma_rd), (dot, pe.gemm)):
-            timed.append((child, *schedule(pe, child, TIMING[child.op], eng, t_issue)))
+            timed.append((child, *schedule(pe, child, TIMING[child.op], eng, t_issue,
+                                            pe.queues.get(eng))))
     t_end = max(row[3] for row in timed)
     cmd.out.buf.ready_ps = max(cmd.out.buf.ready_ps, t_end)  # type: ignore[union-attr]
     parent = pe.record(cmd, t_issue, max(timed[0][1], a_ready, t_issue), t_end, 0, wait)
@@ -129,4 +152,4 @@ def wait(pe: PE, bufs: list) -> None:
 
 
 #: the async handler of the ops that are not plain engine ops
-SPECIAL = {OP.SCOPE_EXIT: scope_exit, OP.GEMM: composite}
+SPECIAL = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit, OP.GEMM: composite}

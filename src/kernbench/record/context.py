@@ -39,13 +39,13 @@ class KernelContext:
         #: hands a command to the PE driver's greenlet and resumes with its answer
         self.issue: Callable[[object], object] = _outside_driver
         #: the driver's op -> (timing model, engine, handler) table: a command runs as
-        #: ``handler(cmd, model, engine)``, what ``issue(cmd)`` does, one call shorter
+        #: ``handler(driver, cmd, model, engine)``, what ``issue(cmd)`` does, one call shorter
         self.by_op: dict[Any, tuple[Any, Any, Callable[..., Any]]] = _NOT_ATTACHED
 
     def emit(self, cmd: Any) -> None:
         """Hand one command to the PE machine: the one call through which lowering emits."""
         model, engine, handler = self.by_op[cmd.op]
-        handler(cmd, model, engine)
+        handler(self.driver, cmd, model, engine)
 
     @property
     def scope(self) -> Scope | None:

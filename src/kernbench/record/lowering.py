@@ -83,12 +83,15 @@ def issue(ctx: KernelContext, cmd: Cmd) -> None:
 
 
 def emit(ctx: KernelContext, op: Op, inputs: tuple[TensorHandle, ...], shape: tuple[int, ...],
-          dtype: DType, work: tuple[int, ...], src: str, attrs: str = "{}",
+          dtype: DType, work: tuple[int, ...] | None, src: str, attrs: str = "{}",
           flops: int = 0) -> TensorHandle:
-    """Allocate a fresh scratch output, issue the command, return the output handle."""
+    """Allocate a fresh scratch output, issue the command, return the output handle.
+    ``work`` None: ``(elements of the output,)``, an elementwise op's."""
     n = 1
     for d in shape:
         n *= d
+    if work is None:
+        work = (n,)
     nbytes = n * dtype.itemsize
     scopes = ctx.scopes
     out = TensorHandle(ctx.scratch.alloc(nbytes, scopes[-1] if scopes else None, src),

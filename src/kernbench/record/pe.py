@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
-from functools import partial
 from typing import Any
 
 import simpy
@@ -27,7 +26,7 @@ from kernbench.record.engines import DmaChannel, GemmEngine, LinkEngine, MathEng
 from kernbench.record.ipcq import RUN, Ring, run_resolve
 from kernbench.record.pipeline import Loop, adopt, timed_hbm_writer, timed_pipelined
 from kernbench.record.scoreboard import Scoreboard, accesses
-from kernbench.record.timing import TIMING
+from kernbench.record.timing import models
 from kernbench.record.writer import NO_PARENT, ROW, OpWriter
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Engine, Op
@@ -55,9 +54,12 @@ class PEDriver:
         self.gemm, self.math = GemmEngine(hw), MathEngine(hw)
         self.engines = {Engine.DMA_RD: self.dma_rd, Engine.DMA_WR: self.dma_wr,
                         Engine.GEMM: self.gemm, Engine.MATH: self.math, Engine.NONE: NoEngine()}
-        special = {Op.SCOPE_EXIT: self._scope_exit, Op.GEMM: self._composite}
-        self._by_op = {op: (TIMING[op], self.engines.get(ops.ENGINE[op]),
-                            special.get(op, self._timed)) for op in TIMING}
+        #: op -> (timing model, engine, handler): a command runs as ``handler(pe, cmd, model,
+        #: engine)`` (a plain function: the kernel's call to it is a Python call, no binding)
+        special = {Op.SCOPE_EXIT: PEDriver._scope_exit, Op.GEMM: PEDriver._composite}
+        self._by_op: dict[Op, tuple[Any, Any, Callable[..., None]]] = {
+            op: (model, self.engines.get(ops.ENGINE[op]), special.get(op, PEDriver._timed))
+            for op, model in models(self).items()}
         self._plain = dict(self._by_op)  # the handlers outside pipelined loops
         self.loop: Loop | None = None  # the innermost running pipelined loop (pipeline.py)
         self.rewound_ps = 0  # when a scope last rewound scratch: no load is hoisted above it
@@ -77,6 +79,7 @@ class PEDriver:
         self._switch: Callable[[Any], Any] = greenlet.getcurrent().switch
         #: the engine-issue policy: "blocking" (v1, the handlers above) or "async" (asynchronous.py)
         self.is_async = hw.engine_issue == "async"
+        self.queue_depth = hw.engine_queue_depth  # an async engine queue's capacity
         self.board = Scoreboard(self.floor, index)  # the async policy's in-flight accesses
         self.queues: dict[Any, deque[int]] = {}  # the async policy's engine queues (starts)
         self.last_end = 0  # the end of the running program's last op (async)
@@ -90,8 +93,7 @@ class PEDriver:
             self.queues = {e: deque() for e in (self.dma_rd, self.dma_wr, self.gemm,
                                                     self.math)}
             for op, (model, engine, _) in self._by_op.items():
-                self._by_op[op] = (model, engine, partial(
-                    asynchronous.SPECIAL.get(op, asynchronous.timed), self))
+                self._by_op[op] = (model, engine, asynchronous.SPECIAL.get(op, asynchronous.timed))
             self._plain = dict(self._by_op)
 
     # -- the SimPy process -------------------------------------------------------------
@@ -130,7 +132,7 @@ class PEDriver:
         this driver's SimPy process, which yields to SimPy and switches back with the result."""
         if type(msg) is Cmd:
             model, engine, handler = self._by_op[msg.op]
-            return handler(msg, model, engine)
+            return handler(self, msg, model, engine)
         if type(msg) is Wait:
             if self.is_async:
                 return asynchronous.wait(self, msg.bufs)
@@ -212,11 +214,11 @@ class PEDriver:
         if loop is not None and loop.stages >= 2:
             for op in _PIPELINABLE:
                 model, engine, _ = by_op[op]
-                by_op[op] = (model, engine, self._pipelined)
+                by_op[op] = (model, engine, timed_pipelined)
             for op in _HBM_WRITERS:
                 model, engine, handler = by_op[op]
-                if handler == self._timed:
-                    by_op[op] = (model, engine, self._hbm_writer)
+                if handler is PEDriver._timed:
+                    by_op[op] = (model, engine, timed_hbm_writer)
 
     def adopt(self, cmd: Cmd) -> None:
         """A pipelined load site's first load in lifetime mode starts its buffer ring."""
@@ -244,12 +246,6 @@ class PEDriver:
             self.board.note(self.ctx.program, *accesses(cmd), t_end)  # type: ignore[union-attr]
             if t_end > self.last_end:
                 self.last_end = t_end
-
-    def _pipelined(self, cmd: Cmd, model: Callable, engine: Any) -> None:
-        timed_pipelined(self, cmd, model, engine)
-
-    def _hbm_writer(self, cmd: Cmd, model: Callable, engine: Any) -> None:
-        timed_hbm_writer(self, cmd, model, engine)
 
     def record(self, cmd: Cmd, t_issue: int, start: int, t_end: int, busy: int, wait: int,
                parent: int | None = None) -> int:

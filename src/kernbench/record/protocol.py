@@ -46,6 +46,7 @@ class PE(Protocol):
     # the async policy's machine state (record/asynchronous.py, record/scoreboard.py)
     board: Any
     queues: dict[Any, deque[int]]  # engine -> the starts of its queued ops
+    queue_depth: int  # the capacity of each of those queues (``hw.engine_queue_depth``)
     last_end: int
     switch_at: int
     stalled_on: deque[int] | None  # the engine queue the program handing over waits on

@@ -31,10 +31,11 @@ class scratch_scope:  # noqa: N801 - the tl spelling
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         ctx, scope = self.ctx, self.scope
         hi = ctx.scratch.cursor
-        unresolved = [b for b in ctx.driver.unresolved
-                      if b.space == "tcm" and scope.saved <= b.addr < hi]
-        if unresolved and exc_type is None:  # a recv_async landing in the rewound bytes
-            ctx.issue(Resolve(unresolved))
+        if ctx.unresolved and exc_type is None:  # a recv_async landing in the rewound bytes
+            unresolved = [b for b in ctx.unresolved
+                          if b.space == "tcm" and scope.saved <= b.addr < hi]
+            if unresolved:
+                ctx.issue(Resolve(unresolved))
         scope.alive = False
         ctx.scratch.rewind(scope.saved)
         if exc_type is None:

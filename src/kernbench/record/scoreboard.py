@@ -122,11 +122,26 @@ class Ranges:
         return len(bounds)
 
 
+def _span(m: Ranges, i: int, lo: int, hi: int, after_all: bool) -> tuple[int, int, int]:
+    """Segments ``i`` (``lo`` bisected into ``m``'s bounds) to ``j`` of ``[lo, hi)``, cutting
+    bounds where there are none: (i, j, the latest end of any access there if ``after_all``,
+    else of a write; 0: none)."""
+    b = m.bounds
+    if i == len(b) or b[i] != lo:
+        m.cut(i, lo)
+    j = bisect_left(b, hi, i)
+    if j == len(b) or b[j] != hi:
+        m.cut(j, hi)
+    if j <= i:
+        return i, j, 0
+    return i, j, max((m.rw if after_all else m.wr)[i:j])
+
+
 class Scoreboard:
     """The in-flight accesses of one PE: an interval index per memory (and per program for
     HBM)."""
 
-    __slots__ = ("memories", "count", "limit", "floor", "tcm_key", "tcm")
+    __slots__ = ("memories", "count", "limit", "floor", "tcm_key", "tcm", "pe")
 
     def __init__(self, floor: Callable[[], int], pe: int = 0) -> None:
         self.memories: dict[Any, Ranges] = {}
@@ -137,6 +152,7 @@ class Scoreboard:
         self.floor = floor
         #: the PE's own TCM, the memory almost every access is in (no key to build)
         self.tcm_key = ("tcm", pe)
+        self.pe = pe
         self.tcm = self.memories[self.tcm_key] = Ranges()
 
     def claim(self, program: int, cmd: Any) -> tuple[int, list]:
@@ -146,51 +162,70 @@ class Scoreboard:
         the segments between them without searching again, unless a cut moved them."""
         t = 0
         plan = []
-        memories = self.memories
-        tcm, pe = self.tcm, self.tcm_key[1]
-        drop_war = DROP_WAR
-        out = cmd.out
-        n_in = len(cmd.inputs)
+        tcm, pe = self.tcm, self.pe
+        war = not DROP_WAR
         cut = False
-        for k, h in enumerate(cmd.inputs if out is None else (*cmd.inputs, out)):
+        # the reads, then the write: the same steps, written twice (a loop over both costs
+        # as much as the steps on this per-op path)
+        for h in cmd.inputs:  # RAW: a read waits for writes (an atomic's HBM input: for all)
             buf = h.buf
-            space = buf.space
             lo = buf.addr
-            write = k == n_in
-            if space == "tcm" and buf.pe == pe:
-                m = tcm
-                hi = lo + buf.nbytes
+            if buf.space == "tcm" and buf.pe == pe:
+                m, hi, write = tcm, lo + buf.nbytes, False
             else:
-                if space == _HBM:
-                    hi = lo + buf.nbytes if cmd.attrs == "{}" else _FAR
-                    key: Any = ((space, buf.pe), program)
-                    if not write and cmd.op in ATOMICS:
-                        write = True  # an atomic reads and writes its HBM input
-                else:
-                    hi = lo + buf.nbytes
-                    key = (space, buf.pe)
-                m = memories.get(key)  # type: ignore[assignment]
-                if m is None:
-                    m = memories[key] = Ranges()
+                m, hi, write = self._memory(program, cmd, buf, False)
             b = m.bounds
             i = bisect_left(b, lo)
-            if i == len(b) or b[i] != lo:
-                m.cut(i, lo)
-                cut = True
-            j = bisect_left(b, hi, i)
-            if j == len(b) or b[j] != hi:
-                m.cut(j, hi)
+            if i + 1 < len(b) and b[i] == lo and b[i + 1] == hi:  # one segment: the common case
+                j = i + 1
+                v = (m.rw if write and war else m.wr)[i]
+            else:
+                i, j, v = _span(m, i, lo, hi, write and war)
                 cut = True
             plan.append((m, lo, hi, write, i, j))
-            if j > i:  # RAW: a read waits for writes; WAR and WAW: a write for all
-                vals = m.rw if write and not drop_war else m.wr
-                v = vals[i] if j == i + 1 else max(vals[i:j])
-                if v > t:
-                    t = v
+            if v > t:
+                t = v
+        out = cmd.out
+        if out is not None:  # WAR and WAW: a write waits for every access
+            buf = out.buf
+            lo = buf.addr
+            if buf.space == "tcm" and buf.pe == pe:
+                m, hi = tcm, lo + buf.nbytes
+            else:
+                m, hi, _ = self._memory(program, cmd, buf, True)
+            b = m.bounds
+            i = bisect_left(b, lo)
+            if i + 1 < len(b) and b[i] == lo and b[i + 1] == hi:
+                j = i + 1
+                v = (m.rw if war else m.wr)[i]
+            else:
+                i, j, v = _span(m, i, lo, hi, war)
+                cut = True
+            plan.append((m, lo, hi, True, i, j))
+            if v > t:
+                t = v
         if cut and len(plan) > 1:  # a later cut may have moved an earlier extent's segments
             plan = [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
                     for m, lo, hi, w, _, _ in plan]
         return t, plan
+
+    def _memory(self, program: int, cmd: Any, buf: Any, write: bool) -> tuple[Ranges, int, bool]:
+        """(index, end of the extent, written) of an operand outside this PE's TCM: HBM per
+        program (strided or indexed: to the end of memory; an atomic writes its HBM input),
+        staging and other PEs' memories per memory."""
+        space = buf.space
+        if space == _HBM:
+            hi = buf.addr + buf.nbytes if cmd.attrs == "{}" else _FAR
+            key: Any = ((space, buf.pe), program)
+            if not write and cmd.op in ATOMICS:
+                write = True  # an atomic reads and writes its HBM input
+        else:
+            hi = buf.addr + buf.nbytes
+            key = (space, buf.pe)
+        m = self.memories.get(key)
+        if m is None:
+            m = self.memories[key] = Ranges()
+        return m, hi, write
 
     def commit(self, plan: list, t_end: int) -> None:
         """Note the accesses ``claim`` gave, in flight until ``t_end``."""
@@ -252,6 +287,21 @@ class Scoreboard:
                 plan.append((m, lo, hi, write))
         self.commit([(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
                      for m, lo, hi, w in plan], t_end)
+
+    def rewound(self, lo: int, hi: int, now: int) -> int:
+        """A scope's rewind of this PE's TCM ``[lo, hi)`` at ``now``: the time it is timed
+        at (``now`` or the end of the last access overlapping the range, if later), noted as
+        a read of the range until then (``touched`` and ``note``, for the one extent)."""
+        m = self.tcm
+        t = m.latest(lo, hi, False)
+        if now > t:
+            t = now
+        if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
+            m.split(lo)
+            m.split(hi)
+            b = m.bounds
+            self.commit([(m, lo, hi, False, bisect_left(b, lo), bisect_left(b, hi))], t)
+        return t
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
         """When the last access overlapping ``[lo, hi)`` of memory ``key`` ends (0: none)."""

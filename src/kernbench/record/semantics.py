@@ -170,24 +170,33 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
 
 # -- MATH --------------------------------------------------------------------------------
 _PLAIN = frozenset({int, float})
-_SCALAR_ATTRS: dict[tuple, str] = {}
+_SCALAR_ATTRS: dict[tuple, tuple[str, str]] = {}
+#: the result dtype of a table op by its signature: (op, dtype, dtype) for two handles,
+#: (op, dtype) for one, (op, position, scalar dtype name, dtype) for a handle and a Python
+#: scalar; what ``result_dtype`` answers for the operands spelled out (bounded by the table)
+_RESULT: dict[tuple, dtypes.DType] = {}
 
 
-def _with_scalar(h: TensorHandle, pos: int, v: int | float, src: str
-                 ) -> tuple[tuple[TensorHandle], tuple[int, ...], Operands, str]:
-    """One handle and one Python scalar at argument position ``pos``."""
+def _with_scalar(op: Op, h: TensorHandle, pos: int, v: int | float, src: str
+                 ) -> tuple[tuple[TensorHandle], dtypes.DType, str]:
+    """One handle and one Python scalar at argument position ``pos``: (handles, result
+    dtype, attrs)."""
     s = h.buf.scope
     if s is not None and not s.alive:
         _live(h, src)
     key = (pos, v, type(v))  # the type too: 2 == 2.0 must stay distinct
-    attrs = _SCALAR_ATTRS.get(key)
-    if attrs is None:
+    got = _SCALAR_ATTRS.get(key)
+    if got is None:
         if len(_SCALAR_ATTRS) > 4096:
             _SCALAR_ATTRS.clear()
-        attrs = _SCALAR_ATTRS[key] = _attrs(scalars=((pos, v),))
-    scalar = (scalar_dtype(v), True)
-    return (h,), h.shape, ((scalar, (h.dtype.name, False)) if pos == 0 else
-                           ((h.dtype.name, False), scalar)), attrs
+        got = _SCALAR_ATTRS[key] = (_attrs(scalars=((pos, v),)), scalar_dtype(v))
+    attrs, scalar = got
+    dt = _RESULT.get((op, pos, scalar, h.dtype))
+    if dt is None:
+        named = (h.dtype.name, False)
+        operands = ((scalar, True), named) if pos == 0 else (named, (scalar, True))
+        dt = _RESULT[(op, pos, scalar, h.dtype)] = result_dtype(op, operands, src)
+    return (h,), dt, attrs
 
 
 def binary(op: Op, x: Any, y: Any) -> TensorHandle:
@@ -200,20 +209,25 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
             _live(y, src)
         handles: tuple[TensorHandle, ...] = (x, y)
         shape = x.shape if x.shape == y.shape else broadcast_shapes(x.shape, y.shape, src)
-        operands: Operands = ((x.dtype.name, False), (y.dtype.name, False))
+        dt = _RESULT.get((op, x.dtype, y.dtype))
+        if dt is None:
+            operands: Operands = ((x.dtype.name, False), (y.dtype.name, False))
+            dt = _RESULT[(op, x.dtype, y.dtype)] = result_dtype(op, operands, src)
         attrs = "{}"
     elif type(x) is TensorHandle and type(y) in _PLAIN:  # handle (op) scalar
-        handles, shape, operands, attrs = _with_scalar(x, 1, y, src)
+        handles, dt, attrs = _with_scalar(op, x, 1, y, src)
+        shape = x.shape
     elif type(y) is TensorHandle and type(x) in _PLAIN:  # scalar (op) handle
-        handles, shape, operands, attrs = _with_scalar(y, 0, x, src)
+        handles, dt, attrs = _with_scalar(op, y, 0, x, src)
+        shape = y.shape
     else:
         handles, scalars, operands = arguments(op, (x, y), src)
         shape = handles[0].shape
         for h in handles[1:]:
             shape = broadcast_shapes(shape, h.shape, src)
         attrs = _attrs(scalars=scalars)
-    dt = result_dtype(op, operands, src)
-    return _emit(ctx, op, handles, shape, dt, (_prod(shape),), src, attrs)
+        dt = result_dtype(op, operands, src)
+    return _emit(ctx, op, handles, shape, dt, None, src, attrs)
 
 
 def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
@@ -235,8 +249,10 @@ def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
     _live(x, src)
-    dt = result_dtype(op, ((x.dtype.name, False),), src)
-    return _emit(ctx, op, (x,), x.shape, dt, (x.numel,), src)
+    dt = _RESULT.get((op, x.dtype))
+    if dt is None:
+        dt = _RESULT[(op, x.dtype)] = result_dtype(op, ((x.dtype.name, False),), src)
+    return _emit(ctx, op, (x,), x.shape, dt, None, src)
 
 
 def cast(x: TensorHandle, dtype: Any, bitcast: bool = False) -> TensorHandle:

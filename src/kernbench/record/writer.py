@@ -142,18 +142,18 @@ class OpWriter:
         cmds = self.cmds
         n = len(cmds)
         if n:
-            codes = np.fromiter(map(CODE.__getitem__, map(_OP, cmds)), np.int32, n)
-            self._codes.append(codes)
+            cols = list(zip(*cmds, strict=True))  # the commands' fields, a tuple each
+            self._codes.append(np.fromiter(map(CODE.__getitem__, _OP(cols)), np.int32, n))
             counts = np.empty((3, n), np.int64)
             for k, get in enumerate((_NUM, _NBYTES, _FLOPS)):
-                counts[k] = np.fromiter(map(get, cmds), np.int64, n)
+                counts[k] = get(cols)
             self._counts.append(counts)
-            inputs = list(map(_INPUTS, cmds))
+            inputs = _INPUTS(cols)
             self._in_lens.append(np.fromiter(map(len, inputs), np.int64, n))
             self._in_ops.add(list(map(_OPERAND, chain.from_iterable(inputs))))
-            self._out_ops.add([NULL_KEY if o is None else o.operand for o in map(_OUT, cmds)])
-            self._attrs += map(_ATTRS, cmds)
-            self._src += map(_SRC, cmds)
+            self._out_ops.add([NULL_KEY if o is None else o.operand for o in _OUT(cols)])
+            self._attrs += _ATTRS(cols)
+            self._src += _SRC(cols)
             self._compacted += n
             cmds.clear()  # in place: PE drivers hold this list
         if self._compacted >= self.batch_rows:

@@ -1,0 +1,92 @@
+"""The front end remembers an elementwise op's result dtype by its signature (op and operand
+dtypes, a Python scalar's position and dtype): every recorded output dtype must be what
+``rules.result_dtype`` gives for the operands spelled out, on the first call and on every
+later one, and a refused signature must stay refused (a DtypeError each time)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import kernbench as kb
+from kernbench import tl
+from kernbench.errors import DtypeError
+from kernbench.record import semantics
+from kernbench.schemas import rules
+from kernbench.schemas.ops import OPS, Family
+from kernbench.schemas.policy import scalar_dtype
+from tests.conftest import rows
+
+_BINARY = [op for op, s in OPS.items() if s.family is Family.BINARY]
+_UNARY = [op for op, s in OPS.items() if s.family is Family.UNARY]
+_DTYPES = ["float32", "float16", "int32", "int8", "bool"]
+_SCALARS = [2, 2.5, True, -(2**40)]
+_SHL = next(op for op in _BINARY if op.value == "shl")
+
+
+def _expected(op, args) -> str | None:
+    named = tuple((scalar_dtype(a), True) if not isinstance(a, str) else (a, False)
+                  for a in args)
+    try:
+        return rules.result_dtype(op, named).name
+    except ValueError:
+        return None
+
+
+@kb.kernel
+def every_signature(x, *, rounds: int):
+    for _ in range(rounds):  # the second round is answered from the memo
+        for op in _BINARY:
+            for a, b in itertools.product(_DTYPES, repeat=2):
+                try:
+                    semantics.binary(op, tl.zeros((4,), a), tl.zeros((4,), b))
+                except DtypeError:
+                    pass
+            for a, v in itertools.product(_DTYPES, _SCALARS):
+                for args in ((tl.zeros((4,), a), v), (v, tl.zeros((4,), a))):
+                    try:
+                        semantics.binary(op, *args)
+                    except DtypeError:
+                        pass
+        for op in _UNARY:
+            for a in _DTYPES:
+                try:
+                    semantics.unary(op, tl.zeros((4,), a))
+                except DtypeError:
+                    pass
+
+
+def _calls():
+    """The (op, args) of every_signature's calls in order, args as dtype names or scalars."""
+    for op in _BINARY:
+        yield from ((op, (a, b)) for a, b in itertools.product(_DTYPES, repeat=2))
+        for a, v in itertools.product(_DTYPES, _SCALARS):
+            yield op, (a, v)
+            yield op, (v, a)
+    for op in _UNARY:
+        yield from ((op, (a,)) for a in _DTYPES)
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_every_recorded_result_dtype_is_the_rules_answer_first_time_and_from_the_memo(
+        rec, monkeypatch, cold):
+    if cold:
+        monkeypatch.setattr(semantics, "_RESULT", {})
+    trace = rec(every_signature, {"x": kb.tensor((4,), "float32")}, params={"rounds": 2})
+    expected = [(op.value, dt) for op, args in _calls()
+                if (dt := _expected(op, args)) is not None]
+    got = [(r["name"], r["output"]["dtype"]) for r in rows(trace) if r["name"] != "fill"]
+    assert len(expected) > 100
+    assert got == expected * 2
+
+
+def test_a_refused_signature_is_refused_again_after_an_accepted_one_was_remembered(rec):
+    @kb.kernel
+    def kernel(x):
+        semantics.binary(_SHL, tl.zeros((4,), "int32"), tl.zeros((4,), "int32"))
+        for _ in range(2):
+            with pytest.raises(DtypeError):
+                semantics.binary(_SHL, tl.zeros((4,), "float32"), tl.zeros((4,), "int32"))
+
+    rec(kernel, {"x": kb.tensor((4,), "float32")})
