@@ -92,27 +92,29 @@ def _strings(col: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
 
 
 def _operand_keys(st: pa.StructArray, names: dict[str, dict[str, int]]) -> np.ndarray:
-    """One int64 row per operand: (space, pe, addr, dtype, transposed, ndim, shape...)."""
+    """One int64 key column per operand, as rows of a ``(6 + max ndim, n)`` array: (space,
+    pe, addr, dtype, transposed, ndim, shape...) with -1 past an operand's ndim. Built
+    column by column, so ``unique_rows`` of its transpose sorts without a copy."""
     n = len(st)
-    cols = []
-    for field in ("space", "dtype"):
+    shape = st.field("shape")
+    offsets = _ints(shape.offsets)
+    ndim = np.diff(offsets)
+    width = int(ndim.max()) if n else 0
+    keys = np.full((6 + width, n), -1, dtype=np.int64)
+    if not n:
+        return keys
+    for row, field in ((0, "space"), (3, "dtype")):
         vals, codes = _strings(st.field(field))
         table = names[field]
         cmap = np.array([table.setdefault(v, len(table)) for v in vals] or [0], np.int64)
-        cols.append(cmap[codes] if n else np.zeros(0, np.int64))
-    shape = st.field("shape")
-    offsets = _ints(shape.offsets)
-    flat = _ints(shape.values)
-    ndim = np.diff(offsets)
-    width = int(ndim.max()) if n else 0
-    shapes = np.full((n, width), -1, dtype=np.int64)
+        keys[row] = cmap[codes]
+    keys[1], keys[2] = _ints(st.field("pe")), _ints(st.field("addr"))
+    keys[4], keys[5] = _ints(st.field("transposed")), ndim
     if width:
-        rows = np.repeat(np.arange(n), ndim)
-        cols_ = np.arange(len(rows)) - np.repeat(offsets[:-1] - offsets[0], ndim)
-        shapes[rows, cols_] = flat[offsets[0]:offsets[-1]]
-    base = np.column_stack([cols[0], _ints(st.field("pe")), _ints(st.field("addr")), cols[1],
-                            _ints(st.field("transposed")), ndim]) if n else np.zeros((0, 6))
-    return np.hstack([base.astype(np.int64), shapes])
+        ops = np.repeat(np.arange(n), ndim)
+        dims = np.arange(len(ops)) - np.repeat(offsets[:-1] - offsets[0], ndim)
+        keys[6 + dims, ops] = _ints(shape.values)[offsets[0]:offsets[-1]]
+    return keys
 
 
 def _resolve(store: MemoryStore, keys: np.ndarray, names: dict[str, dict[str, int]]
@@ -164,23 +166,25 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     has_out = ~nulls(output)
     names: dict[str, dict[str, int]] = {"space": {}, "dtype": {}}
     in_keys = _operand_keys(in_values, names)
-    out_keys = _operand_keys(output, names)[has_out]
-    width = max(in_keys.shape[1], out_keys.shape[1])
-    keys = np.vstack([np.pad(k, ((0, 0), (0, width - k.shape[1])), constant_values=-1)
-                      for k in (in_keys, out_keys)])
-    operands, operand_id = _resolve(store, keys, names)
+    out_keys = _operand_keys(output, names)[:, has_out]
+    n_ins = in_keys.shape[1]
+    keys = np.full((max(len(in_keys), len(out_keys)), n_ins + out_keys.shape[1]), -1,
+                   dtype=np.int64)
+    keys[:len(in_keys), :n_ins] = in_keys
+    keys[:len(out_keys), n_ins:] = out_keys
+    operands, operand_id = _resolve(store, keys.T, names)
 
-    # one signature row per op: (name, attrs, pe, output id, input ids...)
+    # one signature row per op: (name, attrs, pe, output id, input ids...), column-major
     n_in = np.diff(in_off)
     max_in = int(n_in.max()) if n else 0
-    sig = np.full((n, 4 + max_in), -1, dtype=np.int64)
-    sig[:, 0], sig[:, 1], sig[:, 2] = name_code, attr_code, pe
-    sig[np.flatnonzero(has_out), 3] = operand_id[len(in_keys):]
+    sig = np.full((4 + max_in, n), -1, dtype=np.int64)
+    sig[0], sig[1], sig[2] = name_code, attr_code, pe
+    sig[3, np.flatnonzero(has_out)] = operand_id[n_ins:]
     if max_in:
         rows = np.repeat(np.arange(n), n_in)
-        sig[rows, 4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in)] = (
-            operand_id[:len(in_keys)])
-    sigs, sig_id = unique_rows(sig)
+        sig[4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in), rows] = (
+            operand_id[:n_ins])
+    sigs, sig_id = unique_rows(sig.T)
     binder = _Binder(name_vals, attr_vals, operands, store, access)
     if bound_cache is None:
         bound = [binder.bind(row) for row in sigs.tolist()]
