@@ -98,10 +98,8 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
 
 def _layout(o: Operand) -> tuple[Any, ...] | None:
     """What a member's operand must share with the others' (None: it cannot batch: not
-    placed, a set of elements of an indexed row rather than a range, or 0-d)."""
+    placed, or a set of elements of an indexed row rather than a range)."""
     if type(o) is not Operand or o.error is not None or o.view is UNPLACED or o.mem is None:
-        return None
-    if not o.view.ndim:
         return None
     return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 
@@ -201,6 +199,21 @@ def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
                       offset=starts[0], strides=(stride, *v.strides))
 
 
+#: ops whose inputs broadcast against each other to the output's shape (numpy's rules:
+#: trailing axes aligned)
+BROADCASTING = ops.BINARY | ops.TERNARY | {Op.WHERE}
+
+
+def _aligned(op: Op, view: np.ndarray, ndim: int, out_ndim: int) -> np.ndarray:
+    """A stacked input ``(members, *shape)`` of a broadcasting op whose members have fewer
+    axes than the output, with unit axes after the member axis: each member's value then
+    broadcasts against its own row of the others (``(M, 128)`` against ``(M, 8, 128)``
+    would pair member axis with row axis)."""
+    if op not in BROADCASTING or ndim >= out_ndim:
+        return view
+    return view.reshape(len(view), *(1,) * (out_ndim - ndim), *view.shape[1:])
+
+
 def _pseudo(first: Operand, view: np.ndarray) -> Operand:
     """An operand standing for the stacked members (its executor binds to ``view``)."""
     o = Operand(first.space, first.pe, first.addr, view.shape, first.dtype, False)
@@ -240,15 +253,16 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
         return None
     gathers: list[tuple[np.ndarray, list]] = []
     stacked = []
+    o0 = outs[0]
     for slot in zip(*ins, strict=True):
         view = _stacked(slot)
+        v = slot[0].view
         if view is None:
-            v = slot[0].view
             view = np.empty((len(slot), *v.shape), v.dtype)
-            gathers.append((view.reshape(-1, *v.shape[1:]), [o.view for o in slot]))
-        stacked.append(_pseudo(slot[0], view))
+            gathers.append((view.reshape(-1, *v.shape[1:]),
+                            [o.view if v.ndim else o.view.reshape(1) for o in slot]))
+        stacked.append(_pseudo(slot[0], _aligned(op, view, v.ndim, o0.view.ndim)))
     target = _stacked(outs)
-    o0 = outs[0]
     out = _pseudo(o0, target if target is not None else
                   np.empty((len(outs), *o0.view.shape), o0.view.dtype))
     new = ATTRS[op](attrs)

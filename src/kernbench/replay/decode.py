@@ -186,25 +186,28 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
             operand_id[:n_ins])
     sigs, sig_id = unique_rows(sig.T)
     binder = _Binder(name_vals, attr_vals, operands, store, access)
+    bind = binder.bind
     if bound_cache is None:
-        bound = [binder.bind(row) for row in sigs.tolist()]
+        bound = [bind(row) for row in sigs.tolist()]
     else:
         bound = []
+        get, found = bound_cache.get, bound.append
         for row in sigs.tolist():
             key = (name_vals[row[0]], attr_vals[row[1]], row[2],
                    operands[row[3]] if row[3] >= 0 else None,
                    *[operands[j] for j in row[4:] if j >= 0])
-            got = bound_cache.get(key)
+            got = get(key)
             if got is None:
-                got = bound_cache[key] = binder.bind(row)
-            bound.append(got)
+                got = bound_cache[key] = bind(row)
+            found(got)
     order = np.lexsort((op_id, t_start))
+    steps, ins, checks, outs, batch = (list(c) for c in zip(*bound, strict=True)) if bound \
+        else ([], [], [], [], [])
     return Program(
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
-        sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
-        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order,
-        sig_batch=[b[4] for b in bound],
+        sig_step=steps, sig_ins=ins, sig_checks=checks, sig_out=outs, order=order,
+        sig_batch=batch,
         batches={} if bound_cache is None else bound_cache.setdefault(BATCHES, {}))
 
 
@@ -226,19 +229,17 @@ class _Binder:
         batch class: (key, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
-        ins = tuple(operands[j] for j in row[4:] if j >= 0)
+        ins = tuple([operands[j] for j in row[4:] if j >= 0])
         ex = EXECUTORS[op]
         out = operands[row[3]] if row[3] >= 0 and ex.writes else None
-        if ex.operands is not None:  # indexed rows: their HBM operand is a set of elements
-            attrs = self._attrs(row[1])
-            if isinstance(attrs, dict):
-                try:
-                    ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
-                except (ValueError, KeyError, TypeError, IndexError) as exc:
-                    msg = str(exc.args[0]) if exc.args else repr(exc)
-                    return _failing(msg), ins, (), out, None
-        checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
         attrs = self._attrs(row[1])
+        if ex.operands is not None and isinstance(attrs, dict):
+            try:  # indexed rows: their HBM operand is a set of elements
+                ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                msg = str(exc.args[0]) if exc.args else repr(exc)
+                return _failing(msg), ins, (), out, None
+        checks = tuple([o for o in ins if o.mem is None or o.mem.check_reads])
         k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out, self.keys)
         if k is None:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
