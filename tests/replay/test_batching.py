@@ -17,6 +17,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.replay import batching, engine
 from kernbench.replay.session import replay_in_process
+from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import Op
 
 
@@ -149,3 +150,52 @@ def test_runs_join_one_class_across_idle_positions_and_stop_at_landings_and_chun
     assert got == [(0, 4, [0, 2, 3], False), (4, 6, [4, 5], True), (7, 9, [7, 8], True),
                    (9, 11, [9, 10], True)]  # 11: another chunk than 10
 
+
+
+@kb.kernel
+def rank_broadcast(x, w, y, z, *, rows: int, cols: int):
+    """A row vector added to a tile (fewer axes than the output) and a tile's row minus
+    its 0-d maximum: inputs that broadcast by rank, as in Triton's softmax."""
+    pid = tl.program_id(0)
+    wt = tl.load(w + pid * cols, (cols,), tl.float32)
+    a = tl.load(x + pid * rows * cols, (rows, cols), tl.float32)
+    tl.store(y + pid * rows * cols, a + wt)
+    m = tl.max(wt, axis=0)
+    tl.store(z + pid * cols, wt - m)
+
+
+def rank_broadcast_case(programs: int = 8) -> kb.Case:
+    """``programs`` equal to ``rows``: a row vector stacked over the programs, (8, 16),
+    would also broadcast against the stacked tiles, (8, 8, 16), pairing programs with rows."""
+    rows, cols = 8, 16
+
+    def reference(x, w):
+        t = x.reshape(programs, rows, cols) + w.reshape(programs, 1, cols)
+        return {"y": t.reshape(programs * rows, cols), "z": w - w.max(axis=1, keepdims=True)}
+
+    return kb.Case(
+        name="batching-rank", kernel=rank_broadcast, grid=(programs,),
+        tensors={"x": kb.tensor((programs * rows, cols), "float32", init=kb.randn(seed=0)),
+                 "w": kb.tensor((programs, cols), "float32", init=kb.randn(seed=1)),
+                 "y": kb.tensor((programs * rows, cols), "float32", role="output"),
+                 "z": kb.tensor((programs, cols), "float32", role="output")},
+        params={"rows": rows, "cols": cols}, reference=reference)
+
+
+@pytest.mark.parametrize("programs", [8, 5])
+def test_inputs_with_fewer_axes_batch_per_member(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, programs: int) -> None:
+    """Each member's input broadcasts against its own output, never against the member axis
+    (a wrong pairing is silent when the member count equals an axis); 0-d inputs batch."""
+    case = rank_broadcast_case(programs)
+    path = kb.record(case, tmp_path / "t.ktrace").path
+    made, off, on = _both(path, monkeypatch)
+    assert on == off and off["verdict"]["ok"]
+    assert made.count(programs) >= 4  # loads, the add, the max, the 0-d subtraction
+    res = replay_in_process(path, lambda **_: case, threads=1, progress=False)
+    assert res.ok, res.verdict
+    x, w = (case.tensors[n].init.make(case.tensors[n].shape, DTYPES["float32"])
+            for n in ("x", "w"))
+    want = case.reference(x, w)
+    for name in ("y", "z"):
+        np.testing.assert_array_equal(res.outputs[name], want[name])

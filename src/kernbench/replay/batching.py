@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -98,10 +98,8 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
 
 def _layout(o: Operand) -> tuple[Any, ...] | None:
     """What a member's operand must share with the others' (None: it cannot batch: not
-    placed, a set of elements of an indexed row rather than a range, or 0-d)."""
+    placed, or a set of elements of an indexed row rather than a range)."""
     if type(o) is not Operand or o.error is not None or o.view is UNPLACED or o.mem is None:
-        return None
-    if not o.view.ndim:
         return None
     return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 
@@ -163,6 +161,36 @@ def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
             for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
 
 
+def pairs(cls: np.ndarray, landing: np.ndarray, taken: np.ndarray, chunk: int
+          ) -> list[tuple[int, int, list[int], list[int]]]:
+    """Runs of two classes taking turns, X Y X Y ... (at least two of each; as in ``runs``,
+    positions doing nothing are skipped over, one ``chunk``, no write landing before the
+    last), among positions not ``taken`` by ``runs``: ``(start, end, X members, Y
+    members)``. Each PE's next op starting with another PE's store: the stores batch
+    apart from the ops."""
+    q = np.flatnonzero((cls != -2) & ~taken)
+    if len(q) < 4:
+        return []
+    c = cls[q]
+    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
+    # nothing taken in between: the positions between two untaken ones are idle or taken
+    whole = np.concatenate([[0], np.cumsum(cls != -2, dtype=np.int64)])
+    link = np.zeros(len(q), bool)  # member j joins member j-2 of its class
+    link[2:] = ((c[2:] == c[:-2]) & (c[2:] != c[1:-1]) & (c[2:] >= 0) & (c[1:-1] >= 0)
+                & (q[2:] // chunk == q[:-2] // chunk) & (lands[q[2:]] == lands[q[:-2]])
+                & (whole[q[2:]] - whole[q[:-2]] == 2))
+    edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
+    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    out: list[tuple[int, int, list[int], list[int]]] = []
+    ql, end = q.tolist(), -1
+    for a, b in zip((first - 2).tolist(), last.tolist(), strict=True):
+        a = max(a, end + 1)  # a run may not share its first member with the one before
+        if b - a >= 3:
+            out.append((ql[a], ql[b] + 1, ql[a:b + 1:2], ql[a + 1:b + 1:2]))
+            end = b
+    return out
+
+
 def _span(o: Operand) -> tuple[int, int, int]:
     mem = o.mem
     assert mem is not None  # a member's operands are placed (``key``)
@@ -199,6 +227,21 @@ def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
     assert v is not None and mem is not None
     return np.ndarray((len(group), *v.shape), v.dtype, buffer=mem.bank,
                       offset=starts[0], strides=(stride, *v.strides))
+
+
+#: ops whose inputs broadcast against each other to the output's shape (numpy's rules:
+#: trailing axes aligned)
+BROADCASTING = ops.BINARY | ops.TERNARY | {Op.WHERE}
+
+
+def _aligned(op: Op, view: np.ndarray, ndim: int, out_ndim: int) -> np.ndarray:
+    """A stacked input ``(members, *shape)`` of a broadcasting op whose members have fewer
+    axes than the output, with unit axes after the member axis: each member's value then
+    broadcasts against its own row of the others (``(M, 128)`` against ``(M, 8, 128)``
+    would pair member axis with row axis)."""
+    if op not in BROADCASTING or ndim >= out_ndim:
+        return view
+    return view.reshape(len(view), *(1,) * (out_ndim - ndim), *view.shape[1:])
 
 
 def _pseudo(first: Operand, view: np.ndarray) -> Operand:
@@ -240,15 +283,16 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
         return None
     gathers: list[tuple[np.ndarray, list]] = []
     stacked = []
+    o0 = outs[0]
     for slot in zip(*ins, strict=True):
         view = _stacked(slot)
+        v = slot[0].view
         if view is None:
-            v = slot[0].view
             view = np.empty((len(slot), *v.shape), v.dtype)
-            gathers.append((view.reshape(-1, *v.shape[1:]), [o.view for o in slot]))
-        stacked.append(_pseudo(slot[0], view))
+            gathers.append((view.reshape(-1, *v.shape[1:]),
+                            [o.view if v.ndim else o.view.reshape(1) for o in slot]))
+        stacked.append(_pseudo(slot[0], _aligned(op, view, v.ndim, o0.view.ndim)))
     target = _stacked(outs)
-    o0 = outs[0]
     out = _pseudo(o0, target if target is not None else
                   np.empty((len(outs), *o0.view.shape), o0.view.dtype))
     new = ATTRS[op](attrs)
@@ -261,6 +305,14 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
     return Batch(step, gathers, target, o0.npd)
 
 
+class Joint(NamedTuple):
+    """The batches of two classes taking turns (``pairs``), no member touching bytes
+    another writes: every value is computed before any is written, so the order of the
+    two calls cannot be told. ``parts``: (batch, members, no member deferred) each."""
+
+    parts: tuple[tuple[Batch, list[int], bool], ...]
+
+
 class Unit(NamedTuple):
     """A batch at positions ``[start, end)``: its members' positions and its call (a named
     tuple: thousands are made per window, and a frozen dataclass's init costs ~4x more)."""
@@ -268,7 +320,7 @@ class Unit(NamedTuple):
     start: int
     end: int
     members: list[int]
-    batch: Batch
+    batch: Batch | Joint
     #: no member's write waits for a later landing point
     now: bool
 
@@ -289,8 +341,8 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
     step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
     found = []
     made = program.batches
-    for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
-                                   (flags & DEFERRED) != 0, chunk):
+
+    def batch_of(members: list[int]) -> tuple[tuple, Batch | None]:
         name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
@@ -299,6 +351,29 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
                                        EXECUTORS[op].bind, ctx)
+        return name, batch
+
+    pos_cls = np.array(cls, np.int64)[sig]
+    landing, deferred = (flags & LANDING) != 0, (flags & DEFERRED) != 0
+    taken = np.zeros(len(sig), bool)
+    for a, e, members, now in runs(pos_cls, landing, deferred, chunk):
+        batch = batch_of(members)[1]
         if batch is not None:
             found.append(Unit(a, e, members, batch, now))
+            taken[members] = True
+    joints = []
+    for a, e, xs, ys in pairs(pos_cls, landing, taken, chunk):
+        (x_name, x), (y_name, y) = batch_of(xs), batch_of(ys)
+        if x is None or y is None:
+            continue
+        apart = made.get((x_name, y_name))  # no member touches bytes another writes
+        if apart is None:
+            sigs = sig[xs + ys].tolist()
+            apart = made[x_name, y_name] = independent(
+                [program.sig_ins[j] for j in sigs], [program.sig_out[j] for j in sigs])
+        if apart:
+            parts = tuple((b, m, not deferred[m].any()) for b, m in ((x, xs), (y, ys)))
+            joints.append(Unit(a, e, sorted(xs + ys), Joint(parts), False))
+    if joints:
+        found = sorted(found + joints, key=attrgetter("start"))
     return found

@@ -92,27 +92,29 @@ def _strings(col: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
 
 
 def _operand_keys(st: pa.StructArray, names: dict[str, dict[str, int]]) -> np.ndarray:
-    """One int64 row per operand: (space, pe, addr, dtype, transposed, ndim, shape...)."""
+    """One int64 key column per operand, as rows of a ``(6 + max ndim, n)`` array: (space,
+    pe, addr, dtype, transposed, ndim, shape...) with -1 past an operand's ndim. Built
+    column by column, so ``unique_rows`` of its transpose sorts without a copy."""
     n = len(st)
-    cols = []
-    for field in ("space", "dtype"):
+    shape = st.field("shape")
+    offsets = _ints(shape.offsets)
+    ndim = np.diff(offsets)
+    width = int(ndim.max()) if n else 0
+    keys = np.full((6 + width, n), -1, dtype=np.int64)
+    if not n:
+        return keys
+    for row, field in ((0, "space"), (3, "dtype")):
         vals, codes = _strings(st.field(field))
         table = names[field]
         cmap = np.array([table.setdefault(v, len(table)) for v in vals] or [0], np.int64)
-        cols.append(cmap[codes] if n else np.zeros(0, np.int64))
-    shape = st.field("shape")
-    offsets = _ints(shape.offsets)
-    flat = _ints(shape.values)
-    ndim = np.diff(offsets)
-    width = int(ndim.max()) if n else 0
-    shapes = np.full((n, width), -1, dtype=np.int64)
+        keys[row] = cmap[codes]
+    keys[1], keys[2] = _ints(st.field("pe")), _ints(st.field("addr"))
+    keys[4], keys[5] = _ints(st.field("transposed")), ndim
     if width:
-        rows = np.repeat(np.arange(n), ndim)
-        cols_ = np.arange(len(rows)) - np.repeat(offsets[:-1] - offsets[0], ndim)
-        shapes[rows, cols_] = flat[offsets[0]:offsets[-1]]
-    base = np.column_stack([cols[0], _ints(st.field("pe")), _ints(st.field("addr")), cols[1],
-                            _ints(st.field("transposed")), ndim]) if n else np.zeros((0, 6))
-    return np.hstack([base.astype(np.int64), shapes])
+        ops = np.repeat(np.arange(n), ndim)
+        dims = np.arange(len(ops)) - np.repeat(offsets[:-1] - offsets[0], ndim)
+        keys[6 + dims, ops] = _ints(shape.values)[offsets[0]:offsets[-1]]
+    return keys
 
 
 def _resolve(store: MemoryStore, keys: np.ndarray, names: dict[str, dict[str, int]]
@@ -164,43 +166,48 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     has_out = ~nulls(output)
     names: dict[str, dict[str, int]] = {"space": {}, "dtype": {}}
     in_keys = _operand_keys(in_values, names)
-    out_keys = _operand_keys(output, names)[has_out]
-    width = max(in_keys.shape[1], out_keys.shape[1])
-    keys = np.vstack([np.pad(k, ((0, 0), (0, width - k.shape[1])), constant_values=-1)
-                      for k in (in_keys, out_keys)])
-    operands, operand_id = _resolve(store, keys, names)
+    out_keys = _operand_keys(output, names)[:, has_out]
+    n_ins = in_keys.shape[1]
+    keys = np.full((max(len(in_keys), len(out_keys)), n_ins + out_keys.shape[1]), -1,
+                   dtype=np.int64)
+    keys[:len(in_keys), :n_ins] = in_keys
+    keys[:len(out_keys), n_ins:] = out_keys
+    operands, operand_id = _resolve(store, keys.T, names)
 
-    # one signature row per op: (name, attrs, pe, output id, input ids...)
+    # one signature row per op: (name, attrs, pe, output id, input ids...), column-major
     n_in = np.diff(in_off)
     max_in = int(n_in.max()) if n else 0
-    sig = np.full((n, 4 + max_in), -1, dtype=np.int64)
-    sig[:, 0], sig[:, 1], sig[:, 2] = name_code, attr_code, pe
-    sig[np.flatnonzero(has_out), 3] = operand_id[len(in_keys):]
+    sig = np.full((4 + max_in, n), -1, dtype=np.int64)
+    sig[0], sig[1], sig[2] = name_code, attr_code, pe
+    sig[3, np.flatnonzero(has_out)] = operand_id[n_ins:]
     if max_in:
         rows = np.repeat(np.arange(n), n_in)
-        sig[rows, 4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in)] = (
-            operand_id[:len(in_keys)])
-    sigs, sig_id = unique_rows(sig)
+        sig[4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in), rows] = (
+            operand_id[:n_ins])
+    sigs, sig_id = unique_rows(sig.T)
     binder = _Binder(name_vals, attr_vals, operands, store, access)
+    bind = binder.bind
     if bound_cache is None:
-        bound = [binder.bind(row) for row in sigs.tolist()]
+        bound = [bind(row) for row in sigs.tolist()]
     else:
         bound = []
+        get, found = bound_cache.get, bound.append
         for row in sigs.tolist():
             key = (name_vals[row[0]], attr_vals[row[1]], row[2],
                    operands[row[3]] if row[3] >= 0 else None,
                    *[operands[j] for j in row[4:] if j >= 0])
-            got = bound_cache.get(key)
+            got = get(key)
             if got is None:
-                got = bound_cache[key] = binder.bind(row)
-            bound.append(got)
+                got = bound_cache[key] = bind(row)
+            found(got)
     order = np.lexsort((op_id, t_start))
+    steps, ins, checks, outs, batch = (list(c) for c in zip(*bound, strict=True)) if bound \
+        else ([], [], [], [], [])
     return Program(
         op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
-        sig_step=[b[0] for b in bound], sig_ins=[b[1] for b in bound],
-        sig_checks=[b[2] for b in bound], sig_out=[b[3] for b in bound], order=order,
-        sig_batch=[b[4] for b in bound],
+        sig_step=steps, sig_ins=ins, sig_checks=checks, sig_out=outs, order=order,
+        sig_batch=batch,
         batches={} if bound_cache is None else bound_cache.setdefault(BATCHES, {}))
 
 
@@ -222,19 +229,17 @@ class _Binder:
         batch class: (key, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
-        ins = tuple(operands[j] for j in row[4:] if j >= 0)
+        ins = tuple([operands[j] for j in row[4:] if j >= 0])
         ex = EXECUTORS[op]
         out = operands[row[3]] if row[3] >= 0 and ex.writes else None
-        if ex.operands is not None:  # indexed rows: their HBM operand is a set of elements
-            attrs = self._attrs(row[1])
-            if isinstance(attrs, dict):
-                try:
-                    ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
-                except (ValueError, KeyError, TypeError, IndexError) as exc:
-                    msg = str(exc.args[0]) if exc.args else repr(exc)
-                    return _failing(msg), ins, (), out, None
-        checks = tuple(o for o in ins if o.mem is None or o.mem.check_reads)
         attrs = self._attrs(row[1])
+        if ex.operands is not None and isinstance(attrs, dict):
+            try:  # indexed rows: their HBM operand is a set of elements
+                ins, out = ex.operands(attrs, ins, out, self._context(row[2]))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                msg = str(exc.args[0]) if exc.args else repr(exc)
+                return _failing(msg), ins, (), out, None
+        checks = tuple([o for o in ins if o.mem is None or o.mem.check_reads])
         k = batching.key(op, attrs, self.attr_vals[row[1]], ins, out, self.keys)
         if k is None:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None

@@ -147,18 +147,28 @@ def unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Distinct rows come in lexicographic order."""
     if not len(mat):
         return mat, np.zeros(0, np.int64)
-    lo = mat.min(axis=0)
-    span = (mat.max(axis=0).astype(object) - lo.astype(object) + 1).tolist()
+    cols = np.ascontiguousarray(mat.T)  # column reductions and arithmetic in cache order
+    lo = cols.min(axis=1).tolist()
+    span = [h - low + 1 for low, h in zip(lo, cols.max(axis=1).tolist(), strict=True)]
     total = 1
     for s in span:
         total *= s
     if total < 1 << 62:  # the row as one mixed-radix integer: a 1-D sort
         key = np.zeros(len(mat), np.int64)
         for j, s in enumerate(span):
-            key *= s
-            key += mat[:, j] - lo[j]
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        return mat[first], inverse.reshape(-1)
+            if s > 1:  # a constant column adds nothing to the key
+                key *= s
+                key += cols[j]
+                key -= lo[j]
+        # equal keys are equal rows: any of them stands for its group, so the sort need
+        # not be stable; groups come in key order, which is lexicographic row order
+        order = np.argsort(key)
+        srt = key[order]
+        new = np.ones(len(key), dtype=bool)
+        np.not_equal(srt[1:], srt[:-1], out=new[1:])
+        inverse = np.empty(len(key), np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        return mat[order[new]], inverse
     order = np.lexsort(mat.T[::-1])
     srt = mat[order]
     new = np.ones(len(mat), dtype=bool)
