@@ -45,9 +45,10 @@ _MEMORY_HINT = ("give the replay more memory, or lower KERNBENCH_MAX_MEMORY_GB b
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../kernbench
 #: run in ``python -I -c BOOT ROOT EXTRA ...``: kernbench's root first, the JSON list EXTRA
 #: appended (both before anything is imported), then hand over to the child's main
-BOOT = ("import json, sys; r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1)); "
+BOOT = ("import gc, json, sys; r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1)); "
         "r in sys.path or sys.path.insert(0, r); "
         "sys.path.extend(p for p in extra if p not in sys.path); "
+        "import kernbench.replay.session, kernbench.trace.validate; gc.freeze(); "
         "from kernbench.replay.__main__ import main; sys.exit(main())")
 
 
