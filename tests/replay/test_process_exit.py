@@ -87,6 +87,19 @@ def test_the_replay_child_freezes_the_replay_machinery_before_it_runs(frozen, mo
             "kernbench.trace.validate"} <= frozen[0]
 
 
+
+def test_a_replay_machinery_that_fails_to_import_is_reported_by_main_as_before(
+        frozen, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "kernbench.replay.session", None)  # import fails
+    monkeypatch.setattr(sys, "argv", ["-c", str(PACKAGE_DIR.parent), "[]",
+                                      str(tmp_path / "t.ktrace")])
+    with pytest.raises(SystemExit) as exc:
+        exec(BOOT, {})  # noqa: S102
+    assert exc.value.code == 3  # EXIT_CRASH, with its one line
+    assert capsys.readouterr().err.startswith("kernbench replay: crash: ModuleNotFoundError")
+    assert len(frozen) == 1
+
 def test_a_frozen_exit_still_tears_modules_down_and_keeps_the_output(tmp_path):
     """Record and replay through the command as processes: the verdict and exit codes are
     the usual ones, and the user module's never-closed file was flushed in both processes
