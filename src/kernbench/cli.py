@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
 import time
@@ -29,7 +30,26 @@ def _one_line(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group()
+#: this process is the ``kernbench`` command itself (not a test's or a caller's call)
+_OWN_PROCESS = False
+
+
+class _Kernbench(click.Group):
+    """The command group. Called with no arguments (its arguments from sys.argv: the
+    ``kernbench`` script, ``python -m kernbench.cli``) it is this process's own command,
+    which may freeze what it imported (ADR-0680); called with arguments (tests, a caller's
+    own process) it changes nothing about the process."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        global _OWN_PROCESS
+        _OWN_PROCESS = not args and "args" not in kwargs
+        try:
+            return self.main(*args, **kwargs)
+        finally:
+            _OWN_PROCESS = False
+
+
+@click.group(cls=_Kernbench)
 @click.version_option(package_name="kernbench")
 def main() -> None:
     """kernbench: record Triton-style kernels on a modelled accelerator, replay them on real
@@ -58,6 +78,8 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
     from kernbench.kernels.registry import build_user_case
     from kernbench.record.recorder import record as do_record
 
+    if _OWN_PROCESS:  # what is imported so far is never garbage (ADR-0680)
+        gc.freeze()
     built = build_user_case(case, params)
     progress, shown = None, []
     if sys.stderr.isatty():  # recordings past a second show how far they are on a terminal

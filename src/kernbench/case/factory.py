@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.case.triton_hook import install
 from kernbench.errors import BadInputError
 
 #: what a factory spec looks like; a spec read from a trace is only quoted if it matches this
@@ -71,6 +70,8 @@ def load_factory(spec: str, paths: Sequence[str] = ()) -> Callable[..., Any]:
     for p in paths:
         if p not in sys.path:
             sys.path.append(p)
+    from kernbench.case.triton_hook import install  # not for ``locate`` (ADR-0680)
+
     install()  # a Triton kernel module imports triton: the stand-in where none is installed
     try:
         obj: Any = importlib.import_module(module_name)

@@ -44,11 +44,20 @@ _MEMORY_HINT = ("give the replay more memory, or lower KERNBENCH_MAX_MEMORY_GB b
                 "such a trace is refused up front")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../kernbench
 #: run in ``python -I -c BOOT ROOT EXTRA ...``: kernbench's root first, the JSON list EXTRA
-#: appended (both before anything is imported), then hand over to the child's main
-BOOT = ("import json, sys; r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1)); "
-        "r in sys.path or sys.path.insert(0, r); "
-        "sys.path.extend(p for p in extra if p not in sys.path); "
-        "from kernbench.replay.__main__ import main; sys.exit(main())")
+#: appended (both before anything is imported); the replay machinery imported and frozen
+#: (ADR-0680: the collector never walks it again; a failed import is left to ``main`` to
+#: report), then hand over to the child's main
+BOOT = ("import gc, json, sys\n"
+        "r = sys.argv.pop(1); extra = json.loads(sys.argv.pop(1))\n"
+        "r in sys.path or sys.path.insert(0, r)\n"
+        "sys.path.extend(p for p in extra if p not in sys.path)\n"
+        "try:\n"
+        "    import kernbench.replay.session, kernbench.trace.validate\n"
+        "except Exception:\n"
+        "    pass\n"
+        "gc.freeze()\n"
+        "from kernbench.replay.__main__ import main\n"
+        "sys.exit(main())\n")
 
 
 def extra_sys_path(trace: Path) -> list[str]:
