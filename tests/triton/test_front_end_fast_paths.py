@@ -233,3 +233,38 @@ def test_an_op_recorded_for_a_concrete_operand_names_the_kernel_line(tmp_path) -
     assert {o["name"] for o in ops if o["src"] == line} >= {"const", "dot"}
     res = kb.replay(tmp_path / "t.ktrace", case=lambda **_: c, in_process=True)
     assert res.ok, res.verdict
+
+
+# -- the kernel's line by frame position ----------------------------------------------------
+def _layer() -> object:
+    """``src_here`` behind a tl layer (a function whose file is in the front end's folder)."""
+    import os
+
+    from kernbench.record.source import src_here
+    from kernbench.triton import value
+
+    ns: dict[str, object] = {"src_here": src_here}
+    exec(compile("def layer():\n    return src_here()\n",  # noqa: S102 - a fixed test layer
+                 os.path.join(os.path.dirname(value.__file__), "_layer.py"), "exec"), ns)
+    return ns["layer"]
+
+
+@pytest.mark.parametrize("limit", [1 << 14, 3])
+def test_src_here_names_each_line_of_fresh_code_objects(monkeypatch, limit: int) -> None:
+    """Kernels compiled again and again (code objects freed, their ids reused) on lines that
+    move: every call names its own line, whatever the position cache holds."""
+    from kernbench.record import source
+
+    monkeypatch.setattr(source, "_AT", {})
+    monkeypatch.setattr(source, "AT_LIMIT", limit)
+    layer = _layer()
+    for i in range(40):
+        pad = "\n" * (i % 7)
+        src = f"{pad}def kernel(layer):\n    a = layer()\n    b = layer()\n    return a, b\n"
+        ns: dict[str, object] = {}
+        exec(compile(src, "user_kernel.py", "exec"), ns)  # noqa: S102 - the test's own source
+        got = ns["kernel"](layer)  # type: ignore[operator]
+        first = 2 + i % 7
+        assert got == (f"user_kernel.py:{first}", f"user_kernel.py:{first + 1}")
+        del ns
+    assert len(source._AT) <= limit

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import CodeType
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])  # the folder holding kernbench/
 _RECORD_DIR = str(Path(__file__).resolve().parent)
 _TL_FILE = str(Path(__file__).resolve().parents[1] / "tl.py")
-_CACHE: dict[tuple[str, int], str] = {}
+_CACHE: dict[tuple[str, int | None], str] = {}
 _INTERNAL: dict[str, bool] = {}
 #: more folders whose frames are front-end layers, not kernel source (mark_internal_dir)
 _LAYER_DIRS: set[str] = set()
@@ -40,12 +41,20 @@ def display_path(filename: str) -> str:
     return real
 
 
+#: ``file:line`` by frame position, (id of the code, ``f_lasti``) -> (code, ``file:line``):
+#: no line-table walk per call; the entry keeps its code object alive, so no other code
+#: takes that id while the entry lives; cleared when ``AT_LIMIT`` entries are held
+_AT: dict[tuple[int, int], tuple[CodeType, str]] = {}
+AT_LIMIT = 1 << 14
+
+
 def src_here() -> str:
     """``file:line`` of the innermost frame outside kernbench's tl layers."""
     f = sys._getframe(2)  # src_here's caller is always a tl layer
     internal = _INTERNAL
     while f is not None:
-        fn = f.f_code.co_filename
+        code = f.f_code
+        fn = code.co_filename
         known = internal.get(fn)
         if known is None:
             known = _is_internal(fn)
@@ -54,8 +63,18 @@ def src_here() -> str:
         f = f.f_back  # type: ignore[assignment]
     if f is None:
         return "<unknown>:0"
-    key = (f.f_code.co_filename, f.f_lineno)
+    at = (id(code), f.f_lasti)
+    got = _AT.get(at)
+    if got is None:
+        if len(_AT) >= AT_LIMIT:
+            _AT.clear()
+        got = _AT[at] = (code, _line(code.co_filename, f.f_lineno))
+    return got[1]
+
+
+def _line(filename: str, lineno: int | None) -> str:
+    key = (filename, lineno)
     s = _CACHE.get(key)
     if s is None:
-        s = _CACHE[key] = f"{display_path(key[0])}:{key[1]}"
+        s = _CACHE[key] = f"{display_path(filename)}:{lineno}"
     return s

@@ -251,7 +251,7 @@ def cast(x: object, dt: object, bitcast: bool = False) -> Concrete | Symbolic:
         return v
     if isinstance(v, Concrete):
         return concrete(v.value.view(t.np) if bitcast else d.cast(v.value, t), t)
-    return data.cast(v, t, src_here(), bitcast)
+    return data.cast(v, t, None, bitcast)
 
 
 def where(cond: object, x: object, y: object) -> Concrete | Symbolic:

@@ -163,7 +163,8 @@ def _reduce(op: str, input: object, axis: object, keep_dims: object,  # noqa: A0
             dtype: object = None) -> Concrete | Symbolic:
     x = arith.number(input, None, f"tl.{op}")
     red = _reduction(op, x, axis, keep_dims, dtype)
-    x = arith.cast(x, red.acc)
+    if x.dtype is not red.acc:
+        x = arith.cast(x, red.acc)
     if isinstance(x, Concrete):
         return concrete(red.sem.evaluate([x.value], red.attrs, TRITON), d.by_name(red.out))
     fn = sem_.arg_reduce if op.startswith("arg") else sem_.reduce
