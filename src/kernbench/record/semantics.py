@@ -261,7 +261,8 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
 def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
-    _live(x, src)
+    if type(x) is not TensorHandle or (x.buf.scope is not None and not x.buf.scope.alive):
+        _live(x, src)  # refuses it
     dt = _RESULT.get((op, x.dtype))
     if dt is None:
         dt = _RESULT[(op, x.dtype)] = result_dtype(op, ((x.dtype.name, False),), src)
