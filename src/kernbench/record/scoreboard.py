@@ -293,14 +293,21 @@ class Scoreboard:
         at (``now`` or the end of the last access overlapping the range, if later), noted as
         a read of the range until then (``touched`` and ``note``, for the one extent)."""
         m = self.tcm
-        t = m.latest(lo, hi, False)
+        if hi <= lo:  # nothing rewound: nothing noted (an empty range inside a segment
+            t = m.latest(lo, hi, False)  # still counts as touching it, as ``touched`` says)
+            return now if now > t else t
+        b = m.bounds
+        i = bisect_left(b, lo)
+        if i == len(b) or b[i] != lo:
+            m.cut(i, lo)  # a cut copies its segment: the latest end over the range holds
+        j = bisect_left(b, hi, i)
+        if j == len(b) or b[j] != hi:
+            m.cut(j, hi)
+        t = max(m.rw[i:j])
         if now > t:
             t = now
-        if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
-            m.split(lo)
-            m.split(hi)
-            b = m.bounds
-            self.commit([(m, lo, hi, False, bisect_left(b, lo), bisect_left(b, hi))], t)
+        # the next writer of these bytes waits for it, as for their last reader
+        self.commit([(m, lo, hi, False, i, j)], t)
         return t
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
