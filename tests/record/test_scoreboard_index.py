@@ -80,3 +80,34 @@ def test_claim_gives_the_latest_conflicting_end_a_scan_of_every_access_gives(
         floor[0] += rng.randrange(0, 40)  # the PE's clock moves on; prunes drop the past
     board.prune(floor[0])  # bounds are 64-byte multiples below 64 * 32, plus the far end:
     assert board.count <= 4 * 33  # per memory at most that many, however many accesses
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rewind_gives_and_notes_what_touched_and_note_give_for_its_extent(seed) -> None:
+    """``rewound`` (a scope exit's one call) against ``touched`` + ``note`` of the same read
+    extent, on two boards given the same random history: the same time, the same index."""
+    rng = random.Random(seed)
+    floor = [0]
+    fast, plain = Scoreboard(lambda: floor[0], 0), Scoreboard(lambda: floor[0], 0)
+    key = ("tcm", 0)
+    for step in range(400):
+        if rng.random() < 0.6:  # an op writing and reading TCM
+            inputs = tuple(_handle("tcm", 64 * rng.randrange(24), 16 * rng.randrange(1, 9))
+                           for _ in range(rng.randrange(3)))
+            out = _handle("tcm", 64 * rng.randrange(24), 16 * rng.randrange(1, 9))
+            cmd = Cmd(OP.ADD, inputs, out, 0, 0, (0,), "", 0, "{}")
+            end = floor[0] + rng.randrange(1, 400)
+            for board in (fast, plain):
+                t, plan = board.claim(0, cmd)
+                board.commit(plan, end)
+        else:  # a scope exit rewinding [lo, hi) at the clock ``now``
+            lo = 64 * rng.randrange(24)
+            hi = lo + 64 * rng.randrange(0, 6)
+            now = floor[0] + rng.randrange(0, 50)
+            want = max(now, plain.touched(key, lo, hi))
+            if hi > lo:
+                plain.note(0, [(key, lo, hi)], [], want)
+            assert fast.rewound(lo, hi, now) == want, step
+        assert fast.tcm.bounds == plain.tcm.bounds, step
+        assert fast.tcm.rw == plain.tcm.rw and fast.tcm.wr == plain.tcm.wr, step
+        floor[0] += rng.randrange(0, 40)

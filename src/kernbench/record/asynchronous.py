@@ -78,9 +78,32 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
         loop.target(cmd.src, now)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    start, busy, t_end = schedule(pe, cmd, model, engine, now, queue)
+    # ``schedule``'s steps, written out: this is every op's path (``schedule`` is the
+    # composite children's), and the call and its tuple cost as much as a few of the steps
+    board = pe.board
+    start, plan = board.claim(pe.ctx.program, cmd)
+    issued = now + pe.dispatch_ps
+    if issued > start:
+        start = issued
+    busy, latency = model(pe, cmd)
+    if engine.busy_until > start:
+        start = engine.busy_until
+    engine.busy_until = start + busy
+    engine.busy_total += busy
+    t_end = start + busy + latency
+    board.commit(plan, t_end)
+    if start > now and queue is not None:
+        queue.append(start)
+    out = cmd.out
+    if out is not None and out.buf.ready_ps < t_end:
+        out.buf.ready_ps = t_end
+    for h in cmd.inputs:
+        if h.buf.read_until < t_end:
+            h.buf.read_until = t_end
+    if t_end > pe.last_end:
+        pe.last_end = t_end
     pe.row(now, start, t_end, busy, wait, cmd)
-    now += pe.dispatch_ps
+    now = issued
     pe.now = now
     if now >= pe.switch_at:
         pe.maybe_yield()

@@ -43,7 +43,7 @@ class KernelContext:
         self.by_op: dict[Any, tuple[Any, Any, Callable[..., Any]]] = _NOT_ATTACHED
 
     def emit(self, cmd: Any) -> None:
-        """Hand one command to the PE machine: the one call through which lowering emits."""
+        """Hand one command to the PE machine (``lowering.emit`` does this inline)."""
         model, engine, handler = self.by_op[cmd.op]
         handler(self.driver, cmd, model, engine)
 

@@ -70,7 +70,7 @@ def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
     src = src_here()
     _live(dst, src, "copy_to dst")
     _live(src_h, src, "copy_to src")
-    if dst.space != "tcm" or src_h.space != "tcm":
+    if dst.buf.space != "tcm" or src_h.buf.space != "tcm":
         raise SpaceError(f"copy_to needs TCM operands, got dst in {dst.space!r} and src in "
                          f"{src_h.space!r}", src)
     if dst.shape != src_h.shape:
@@ -82,7 +82,8 @@ def copy_to(dst: TensorHandle, src_h: TensorHandle) -> None:
     if dst.transposed:
         raise SpaceError("copy_to dst must not be a transposed view", src)
     n = dst.numel
-    _issue(ctx, new_cmd(Cmd, (OP.COPY, (src_h,), dst, n, dst.nbytes, (n,), src, 0, "{}")))
+    _issue(ctx, new_cmd(Cmd, (OP.COPY, (src_h,), dst, n, n * dst.dtype.itemsize, (n,), src, 0,
+                              "{}")))
 
 
 def wait(*handles: TensorHandle) -> None:

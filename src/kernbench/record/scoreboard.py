@@ -182,7 +182,7 @@ class Scoreboard:
             else:
                 i, j, v = _span(m, i, lo, hi, write and war)
                 cut = True
-            plan.append((m, lo, hi, write, i, j))
+            plan.append((m.rw, m.wr if write else None, i, j))
             if v > t:
                 t = v
         out = cmd.out
@@ -195,19 +195,33 @@ class Scoreboard:
                 m, hi, _ = self._memory(program, cmd, buf, True)
             b = m.bounds
             i = bisect_left(b, lo)
+            rw = m.rw
             if i + 1 < len(b) and b[i] == lo and b[i + 1] == hi:
                 j = i + 1
-                v = (m.rw if war else m.wr)[i]
+                v = (rw if war else m.wr)[i]
             else:
                 i, j, v = _span(m, i, lo, hi, war)
                 cut = True
-            plan.append((m, lo, hi, True, i, j))
+            plan.append((rw, m.wr, i, j))
             if v > t:
                 t = v
         if cut and len(plan) > 1:  # a later cut may have moved an earlier extent's segments
-            plan = [(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
-                    for m, lo, hi, w, _, _ in plan]
+            plan = [(m.rw, m.wr if w else None, bisect_left(m.bounds, lo),
+                     bisect_left(m.bounds, hi)) for m, lo, hi, w in self._extents(program, cmd)]
         return t, plan
+
+    def _extents(self, program: int, cmd: Any) -> list[tuple[Ranges, int, int, bool]]:
+        """(index, lo, hi, written) of each of ``cmd``'s accesses, in ``claim``'s order."""
+        extents = []
+        for k, h in enumerate((*cmd.inputs, cmd.out) if cmd.out is not None else cmd.inputs):
+            buf = h.buf
+            write = k == len(cmd.inputs)
+            if buf.space == "tcm" and buf.pe == self.pe:
+                extents.append((self.tcm, buf.addr, buf.addr + buf.nbytes, write))
+            else:
+                m, hi, w = self._memory(program, cmd, buf, write)
+                extents.append((m, buf.addr, hi, w))
+        return extents
 
     def _memory(self, program: int, cmd: Any, buf: Any, write: bool) -> tuple[Ranges, int, bool]:
         """(index, end of the extent, written) of an operand outside this PE's TCM: HBM per
@@ -228,16 +242,15 @@ class Scoreboard:
         return m, hi, write
 
     def commit(self, plan: list, t_end: int) -> None:
-        """Note the accesses ``claim`` gave, in flight until ``t_end``."""
-        for m, _, _, write, i, j in plan:
-            rw = m.rw
+        """Note the accesses ``claim`` gave, in flight until ``t_end``: per access, its
+        memory's latest ends of any access and of a write (None: a read) and its segments."""
+        for rw, wr, i, j in plan:
             if j == i + 1:  # one segment: the common case
                 if rw[i] < t_end:
                     rw[i] = t_end
-                if write and m.wr[i] < t_end:
-                    m.wr[i] = t_end
-            elif write:
-                wr = m.wr
+                if wr is not None and wr[i] < t_end:
+                    wr[i] = t_end
+            elif wr is not None:
                 for k in range(i, j):
                     if rw[k] < t_end:
                         rw[k] = t_end
@@ -285,22 +298,29 @@ class Scoreboard:
                 m.split(lo)  # every extent's bounds are cut before any segment is found:
                 m.split(hi)  # a cut moves the indices after it
                 plan.append((m, lo, hi, write))
-        self.commit([(m, lo, hi, w, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi))
-                     for m, lo, hi, w in plan], t_end)
+        self.commit([(m.rw, m.wr if w else None, bisect_left(m.bounds, lo),
+                      bisect_left(m.bounds, hi)) for m, lo, hi, w in plan], t_end)
 
     def rewound(self, lo: int, hi: int, now: int) -> int:
         """A scope's rewind of this PE's TCM ``[lo, hi)`` at ``now``: the time it is timed
         at (``now`` or the end of the last access overlapping the range, if later), noted as
         a read of the range until then (``touched`` and ``note``, for the one extent)."""
         m = self.tcm
-        t = m.latest(lo, hi, False)
+        if hi <= lo:  # nothing rewound: nothing noted (an empty range inside a segment
+            t = m.latest(lo, hi, False)  # still counts as touching it, as ``touched`` says)
+            return now if now > t else t
+        b = m.bounds
+        i = bisect_left(b, lo)
+        if i == len(b) or b[i] != lo:
+            m.cut(i, lo)  # a cut copies its segment: the latest end over the range holds
+        j = bisect_left(b, hi, i)
+        if j == len(b) or b[j] != hi:
+            m.cut(j, hi)
+        t = max(m.rw[i:j])
         if now > t:
             t = now
-        if hi > lo:  # the next writer of these bytes waits for it, as for their last reader
-            m.split(lo)
-            m.split(hi)
-            b = m.bounds
-            self.commit([(m, lo, hi, False, bisect_left(b, lo), bisect_left(b, hi))], t)
+        # the next writer of these bytes waits for it, as for their last reader
+        self.commit([(m.rw, None, i, j)], t)
         return t
 
     def touched(self, key: Any, lo: int, hi: int) -> int:

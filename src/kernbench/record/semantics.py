@@ -42,14 +42,27 @@ _SCALARS = (int, float, bool)
 
 
 
+#: per-signature memos of the front end's answers (bounded: cleared when full)
+_MEMO_LIMIT = 4096
+_BROADCAST: dict[tuple, tuple[int, ...]] = {}  # (shape, shape) -> broadcast shape
+#: a reduction's (output shape, dtype, attrs) by (op, input shape, dtype, axis, keepdims)
+_REDUCED: dict[tuple, tuple[tuple[int, ...], dtypes.DType, str]] = {}
+
+
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[int, ...]:
     """numpy broadcasting of two shapes (the op table's rule), or a ShapeError naming both."""
     if a == b:
         return a
-    try:
-        return rules.broadcast_shapes(a, b)
-    except ValueError as exc:
-        raise ShapeError(str(exc), src) from None
+    got = _BROADCAST.get((a, b))
+    if got is None:
+        try:
+            got = rules.broadcast_shapes(a, b)
+        except ValueError as exc:
+            raise ShapeError(str(exc), src) from None
+        if len(_BROADCAST) >= _MEMO_LIMIT:
+            _BROADCAST.clear()
+        _BROADCAST[(a, b)] = got
+    return got
 
 
 # -- ids ---------------------------------------------------------------------------------
@@ -248,7 +261,8 @@ def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
 def unary(op: Op, x: TensorHandle) -> TensorHandle:
     ctx = current()
     src = src_here()
-    _live(x, src)
+    if type(x) is not TensorHandle or (x.buf.scope is not None and not x.buf.scope.alive):
+        _live(x, src)  # refuses it
     dt = _RESULT.get((op, x.dtype))
     if dt is None:
         dt = _RESULT[(op, x.dtype)] = result_dtype(op, ((x.dtype.name, False),), src)
@@ -276,9 +290,16 @@ def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = Fa
     src = src_here()
     _live(x, src)
     ax = None if axis is None else axis_for(x, axis, src)
-    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
-    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
-                 _attrs(axis=ax, keepdims=bool(keepdims)))
+    keep = bool(keepdims)
+    key = (op, x.shape, x.dtype, ax, keep)
+    got = _REDUCED.get(key)
+    if got is None:
+        shape, dt = infer(op, x, {"axis": ax, "keepdims": keep}, src)
+        if len(_REDUCED) >= _MEMO_LIMIT:
+            _REDUCED.clear()
+        got = _REDUCED[key] = (shape, dt, _attrs(axis=ax, keepdims=keep))
+    shape, dt, attrs = got
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)
 
 
 def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
@@ -335,6 +356,13 @@ def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool 
     _family(op, Family.ARG, src)
     _live(x, src)
     ax = None if axis is None else axis_for(x, axis, src)
-    shape, dt = infer(op, x, {"axis": ax, "keepdims": bool(keepdims)}, src)
-    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src,
-                 _attrs(axis=ax, keepdims=bool(keepdims)))
+    keep = bool(keepdims)
+    key = (op, x.shape, x.dtype, ax, keep)
+    got = _REDUCED.get(key)
+    if got is None:
+        shape, dt = infer(op, x, {"axis": ax, "keepdims": keep}, src)
+        if len(_REDUCED) >= _MEMO_LIMIT:
+            _REDUCED.clear()
+        got = _REDUCED[key] = (shape, dt, _attrs(axis=ax, keepdims=keep))
+    shape, dt, attrs = got
+    return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)

@@ -1,17 +1,19 @@
-"""The front end remembers an elementwise op's result dtype by its signature (op and operand
-dtypes, a Python scalar's position and dtype): every recorded output dtype must be what
-``rules.result_dtype`` gives for the operands spelled out, on the first call and on every
-later one, and a refused signature must stay refused (a DtypeError each time)."""
+"""The front end remembers answers by signature: an elementwise op's result dtype (op and
+operand dtypes, a Python scalar's position and dtype), a reduction's output (op, shape,
+dtype, axis, keepdims) and two shapes' broadcast. Every recorded answer must be what
+``schemas.rules`` gives, on the first call and from the memo, and a refused signature must
+stay refused each time."""
 
 from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.errors import DtypeError
+from kernbench.errors import DtypeError, ShapeError
 from kernbench.record import semantics
 from kernbench.schemas import rules
 from kernbench.schemas.ops import OPS, Family
@@ -23,6 +25,7 @@ _UNARY = [op for op, s in OPS.items() if s.family is Family.UNARY]
 _DTYPES = ["float32", "float16", "int32", "int8", "bool"]
 _SCALARS = [2, 2.5, True, -(2**40)]
 _SHL = next(op for op in _BINARY if op.value == "shl")
+_ADD = next(op for op in _BINARY if op.value == "add")
 
 
 def _expected(op, args) -> str | None:
@@ -90,3 +93,58 @@ def test_a_refused_signature_is_refused_again_after_an_accepted_one_was_remember
                 semantics.binary(_SHL, tl.zeros((4,), "float32"), tl.zeros((4,), "int32"))
 
     rec(kernel, {"x": kb.tensor((4,), "float32")})
+
+
+_REDUCTIONS = [op for op, s in OPS.items() if s.family is Family.REDUCE]
+_SHAPES = [(4, 8), (1, 8), (4, 1), (8,), (1,), (2, 4, 8)]
+
+
+@kb.kernel
+def reductions_and_broadcasts(x, *, rounds: int):
+    for _ in range(rounds):
+        for op, dt, shape in itertools.product(_REDUCTIONS, ["float32", "int32"], _SHAPES):
+            for axis in [None, *range(-len(shape), len(shape))]:
+                for keepdims in (False, True):
+                    semantics.reduce(op, tl.zeros(shape, dt), axis, keepdims)
+        for a, b in itertools.product(_SHAPES, repeat=2):
+            try:
+                semantics.binary(_ADD, tl.zeros(a, "float32"), tl.zeros(b, "float32"))
+            except ShapeError:
+                pass
+
+
+def _reduction_rows():
+    for op, dt, shape in itertools.product(_REDUCTIONS, ["float32", "int32"], _SHAPES):
+        for axis in [None, *range(-len(shape), len(shape))]:
+            for keepdims in (False, True):
+                ax = None if axis is None else rules.axis_of(shape, axis)
+                out, odt = rules.infer(op, [shape], [getattr(tl, dt)],
+                                       {"axis": ax, "keepdims": keepdims})
+                attrs = f'{{"axis":{"null" if ax is None else ax},"keepdims":' \
+                        f'{"true" if keepdims else "false"}}}'
+                yield op.value, list(out), odt.name, attrs, int(np.prod(out))
+
+
+def _broadcast_rows():
+    for a, b in itertools.product(_SHAPES, repeat=2):
+        try:
+            yield "add", list(rules.broadcast_shapes(a, b))
+        except ValueError:
+            pass
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_reductions_and_broadcasts_are_the_rules_answers_first_time_and_from_the_memo(
+        rec, monkeypatch, cold):
+    if cold:
+        monkeypatch.setattr(semantics, "_REDUCED", {})
+        monkeypatch.setattr(semantics, "_BROADCAST", {})
+    trace = rec(reductions_and_broadcasts, {"x": kb.tensor((4,), "float32")},
+                params={"rounds": 2})
+    got = [r for r in rows(trace) if r["name"] != "fill"]
+    reduced = [(r["name"], r["output"]["shape"], r["output"]["dtype"], r["attrs"],
+                r["num_elements"]) for r in got if r["name"] != "add"]
+    added = [(r["name"], r["output"]["shape"]) for r in got if r["name"] == "add"]
+    assert reduced == list(_reduction_rows()) * 2
+    assert added == list(_broadcast_rows()) * 2
+
