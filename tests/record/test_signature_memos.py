@@ -15,6 +15,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.errors import DtypeError, ShapeError
 from kernbench.record import semantics
+from kernbench.replay import replay
 from kernbench.schemas import rules
 from kernbench.schemas.ops import OPS, Family
 from kernbench.schemas.policy import scalar_dtype
@@ -148,3 +149,24 @@ def test_reductions_and_broadcasts_are_the_rules_answers_first_time_and_from_the
     assert reduced == list(_reduction_rows()) * 2
     assert added == list(_broadcast_rows()) * 2
 
+
+
+def test_minus_zero_after_zero_is_recorded_as_minus_zero_and_replays_to_numpy(rec, tmp_path):
+    """0.0 == -0.0 in Python: a memo keyed by the scalar's value alone recorded the second
+    as the first, and 1 / (x * -0.0) replayed as +inf."""
+    @kb.kernel
+    def kernel(x, y, z):
+        a = tl.load(x, (4,), tl.float32)
+        tl.store(y, 1.0 / (a * 0.0))
+        tl.store(z, 1.0 / (a * -0.0))
+
+    x = kb.data(np.arange(1, 5, dtype=np.float32))
+    trace = rec(kernel, {"x": kb.tensor((4,), "float32", init=x),
+                         "y": kb.tensor((4,), "float32", role="output"),
+                         "z": kb.tensor((4,), "float32", role="output")})
+    scalars = [r["attrs"] for r in rows(trace, "mul")]
+    assert scalars[0] != scalars[1] and "-0.0" in scalars[1]
+    res = replay(trace.path, in_process=True)
+    assert res.ok
+    np.testing.assert_array_equal(res.outputs["y"], np.full(4, np.inf, np.float32))
+    np.testing.assert_array_equal(res.outputs["z"], np.full(4, -np.inf, np.float32))

@@ -197,7 +197,8 @@ def _with_scalar(op: Op, h: TensorHandle, pos: int, v: int | float, src: str
     s = h.buf.scope
     if s is not None and not s.alive:
         _live(h, src)
-    key = (pos, v, type(v))  # the type too: 2 == 2.0 must stay distinct
+    # the type too (2 == 2.0 must stay distinct) and a zero's spelling (0.0 == -0.0)
+    key = (pos, v, type(v)) if v else (pos, repr(v), type(v))
     got = _SCALAR_ATTRS.get(key)
     if got is None:
         if len(_SCALAR_ATTRS) > 4096:
