@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -69,5 +68,7 @@ class SpaceError(KernelError):
 
 def closest(name: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
+    import difflib  # only on an error: every process imports this module
+
     match = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
