@@ -199,3 +199,22 @@ def test_inputs_with_fewer_axes_batch_per_member(
     want = case.reference(x, w)
     for name in ("y", "z"):
         np.testing.assert_array_equal(res.outputs[name], want[name])
+
+
+def test_a_reduction_to_one_element_per_member_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row's maximum is (1,) per member; stacked, the op table infers (M,) for it, not
+    (M, 1): the stacked output is viewed as inferred, and the values are the same bytes."""
+    path = kb.record(rank_broadcast_case(6), tmp_path / "t.ktrace").path
+    built: list[tuple[Op, bool]] = []
+    build = batching.build
+
+    def recording(op, *args, **kwargs):
+        got = build(op, *args, **kwargs)
+        built.append((op, got is not None))
+        return got
+
+    monkeypatch.setattr(batching, "build", recording)
+    _, off, on = _both(path, monkeypatch)
+    assert on == off and off["verdict"]["ok"]
+    assert (Op.MAX, True) in built

@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from kernbench.replay.binding import BindContext, nothing
+from kernbench.replay.batch_runs import pairs, runs
+from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
+from kernbench.replay.math_binders import infer
 from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
@@ -137,60 +139,6 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
     return (op, text, *layouts)
 
 
-def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
-         ) -> list[tuple[int, int, list[int], bool]]:
-    """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
-    position is a class id (>= 0), -1 (runs alone) or -2 (does nothing: skipped over);
-    ``landing``: pending writes land after the position; ``deferred``: its own write waits.
-    Members are consecutive in the order of positions that do something, share a class and
-    a ``chunk``, and no write lands before the last."""
-    q = np.flatnonzero(cls != -2)
-    if len(q) < 2:
-        return []
-    c = cls[q]
-    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
-    # member j joins member j-1: same class, same chunk, no landing in [q[j-1], q[j])
-    join = ((c[1:] == c[:-1]) & (c[1:] >= 0) & (q[1:] // chunk == q[:-1] // chunk)
-            & (lands[q[1:]] == lands[q[:-1]]))
-    edges = np.diff(np.concatenate([[0], join.astype(np.int8), [0]]))
-    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    waits = np.concatenate([[0], np.cumsum(deferred[q], dtype=np.int64)])
-    calm = (waits[last + 1] == waits[first]).tolist()
-    ql = q.tolist()
-    return [(ql[a], ql[b] + 1, ql[a:b + 1], ok)
-            for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
-
-
-def pairs(cls: np.ndarray, landing: np.ndarray, taken: np.ndarray, chunk: int
-          ) -> list[tuple[int, int, list[int], list[int]]]:
-    """Runs of two classes taking turns, X Y X Y ... (at least two of each; as in ``runs``,
-    positions doing nothing are skipped over, one ``chunk``, no write landing before the
-    last), among positions not ``taken`` by ``runs``: ``(start, end, X members, Y
-    members)``. Each PE's next op starting with another PE's store: the stores batch
-    apart from the ops."""
-    q = np.flatnonzero((cls != -2) & ~taken)
-    if len(q) < 4:
-        return []
-    c = cls[q]
-    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
-    # nothing taken in between: the positions between two untaken ones are idle or taken
-    whole = np.concatenate([[0], np.cumsum(cls != -2, dtype=np.int64)])
-    link = np.zeros(len(q), bool)  # member j joins member j-2 of its class
-    link[2:] = ((c[2:] == c[:-2]) & (c[2:] != c[1:-1]) & (c[2:] >= 0) & (c[1:-1] >= 0)
-                & (q[2:] // chunk == q[:-2] // chunk) & (lands[q[2:]] == lands[q[:-2]])
-                & (whole[q[2:]] - whole[q[:-2]] == 2))
-    edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
-    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-    out: list[tuple[int, int, list[int], list[int]]] = []
-    ql, end = q.tolist(), -1
-    for a, b in zip((first - 2).tolist(), last.tolist(), strict=True):
-        a = max(a, end + 1)  # a run may not share its first member with the one before
-        if b - a >= 3:
-            out.append((ql[a], ql[b] + 1, ql[a:b + 1:2], ql[a + 1:b + 1:2]))
-            end = b
-    return out
-
-
 def _span(o: Operand) -> tuple[int, int, int]:
     mem = o.mem
     assert mem is not None  # a member's operands are placed (``key``)
@@ -244,6 +192,21 @@ def _aligned(op: Op, view: np.ndarray, ndim: int, out_ndim: int) -> np.ndarray:
     return view.reshape(len(view), *(1,) * (out_ndim - ndim), *view.shape[1:])
 
 
+REDUCING = ops.REDUCTIONS | ops.ARG_REDUCTIONS
+
+
+def _inferred(op: Op, attrs: dict, ins: list[Operand], view: np.ndarray) -> np.ndarray:
+    """``view`` reshaped to the op table's output shape for the stacked inputs when that
+    holds the same elements (each member's in turn: the member axis stays first)."""
+    try:
+        shape = infer(op, attrs, ins)
+    except ShapeMismatch:
+        return view
+    if shape == view.shape or int(np.prod(shape)) != view.size or shape[:1] != view.shape[:1]:
+        return view
+    return view.reshape(shape)
+
+
 def _pseudo(first: Operand, view: np.ndarray) -> Operand:
     """An operand standing for the stacked members (its executor binds to ``view``)."""
     o = Operand(first.space, first.pe, first.addr, view.shape, first.dtype, False)
@@ -292,12 +255,18 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
             gathers.append((view.reshape(-1, *v.shape[1:]),
                             [o.view if v.ndim else o.view.reshape(1) for o in slot]))
         stacked.append(_pseudo(slot[0], _aligned(op, view, v.ndim, o0.view.ndim)))
-    target = _stacked(outs)
-    out = _pseudo(o0, target if target is not None else
-                  np.empty((len(outs), *o0.view.shape), o0.view.dtype))
     new = ATTRS[op](attrs)
+    if new is None:  # pragma: no cover - ``key`` gave such attrs no class
+        return None
+    target = _stacked(outs)
+    view = target if target is not None else np.empty((len(outs), *o0.view.shape),
+                                                     o0.view.dtype)
+    if op in REDUCING:  # the stacked output as the op table infers it (a member's (1,)
+        view = _inferred(op, new, stacked, view)  # from a 1-D row is (M,), not (M, 1))
+        target = view if target is not None else None
+    out = _pseudo(o0, view)
     try:
-        step = bind(new, tuple(stacked), out, ctx)  # type: ignore[arg-type]
+        step = bind(new, tuple(stacked), out, ctx)
     except (ValueError, KeyError, TypeError, IndexError):  # pragma: no cover - same checks
         return None
     if step is nothing:  # pragma: no cover - every batchable op writes
