@@ -139,16 +139,16 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
     return (op, text, *layouts)
 
 
-def _span(o: Operand) -> tuple[int, int, int]:
-    mem = o.mem
-    assert mem is not None  # a member's operands are placed (``key``)
-    return id(mem.bank), mem.base + o.lo, mem.base + o.hi
-
-
 def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool:
     """Whether no member writes a byte another member reads or writes."""
-    spans = [(*_span(o), m, 1) for m, o in enumerate(outs)]
-    spans += [(*_span(o), m, 0) for m, row in enumerate(ins) for o in row]
+    spans: list[tuple[int, int, int, int, int]] = []
+    add = spans.append
+    for w, rows in ((1, [(o,) for o in outs]), (0, ins)):
+        for m, row in enumerate(rows):
+            for o in row:
+                mem = o.mem
+                assert mem is not None  # a member's operands are placed (``key``)
+                add((id(mem.bank), mem.base + o.lo, mem.base + o.hi, m, w))
     spans.sort()
     bank: int | None = None
     hi, members, writes = 0, set[int](), False
@@ -166,10 +166,15 @@ def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bo
 def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
     """The operands as one view ``(members, *shape)`` when evenly spaced in one bank."""
     first = group[0]
-    starts = [_span(o)[1] for o in group]
+    starts = [o.mem.base + o.lo for o in group]  # type: ignore[union-attr]
     stride = starts[1] - starts[0]
-    if stride < 0 or any(b - a != stride for a, b in zip(starts, starts[1:], strict=False)):
+    if stride < 0:
         return None
+    at = starts[0]
+    for b in starts:
+        if b != at:
+            return None
+        at += stride
     v = first.view
     mem = first.mem
     assert v is not None and mem is not None
