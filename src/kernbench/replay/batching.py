@@ -329,12 +329,16 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
 
     pos_cls = np.array(cls, np.int64)[sig]
     landing, deferred = (flags & LANDING) != 0, (flags & DEFERRED) != 0
-    taken = np.zeros(len(sig), bool)
     for a, e, members, now in runs(pos_cls, landing, deferred, chunk):
-        batch = batch_of(members)[1]
+        name = itemgetter(*members)(step_at)  # as ``batch_of``, inline: thousands of runs
+        batch = made.get(name, False)
+        if batch is False:
+            batch = batch_of(members)[1]
         if batch is not None:
             found.append(Unit(a, e, members, batch, now))
-            taken[members] = True
+    taken = np.zeros(len(sig), bool)
+    if found:
+        taken[np.fromiter(chain.from_iterable(u.members for u in found), np.int64)] = True
     joints = []
     for a, e, xs, ys in pairs(pos_cls, landing, taken, chunk):
         (x_name, x), (y_name, y) = batch_of(xs), batch_of(ys)
