@@ -8,7 +8,10 @@ positions that do nothing in between are skipped over) runs as one call on stack
 so operands at equal addresses of different PEs, or at evenly spaced HBM addresses, are one
 strided view; other inputs are gathered into a buffer before the call, other outputs
 scattered after it. The op is bound again over the stacked operands by its own executor,
-so the semantics are the unbatched ones (a reduction's axis moves by one).
+so the semantics are the unbatched ones (a reduction's axis moves by one; an input with
+fewer axes than the output gets unit axes after the member axis, ADR-0670). Two classes
+taking turns, X Y X Y ... (a PE's next op starting with another PE's store), batch as one
+``Joint`` unit of two calls, every value computed before any is written (ADR-0671).
 
 A run is batched only when that cannot be told from running its members one at a time:
   * no write lands inside the run (``LANDING`` only at its last position), so every member
