@@ -4,12 +4,11 @@ values are all computed before any is written. Nothing about a replay can tell."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.replay.conftest import op, operand, restamp, write_trace
+from tests.replay.conftest import op, operand, write_trace
 from tests.replay.test_batching import _both, _files
 
 from kernbench.replay import batching, engine
@@ -129,26 +128,3 @@ def test_0d_operands_batch_and_broadcast_per_member(
     want = X[:16].reshape(4, 4) - s[list(at)][:, None]
     np.testing.assert_array_equal(np.frombuffer(on["outputs"]["y"], np.float32),
                                   want.reshape(-1))
-
-
-@pytest.mark.parametrize("cols", [(0, 4, 8, 12), (0, 4, 12, 20)])
-def test_strided_loads_batch_as_one_view_of_their_tiles(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cols: tuple[int, ...]) -> None:
-    """PE i loads the 2x4 tile of a 2x32 matrix at column ``cols[i]`` (an indexed row with
-    strides [32, 1], read as a strided view, ADR-0640), then stores it to y[8i:8i+8]:
-    the loads batch, stacked or gathered, and every tile lands whole."""
-    a = np.arange(64, dtype=np.float32).reshape(2, 32)
-    rows = [op(Op.DMA_READ, 0, 10, [operand("hbm", 4 * c, (2, 4))],
-               operand("tcm", 0, (2, 4), pe=i), pe=i, strides=[32, 1])
-            for i, c in enumerate(cols)]
-    rows += [op(Op.DMA_WRITE, 20, 30, [operand("tcm", 0, (2, 4), pe=i)],
-                operand("hbm", 4096 + 32 * i, (2, 4)), pe=i) for i in range(len(cols))]
-    path = write_trace(tmp_path / "t.ktrace", rows, {
-        "a": (a, "input"), "y": (np.zeros(32, np.float32), "output")})
-    manifest = json.loads((path / "manifest.json").read_text())
-    (path / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 2}))
-    restamp(path)  # indexed rows are trace format version 2
-    made, off, on = _both(path, monkeypatch)
-    assert on == off and off["verdict"]["ok"] and made == [4, 4]  # the loads, the stores
-    want = np.stack([a[:, c:c + 4] for c in cols]).reshape(-1)
-    np.testing.assert_array_equal(np.frombuffer(on["outputs"]["y"], np.float32), want)

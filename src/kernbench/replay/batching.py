@@ -37,7 +37,6 @@ from kernbench.replay.batch_runs import pairs, runs
 from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
 from kernbench.replay.math_binders import infer
-from kernbench.replay.memory_binders import ElementOperand
 from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
@@ -102,24 +101,12 @@ def resolve(steps: list[Any], sig: np.ndarray, found: Sequence[Unit]) -> list[An
     return out
 
 
-def _array(o: Operand) -> np.ndarray:
-    """What a member reads: its view, or an indexed load's strided tile (``_layout``)."""
-    return o.tile if type(o) is ElementOperand else o.view  # type: ignore[return-value]
-
-
 def _layout(o: Operand) -> tuple[Any, ...] | None:
-    """What a member's input must share with the others' (None: it cannot batch: not
-    placed, or a set of elements of an indexed row that is not one strided tile of
-    memory, ADR-0640; an output must be a range: ``key``)."""
-    if o.error is not None or o.mem is None:
+    """What a member's operand must share with the others' (None: it cannot batch: not
+    placed, or a set of elements of an indexed row rather than a range)."""
+    if type(o) is not Operand or o.error is not None or o.view is UNPLACED or o.mem is None:
         return None
-    if type(o) is Operand:
-        if o.view is UNPLACED:
-            return None
-        return id(o.mem.bank), o.shape, o.dtype, o.view.strides
-    if type(o) is ElementOperand and o.tile is not None:
-        return id(o.mem.bank), o.shape, o.dtype, o.tile.strides
-    return None
+    return id(o.mem.bank), o.shape, o.dtype, o.view.strides
 
 
 class KeyMemo(NamedTuple):
@@ -134,7 +121,7 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
         memo: KeyMemo | None = None) -> tuple[Any, ...] | None:
     """The class of an op signature (``attrs`` parsed from ``text``): signatures of one
     class may run as one call (None: this one never batches)."""
-    if out is None or type(out) is not Operand:  # an indexed store scatters: never batched
+    if out is None:
         return None
     memo = memo or KeyMemo({}, {})
     ok = memo.shifts.get((op, text))
@@ -182,8 +169,7 @@ def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bo
 def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
     """The operands as one view ``(members, *shape)`` when evenly spaced in one bank."""
     first = group[0]
-    starts = [o.mem.base + o.lo if type(o) is Operand else _offset(o)  # type: ignore[union-attr]
-              for o in group]
+    starts = [o.mem.base + o.lo for o in group]  # type: ignore[union-attr]
     stride = starts[1] - starts[0]
     if stride < 0:
         return None
@@ -192,20 +178,11 @@ def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
         if b != at:
             return None
         at += stride
-    v = _array(first)
+    v = first.view
     mem = first.mem
     assert v is not None and mem is not None
     return np.ndarray((len(group), *v.shape), v.dtype, buffer=mem.bank,
                       offset=starts[0], strides=(stride, *v.strides))
-
-
-def _offset(o: Operand) -> int:
-    """Where an indexed load's tile starts in its memory's bank (its lowest element is
-    ``lo``; the tile's first one need not be)."""
-    mem = o.mem
-    assert mem is not None
-    return int(_array(o).__array_interface__["data"][0]
-               - mem.bank.__array_interface__["data"][0])
 
 
 #: ops whose inputs broadcast against each other to the output's shape (numpy's rules:
@@ -280,11 +257,11 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
     o0 = outs[0]
     for slot in zip(*ins, strict=True):
         view = _stacked(slot)
-        v = _array(slot[0])
+        v = slot[0].view
         if view is None:
             view = np.empty((len(slot), *v.shape), v.dtype)
             gathers.append((view.reshape(-1, *v.shape[1:]),
-                            [_array(o) if v.ndim else _array(o).reshape(1) for o in slot]))
+                            [o.view if v.ndim else o.view.reshape(1) for o in slot]))
         stacked.append(_pseudo(slot[0], _aligned(op, view, v.ndim, o0.view.ndim)))
     new = ATTRS[op](attrs)
     if new is None:  # pragma: no cover - ``key`` gave such attrs no class
