@@ -9,9 +9,7 @@ so operands at equal addresses of different PEs, or at evenly spaced HBM address
 strided view; other inputs are gathered into a buffer before the call, other outputs
 scattered after it. The op is bound again over the stacked operands by its own executor,
 so the semantics are the unbatched ones (a reduction's axis moves by one; an input with
-fewer axes than the output gets unit axes after the member axis, ADR-0670). Two classes
-taking turns, X Y X Y ... (a PE's next op starting with another PE's store), batch as one
-``Joint`` unit of two calls, every value computed before any is written (ADR-0671).
+fewer axes than the output gets unit axes after the member axis, ADR-0670).
 
 A run is batched only when that cannot be told from running its members one at a time:
   * no write lands inside the run (``LANDING`` only at its last position), so every member
@@ -28,12 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from kernbench.replay.batch_runs import pairs, runs
 from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
 from kernbench.replay.math_binders import infer
@@ -140,6 +137,30 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
             return None
         layouts.append(lay)
     return (op, text, *layouts)
+
+
+def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
+         ) -> list[tuple[int, int, list[int], bool]]:
+    """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
+    position is a class id (>= 0), -1 (runs alone) or -2 (does nothing: skipped over);
+    ``landing``: pending writes land after the position; ``deferred``: its own write waits.
+    Members are consecutive in the order of positions that do something, share a class and
+    a ``chunk``, and no write lands before the last."""
+    q = np.flatnonzero(cls != -2)
+    if len(q) < 2:
+        return []
+    c = cls[q]
+    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
+    # member j joins member j-1: same class, same chunk, no landing in [q[j-1], q[j])
+    join = ((c[1:] == c[:-1]) & (c[1:] >= 0) & (q[1:] // chunk == q[:-1] // chunk)
+            & (lands[q[1:]] == lands[q[:-1]]))
+    edges = np.diff(np.concatenate([[0], join.astype(np.int8), [0]]))
+    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    waits = np.concatenate([[0], np.cumsum(deferred[q], dtype=np.int64)])
+    calm = (waits[last + 1] == waits[first]).tolist()
+    ql = q.tolist()
+    return [(ql[a], ql[b] + 1, ql[a:b + 1], ok)
+            for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
 
 
 def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool:
@@ -282,14 +303,6 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
     return Batch(step, gathers, target, o0.npd)
 
 
-class Joint(NamedTuple):
-    """The batches of two classes taking turns (``pairs``), no member touching bytes
-    another writes: every value is computed before any is written, so the order of the
-    two calls cannot be told. ``parts``: (batch, members, no member deferred) each."""
-
-    parts: tuple[tuple[Batch, list[int], bool], ...]
-
-
 class Unit(NamedTuple):
     """A batch at positions ``[start, end)``: its members' positions and its call (a named
     tuple: thousands are made per window, and a frozen dataclass's init costs ~4x more)."""
@@ -297,7 +310,7 @@ class Unit(NamedTuple):
     start: int
     end: int
     members: list[int]
-    batch: Batch | Joint
+    batch: Batch
     #: no member's write waits for a later landing point
     now: bool
 
@@ -318,8 +331,8 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
     step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
     found = []
     made = program.batches
-
-    def batch_of(members: list[int]) -> tuple[tuple, Batch | None]:
+    for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
+                                   (flags & DEFERRED) != 0, chunk):
         name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
@@ -328,33 +341,6 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
                                        EXECUTORS[op].bind, ctx)
-        return name, batch
-
-    pos_cls = np.array(cls, np.int64)[sig]
-    landing, deferred = (flags & LANDING) != 0, (flags & DEFERRED) != 0
-    for a, e, members, now in runs(pos_cls, landing, deferred, chunk):
-        name = itemgetter(*members)(step_at)  # as ``batch_of``, inline: thousands of runs
-        batch = made.get(name, False)
-        if batch is False:
-            batch = batch_of(members)[1]
         if batch is not None:
             found.append(Unit(a, e, members, batch, now))
-    taken = np.zeros(len(sig), bool)
-    if found:
-        taken[np.fromiter(chain.from_iterable(u.members for u in found), np.int64)] = True
-    joints = []
-    for a, e, xs, ys in pairs(pos_cls, landing, taken, chunk):
-        (x_name, x), (y_name, y) = batch_of(xs), batch_of(ys)
-        if x is None or y is None:
-            continue
-        apart = made.get((x_name, y_name))  # no member touches bytes another writes
-        if apart is None:
-            sigs = sig[xs + ys].tolist()
-            apart = made[x_name, y_name] = independent(
-                [program.sig_ins[j] for j in sigs], [program.sig_out[j] for j in sigs])
-        if apart:
-            parts = tuple((b, m, not deferred[m].any()) for b, m in ((x, xs), (y, ys)))
-            joints.append(Unit(a, e, sorted(xs + ys), Joint(parts), False))
-    if joints:
-        found = sorted(found + joints, key=attrgetter("start"))
     return found

@@ -297,61 +297,40 @@ def _plain(recs: list[tuple[Any, Operand | None]], flags: list[int],
 def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags: list[int],
              after: dict[int, list[int]], values: ValueLog,
              pending: dict[int, tuple[Operand, np.ndarray]]) -> tuple[int, Failure | None]:
-    """One batch (or a joint one: every part's values first): its members' values computed
-    by one call, then written and logged as the one-at-a-time loop would; if a call fails,
-    the members run one at a time."""
-    batch = unit.batch
+    """One batch: its members' values computed by one call, then written and logged as the
+    one-at-a-time loop would; if the call fails, the members run one at a time."""
+    batch, members = unit.batch, unit.members
     try:
-        if isinstance(batch, batching.Joint):
-            got = [_value(part) for part, _, _ in batch.parts]
-        else:
-            res = _value(batch)
+        res = batch()
+        if res.dtype is not batch.npd:
+            res = as_dtype(res, batch.npd)
+        elif res.base is not None:
+            res = res.copy()
     except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError):
         return _plain(recs, flags, after, values, pending, unit.start, unit.end)
-    if isinstance(batch, batching.Joint):
-        for (part, members, now), value in zip(batch.parts, got, strict=True):
-            _write(part, members, now, value, recs, flags, values, pending)
+    log_row, log_value = values.rows.append, values.arrays.append  # as in ``_plain``
+    if unit.now and batch.out is not None:
+        batch.out[...] = res
+        values.rows.extend(members)
+        values.arrays.extend(res)
     else:
-        _write(batch, unit.members, unit.now, res, recs, flags, values, pending)
-    k = unit.members[-1]
+        for i, k in enumerate(members):
+            o = recs[k][1]
+            assert o is not None  # a batch member writes an output
+            if flags[k] & DEFERRED:
+                pending[k] = (o, res[i])
+            else:
+                o.view[...] = res[i]
+                log_row(k)
+                log_value(res[i])
+    k = members[-1]
     if flags[k] & LANDING:
-        log_row, log_value = values.rows.append, values.arrays.append  # as in ``_plain``
         for j in after[k]:
             w, r = pending.pop(j)
             w.view[...] = r
             log_row(j)
             log_value(r)
     return k, None
-
-
-def _write(batch: batching.Batch, members: list[int], now: bool, res: np.ndarray,
-           recs: list[tuple[Any, Operand | None]], flags: list[int], values: ValueLog,
-           pending: dict[int, tuple[Operand, np.ndarray]]) -> None:
-    """Write and log a batch's members' values as the one-at-a-time loop would (a member's
-    write that waits goes to ``pending``)."""
-    if now and batch.out is not None:
-        batch.out[...] = res
-        values.rows.extend(members)
-        values.arrays.extend(res)
-        return
-    log_row, log_value = values.rows.append, values.arrays.append
-    for i, k in enumerate(members):
-        o = recs[k][1]
-        assert o is not None  # a batch member writes an output
-        if flags[k] & DEFERRED:
-            pending[k] = (o, res[i])
-        else:
-            o.view[...] = res[i]
-            log_row(k)
-            log_value(res[i])
-
-
-def _value(batch: batching.Batch) -> np.ndarray:
-    """A batch's stacked value, as written: a fresh array of the output dtype."""
-    res = batch()
-    if res.dtype is not batch.npd:
-        return as_dtype(res, batch.npd)
-    return res.copy() if res.base is not None else res
 
 
 def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],
