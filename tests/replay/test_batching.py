@@ -199,3 +199,41 @@ def test_inputs_with_fewer_axes_batch_per_member(
     want = case.reference(x, w)
     for name in ("y", "z"):
         np.testing.assert_array_equal(res.outputs[name], want[name])
+
+
+def test_a_reduction_to_one_element_per_member_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row's maximum is (1,) per member; stacked, the op table infers (M,) for it, not
+    (M, 1): the stacked output is viewed as inferred, and the values are the same bytes."""
+    path = kb.record(rank_broadcast_case(6), tmp_path / "t.ktrace").path
+    built: list[tuple[Op, bool]] = []
+    build = batching.build
+
+    def recording(op, *args, **kwargs):
+        got = build(op, *args, **kwargs)
+        built.append((op, got is not None))
+        return got
+
+    monkeypatch.setattr(batching, "build", recording)
+    _, off, on = _both(path, monkeypatch)
+    assert on == off and off["verdict"]["ok"]
+    assert (Op.MAX, True) in built
+
+
+@pytest.mark.parametrize("at", [(0, 1, 2, 3), (0, 1, 3, 7)])
+def test_0d_operands_batch_and_broadcast_per_member(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: tuple[int, ...]) -> None:
+    """x[4i:4i+4] - s[at[i]] on PE i, s[at[i]] a 0-d operand: evenly spaced scalars are
+    one strided view, others are gathered; each member's scalar meets its own row."""
+    rows = [op(Op.SUB, 0, 10, [operand("hbm", 16 * i, (4,)),
+                               operand("hbm", 4096 + 4 * at[i], ())],
+               operand("hbm", 8192 + 16 * i, (4,)), pe=i) for i in range(4)]
+    s = np.arange(1, 9, dtype=np.float32) * 10
+    x = (np.arange(16, dtype=np.float32) - 8) / 8
+    path = write_trace(tmp_path / "t.ktrace", rows, {
+        "x": (x, "input"), "s": (s, "input"), "y": (np.zeros(16, np.float32), "output")})
+    made, off, on = _both(path, monkeypatch)
+    assert on == off and off["verdict"]["ok"] and made == [4]
+    want = x.reshape(4, 4) - s[list(at)][:, None]
+    np.testing.assert_array_equal(np.frombuffer(on["outputs"]["y"], np.float32),
+                                  want.reshape(-1))

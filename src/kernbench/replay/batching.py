@@ -8,7 +8,8 @@ positions that do nothing in between are skipped over) runs as one call on stack
 so operands at equal addresses of different PEs, or at evenly spaced HBM addresses, are one
 strided view; other inputs are gathered into a buffer before the call, other outputs
 scattered after it. The op is bound again over the stacked operands by its own executor,
-so the semantics are the unbatched ones (a reduction's axis moves by one).
+so the semantics are the unbatched ones (a reduction's axis moves by one; an input with
+fewer axes than the output gets unit axes after the member axis, ADR-0670).
 
 A run is batched only when that cannot be told from running its members one at a time:
   * no write lands inside the run (``LANDING`` only at its last position), so every member
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from kernbench.replay.binding import BindContext, nothing
+from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
+from kernbench.replay.math_binders import infer
 from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
@@ -161,46 +163,16 @@ def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
             for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
 
 
-def pairs(cls: np.ndarray, landing: np.ndarray, taken: np.ndarray, chunk: int
-          ) -> list[tuple[int, int, list[int], list[int]]]:
-    """Runs of two classes taking turns, X Y X Y ... (at least two of each; as in ``runs``,
-    positions doing nothing are skipped over, one ``chunk``, no write landing before the
-    last), among positions not ``taken`` by ``runs``: ``(start, end, X members, Y
-    members)``. Each PE's next op starting with another PE's store: the stores batch
-    apart from the ops."""
-    q = np.flatnonzero((cls != -2) & ~taken)
-    if len(q) < 4:
-        return []
-    c = cls[q]
-    lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
-    # nothing taken in between: the positions between two untaken ones are idle or taken
-    whole = np.concatenate([[0], np.cumsum(cls != -2, dtype=np.int64)])
-    link = np.zeros(len(q), bool)  # member j joins member j-2 of its class
-    link[2:] = ((c[2:] == c[:-2]) & (c[2:] != c[1:-1]) & (c[2:] >= 0) & (c[1:-1] >= 0)
-                & (q[2:] // chunk == q[:-2] // chunk) & (lands[q[2:]] == lands[q[:-2]])
-                & (whole[q[2:]] - whole[q[:-2]] == 2))
-    edges = np.diff(np.concatenate([[0], link.astype(np.int8), [0]]))
-    first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-    out: list[tuple[int, int, list[int], list[int]]] = []
-    ql, end = q.tolist(), -1
-    for a, b in zip((first - 2).tolist(), last.tolist(), strict=True):
-        a = max(a, end + 1)  # a run may not share its first member with the one before
-        if b - a >= 3:
-            out.append((ql[a], ql[b] + 1, ql[a:b + 1:2], ql[a + 1:b + 1:2]))
-            end = b
-    return out
-
-
-def _span(o: Operand) -> tuple[int, int, int]:
-    mem = o.mem
-    assert mem is not None  # a member's operands are placed (``key``)
-    return id(mem.bank), mem.base + o.lo, mem.base + o.hi
-
-
 def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool:
     """Whether no member writes a byte another member reads or writes."""
-    spans = [(*_span(o), m, 1) for m, o in enumerate(outs)]
-    spans += [(*_span(o), m, 0) for m, row in enumerate(ins) for o in row]
+    spans: list[tuple[int, int, int, int, int]] = []
+    add = spans.append
+    for w, rows in ((1, [(o,) for o in outs]), (0, ins)):
+        for m, row in enumerate(rows):
+            for o in row:
+                mem = o.mem
+                assert mem is not None  # a member's operands are placed (``key``)
+                add((id(mem.bank), mem.base + o.lo, mem.base + o.hi, m, w))
     spans.sort()
     bank: int | None = None
     hi, members, writes = 0, set[int](), False
@@ -218,10 +190,15 @@ def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bo
 def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
     """The operands as one view ``(members, *shape)`` when evenly spaced in one bank."""
     first = group[0]
-    starts = [_span(o)[1] for o in group]
+    starts = [o.mem.base + o.lo for o in group]  # type: ignore[union-attr]
     stride = starts[1] - starts[0]
-    if stride < 0 or any(b - a != stride for a, b in zip(starts, starts[1:], strict=False)):
+    if stride < 0:
         return None
+    at = starts[0]
+    for b in starts:
+        if b != at:
+            return None
+        at += stride
     v = first.view
     mem = first.mem
     assert v is not None and mem is not None
@@ -242,6 +219,21 @@ def _aligned(op: Op, view: np.ndarray, ndim: int, out_ndim: int) -> np.ndarray:
     if op not in BROADCASTING or ndim >= out_ndim:
         return view
     return view.reshape(len(view), *(1,) * (out_ndim - ndim), *view.shape[1:])
+
+
+REDUCING = ops.REDUCTIONS | ops.ARG_REDUCTIONS
+
+
+def _inferred(op: Op, attrs: dict, ins: list[Operand], view: np.ndarray) -> np.ndarray:
+    """``view`` reshaped to the op table's output shape for the stacked inputs when that
+    holds the same elements (each member's in turn: the member axis stays first)."""
+    try:
+        shape = infer(op, attrs, ins)
+    except ShapeMismatch:
+        return view
+    if shape == view.shape or int(np.prod(shape)) != view.size or shape[:1] != view.shape[:1]:
+        return view
+    return view.reshape(shape)
 
 
 def _pseudo(first: Operand, view: np.ndarray) -> Operand:
@@ -292,25 +284,23 @@ def build(op: Op, attrs: dict, ins: Sequence[Sequence[Operand]], outs: Sequence[
             gathers.append((view.reshape(-1, *v.shape[1:]),
                             [o.view if v.ndim else o.view.reshape(1) for o in slot]))
         stacked.append(_pseudo(slot[0], _aligned(op, view, v.ndim, o0.view.ndim)))
-    target = _stacked(outs)
-    out = _pseudo(o0, target if target is not None else
-                  np.empty((len(outs), *o0.view.shape), o0.view.dtype))
     new = ATTRS[op](attrs)
+    if new is None:  # pragma: no cover - ``key`` gave such attrs no class
+        return None
+    target = _stacked(outs)
+    view = target if target is not None else np.empty((len(outs), *o0.view.shape),
+                                                     o0.view.dtype)
+    if op in REDUCING:  # the stacked output as the op table infers it (a member's (1,)
+        view = _inferred(op, new, stacked, view)  # from a 1-D row is (M,), not (M, 1))
+        target = view if target is not None else None
+    out = _pseudo(o0, view)
     try:
-        step = bind(new, tuple(stacked), out, ctx)  # type: ignore[arg-type]
+        step = bind(new, tuple(stacked), out, ctx)
     except (ValueError, KeyError, TypeError, IndexError):  # pragma: no cover - same checks
         return None
     if step is nothing:  # pragma: no cover - every batchable op writes
         return None
     return Batch(step, gathers, target, o0.npd)
-
-
-class Joint(NamedTuple):
-    """The batches of two classes taking turns (``pairs``), no member touching bytes
-    another writes: every value is computed before any is written, so the order of the
-    two calls cannot be told. ``parts``: (batch, members, no member deferred) each."""
-
-    parts: tuple[tuple[Batch, list[int], bool], ...]
 
 
 class Unit(NamedTuple):
@@ -320,7 +310,7 @@ class Unit(NamedTuple):
     start: int
     end: int
     members: list[int]
-    batch: Batch | Joint
+    batch: Batch
     #: no member's write waits for a later landing point
     now: bool
 
@@ -341,8 +331,8 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
     step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
     found = []
     made = program.batches
-
-    def batch_of(members: list[int]) -> tuple[tuple, Batch | None]:
+    for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
+                                   (flags & DEFERRED) != 0, chunk):
         name = itemgetter(*members)(step_at)  # members: at least two positions
         batch = made.get(name, False)
         if batch is False:
@@ -351,29 +341,6 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
                                        EXECUTORS[op].bind, ctx)
-        return name, batch
-
-    pos_cls = np.array(cls, np.int64)[sig]
-    landing, deferred = (flags & LANDING) != 0, (flags & DEFERRED) != 0
-    taken = np.zeros(len(sig), bool)
-    for a, e, members, now in runs(pos_cls, landing, deferred, chunk):
-        batch = batch_of(members)[1]
         if batch is not None:
             found.append(Unit(a, e, members, batch, now))
-            taken[members] = True
-    joints = []
-    for a, e, xs, ys in pairs(pos_cls, landing, taken, chunk):
-        (x_name, x), (y_name, y) = batch_of(xs), batch_of(ys)
-        if x is None or y is None:
-            continue
-        apart = made.get((x_name, y_name))  # no member touches bytes another writes
-        if apart is None:
-            sigs = sig[xs + ys].tolist()
-            apart = made[x_name, y_name] = independent(
-                [program.sig_ins[j] for j in sigs], [program.sig_out[j] for j in sigs])
-        if apart:
-            parts = tuple((b, m, not deferred[m].any()) for b, m in ((x, xs), (y, ys)))
-            joints.append(Unit(a, e, sorted(xs + ys), Joint(parts), False))
-    if joints:
-        found = sorted(found + joints, key=attrgetter("start"))
     return found

@@ -297,22 +297,23 @@ def _plain(recs: list[tuple[Any, Operand | None]], flags: list[int],
 def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags: list[int],
              after: dict[int, list[int]], values: ValueLog,
              pending: dict[int, tuple[Operand, np.ndarray]]) -> tuple[int, Failure | None]:
-    """One batch (or a joint one: every part's values first): its members' values computed
-    by one call, then written and logged as the one-at-a-time loop would; if a call fails,
-    the members run one at a time."""
-    parts = (unit.batch.parts if isinstance(unit.batch, batching.Joint)
-             else ((unit.batch, unit.members, unit.now),))
+    """One batch: its members' values computed by one call, then written and logged as the
+    one-at-a-time loop would; if the call fails, the members run one at a time."""
+    batch, members = unit.batch, unit.members
     try:
-        got = [_value(batch) for batch, _, _ in parts]
+        res = batch()
+        if res.dtype is not batch.npd:
+            res = as_dtype(res, batch.npd)
+        elif res.base is not None:
+            res = res.copy()
     except (ReplayError, ValueError, TypeError, ArithmeticError, IndexError):
         return _plain(recs, flags, after, values, pending, unit.start, unit.end)
     log_row, log_value = values.rows.append, values.arrays.append  # as in ``_plain``
-    for (batch, members, now), res in zip(parts, got, strict=True):
-        if now and batch.out is not None:
-            batch.out[...] = res
-            values.rows.extend(members)
-            values.arrays.extend(res)
-            continue
+    if unit.now and batch.out is not None:
+        batch.out[...] = res
+        values.rows.extend(members)
+        values.arrays.extend(res)
+    else:
         for i, k in enumerate(members):
             o = recs[k][1]
             assert o is not None  # a batch member writes an output
@@ -322,7 +323,7 @@ def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags:
                 o.view[...] = res[i]
                 log_row(k)
                 log_value(res[i])
-    k = unit.members[-1]
+    k = members[-1]
     if flags[k] & LANDING:
         for j in after[k]:
             w, r = pending.pop(j)
@@ -330,14 +331,6 @@ def _batched(unit: batching.Unit, recs: list[tuple[Any, Operand | None]], flags:
             log_row(j)
             log_value(r)
     return k, None
-
-
-def _value(batch: batching.Batch) -> np.ndarray:
-    """A batch's stacked value, as written: a fresh array of the output dtype."""
-    res = batch()
-    if res.dtype is not batch.npd:
-        return as_dtype(res, batch.npd)
-    return res.copy() if res.base is not None else res
 
 
 def _run_checked(recs: list[tuple[Any, tuple[Operand, ...], Operand | None]],

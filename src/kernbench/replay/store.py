@@ -255,8 +255,9 @@ class MemoryStore:
             o.error = (f"bytes [{o.lo}, {o.hi}) are not inside one region of {o.space}@pe{o.pe} "
                        f"({_regions_text(mem)})")
             return o
-        view = np.frombuffer(mem.buf, dtype=npd, count=count, offset=o.lo)
-        o.view = view.reshape(o.shape[::-1]).T if o.transposed else view.reshape(o.shape)
+        # the live view in one call (a region holds it: it fits in the buffer)
+        o.view = (np.ndarray(o.shape[::-1], npd, buffer=mem.buf, offset=o.lo).T
+                  if o.transposed else np.ndarray(o.shape, npd, buffer=mem.buf, offset=o.lo))
         o.mem, o.valid = mem, mem.valid
         return o
 
