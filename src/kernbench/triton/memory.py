@@ -234,7 +234,8 @@ def load(pointer: object, mask: object = None, other: object = None,
             oth = data.py_scalar(o.value if isinstance(o, Concrete) else o, elem)
     offs = _offsets(p, shape)
     if isinstance(offs, np.ndarray):
-        h = ix.load_indexed(p.base, offs, _mvalue(m), oth, src=src)
+        h = ix.load_indexed(p.base, offs, _mvalue(m), oth, src=src,
+                            known=p if offs is p.offsets else None)
     else:
         h = ix.gather(p.base, offs, _mvalue(m), oth, src=src)
     r = data.symbolic(h, elem)
@@ -283,7 +284,8 @@ def store(pointer: object, value: object, mask: object = None, boundary_check: o
     offs = _offsets(p, shape)
     STORED.add(p.base.name)
     if isinstance(offs, np.ndarray):
-        ix.store_indexed(p.base, offs, _vvalue(v), _mvalue(m), src=src)
+        ix.store_indexed(p.base, offs, _vvalue(v), _mvalue(m), src=src,
+                         known=p if offs is p.offsets else None)
     else:
         ix.scatter(p.base, offs, _vvalue(v), _mvalue(m), src=src)
 

@@ -20,8 +20,10 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
+from kernbench.record.indexplan import Rel
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import missing, pointer_type
@@ -41,7 +43,7 @@ TRITON_TENSOR_API = frozenset({
     "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
 #: the payload fields of the three kinds: never a Triton member
-_FIELDS = frozenset({"value", "memo_key", "base", "offsets", "handle"})
+_FIELDS = frozenset({"value", "memo_key", "base", "offsets", "handle", "rel"})
 
 
 class tensor:  # noqa: N801 - Triton's spelling
@@ -182,7 +184,7 @@ class Pointer(tensor):
     """Addresses into the HBM tensor ``base``: element ``offsets``, concrete (``int64``) or a
     TCM handle of integers from loaded data (a gather or scatter)."""
 
-    __slots__ = ("base", "offsets")
+    __slots__ = ("base", "offsets", "rel")
     dtype: pointer_type
 
     def __init__(self, elem: d.dtype, base: HbmTensor, offsets: np.ndarray | TensorHandle
@@ -192,8 +194,15 @@ class Pointer(tensor):
             pt = _POINTER_TYPES[elem] = pointer_type(elem)
         self.dtype, self.shape = pt, tuple(offsets.shape)
         self.base, self.offsets = base, offsets
+        #: concrete offsets' relative offsets and extent once known (``indexplan.Known``)
+        self.rel: Rel | None = None
         if type(offsets) is TensorHandle:
             _retain(offsets)
+
+    # a pointer advanced by a scalar keeps its relative offsets: carried over (ADR-0690)
+    def __add__(self, o: object) -> Value: return _carry(self, _arith.binary("add", self, o), o)
+    def __radd__(self, o: object) -> Value: return _carry(self, _arith.binary("add", o, self), o)
+    def __sub__(self, o: object) -> Value: return _carry(self, _arith.binary("sub", self, o), o)
 
     def __del__(self) -> None:
         try:
@@ -201,6 +210,48 @@ class Pointer(tensor):
                 _release(self.offsets)
         except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
             pass
+
+
+#: ``Rel`` of a concrete block added to a scalar pointer, by the block's memo key (the
+#: programs of a launch add the same blocks): (key, lowest, highest) relative to the scalar
+_RELS = BoundedMemo()
+RELS_LIMIT = 512
+RELS_BYTES = 16 << 20
+_INT64 = (-(1 << 63), 1 << 63)
+
+
+def _carry(p: Pointer, r: Value, o: object) -> Value:
+    """``r`` (``p`` +/- ``o``) told its relative offsets when they follow from ``p``'s: ``o``
+    a scalar (shifted by the difference of the first offsets: exact when the extent stays
+    inside int64), or a scalar pointer plus a memoised integer block."""
+    if type(r) is not Pointer or type(r.offsets) is not np.ndarray:
+        return r
+    o = plain(o)
+    rel = p.rel
+    if p.shape == () and type(o) is Concrete and o.memo_key is not None \
+            and o.value.dtype.kind == "i" and r.shape == o.shape:
+        rel = _block_rel(o)  # relative to an offset of 0: shifted below by p's
+        delta = int(p.offsets)  # type: ignore[arg-type]
+    elif rel is not None and r.shape == p.shape and (
+            type(o) in (int, bool) or isinstance(o, np.integer)
+            or (type(o) is Concrete and o.value.size == 1)):
+        delta = int(r.offsets.flat[0]) - int(p.offsets.flat[0])  # type: ignore[union-attr]
+    else:
+        return r
+    key, lo, hi = rel
+    if _INT64[0] <= lo + delta and hi + delta < _INT64[1]:
+        r.rel = (key, lo + delta, hi + delta)
+    return r
+
+
+def _block_rel(o: Concrete) -> Rel:
+    got = _RELS.get(o.memo_key)
+    if got is None:
+        v = o.value.astype(np.int64)
+        lo, hi = int(v.min()), int(v.max())
+        got = ((v.shape, (v - lo).tobytes()), lo, hi)
+        _RELS.keep(o.memo_key, got, 2 * v.nbytes, RELS_LIMIT, RELS_BYTES)
+    return got
 
 
 #: every value a kernel holds is one of the three (a checker narrows it by ``isinstance``)
