@@ -23,6 +23,7 @@ from kernbench.record.indexplan import (
     Known,
     Plan,
     access_id,
+    canon,
     frozen,
     learn,
     new_plan,
@@ -148,7 +149,8 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
             out_of_bounds(t, offs, m, sel, what, src)
     rel = offs - lo  # a new array: a cached plan never shares the caller's
     if CACHE:
-        key = (offs.shape, rel.tobytes(), None if m is None else m.tobytes(), isz, burst)
+        rb = canon(rel, PLAN_LIMIT, PLAN_BYTES)
+        key = (offs.shape, rb, None if m is None else m.tobytes(), isz, burst)
         plan = _PLANS.get(key)
         if plan is None:
             plan = new_plan(rel, m, isz, burst)

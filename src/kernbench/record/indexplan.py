@@ -16,6 +16,7 @@ import numpy as np
 
 from kernbench.errors import BoundsError
 from kernbench.record.handle import HbmTensor
+from kernbench.record.memo import BoundedMemo
 from kernbench.schemas import elements as ix
 
 #: entries of each table below before it is cleared
@@ -31,6 +32,23 @@ def remember(table: dict, key: Any, value: Any) -> None:
     if len(table) >= LIMIT:
         table.clear()
     table[key] = value
+
+
+#: relative offsets' bytes by (shape, first, last): equal bytes found here are replaced by
+#: the object kept, whose hash is computed once (a large tile's hash costs more than its
+#: subtraction and comparison together)
+_CANON = BoundedMemo()
+
+
+def canon(rel: np.ndarray, limit: int, max_bytes: int) -> bytes:
+    """``rel.tobytes()``, as the object seen before when the bytes are equal."""
+    b = rel.tobytes()
+    fp = (rel.shape, int(rel.flat[0]), int(rel.flat[-1]))
+    got = _CANON.get(fp)
+    if type(got) is bytes and got == b:
+        return got
+    _CANON.keep(fp, b, len(b), limit, max_bytes)
+    return b
 
 
 #: frozen masks known to be bool and not all true, by id

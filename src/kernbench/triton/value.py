@@ -202,7 +202,8 @@ class Pointer(tensor):
     # a pointer advanced by a scalar keeps its relative offsets: carried over (ADR-0690)
     def __add__(self, o: object) -> Value: return _carry(self, _arith.binary("add", self, o), o)
     def __radd__(self, o: object) -> Value: return _carry(self, _arith.binary("add", o, self), o)
-    def __sub__(self, o: object) -> Value: return _carry(self, _arith.binary("sub", self, o), o)
+    def __sub__(self, o: object) -> Value:
+        return _carry(self, _arith.binary("sub", self, o), o, block=False)
 
     def __del__(self) -> None:
         try:
@@ -212,46 +213,65 @@ class Pointer(tensor):
             pass
 
 
-#: ``Rel`` of a concrete block added to a scalar pointer, by the block's memo key (the
-#: programs of a launch add the same blocks): (key, lowest, highest) relative to the scalar
+#: relative offsets of a pointer block plus a concrete integer block, by (the pointer's
+#: relative-offsets key, the block's memo key): the programs of a launch and the steps of a
+#: loop add the same blocks (``_block_rel``)
 _RELS = BoundedMemo()
 RELS_LIMIT = 512
 RELS_BYTES = 16 << 20
 _INT64 = (-(1 << 63), 1 << 63)
+_ZERO = ((), np.zeros((), np.int64).tobytes())  # the relative offsets of a scalar
 
 
-def _carry(p: Pointer, r: Value, o: object) -> Value:
-    """``r`` (``p`` +/- ``o``) told its relative offsets when they follow from ``p``'s: ``o``
-    a scalar (shifted by the difference of the first offsets: exact when the extent stays
-    inside int64), or a scalar pointer plus a memoised integer block."""
+def _carry(p: Pointer, r: Value, o: object, block: bool = True) -> Value:
+    """``r`` (``p`` +/- ``o``) told its relative offsets when they follow from ``p``'s:
+    ``o`` a scalar (shifted by the difference of the first offsets), or ``p`` plus a
+    memoised signed integer block (``_block_rel``; ``block`` False: ``o`` was subtracted);
+    only while no offset wraps int64."""
     if type(r) is not Pointer or type(r.offsets) is not np.ndarray:
         return r
     o = plain(o)
-    rel = p.rel
-    if p.shape == () and type(o) is Concrete and o.memo_key is not None \
-            and o.value.dtype.kind == "i" and r.shape == o.shape:
-        rel = _block_rel(o)  # relative to an offset of 0: shifted below by p's
-        delta = int(p.offsets)  # type: ignore[arg-type]
-    elif rel is not None and r.shape == p.shape and (
-            type(o) in (int, bool) or isinstance(o, np.integer)
-            or (type(o) is Concrete and o.value.size == 1)):
-        delta = int(r.offsets.flat[0]) - int(p.offsets.flat[0])  # type: ignore[union-attr]
+    rel, offs = p.rel, p.offsets
+    if rel is None and p.shape == () and type(offs) is np.ndarray:
+        rel = (_ZERO, int(offs), int(offs))
+    if rel is None:
+        return r
+    if r.shape == p.shape and (type(o) in (int, bool) or isinstance(o, np.integer)
+                               or (type(o) is Concrete and o.value.size == 1)):
+        d = int(r.offsets.flat[0]) - int(offs.flat[0])  # type: ignore[union-attr]
+        key, lo, hi = rel[0], rel[1] + d, rel[2] + d
+    elif block and type(o) is Concrete and o.memo_key is not None \
+            and o.value.dtype.kind == "i":
+        got = _block_rel(rel, o, r.offsets)
+        if got is None:
+            return r
+        key, lo, hi = got
     else:
         return r
-    key, lo, hi = rel
-    if _INT64[0] <= lo + delta and hi + delta < _INT64[1]:
-        r.rel = (key, lo + delta, hi + delta)
+    if _INT64[0] <= lo and hi < _INT64[1]:
+        r.rel = (key, lo, hi)
     return r
 
 
-def _block_rel(o: Concrete) -> Rel:
-    got = _RELS.get(o.memo_key)
+def _block_rel(rel: Rel, o: Concrete, out: np.ndarray) -> Rel | None:
+    """``out`` = offsets ``rel`` describes + ``o``'s values: its ``Rel``, or None when an
+    offset may have wrapped. Remembered as (key, lowest and highest relative to ``rel``'s
+    lowest, ``o``'s lowest and highest)."""
+    mk = (rel[0], o.memo_key)
+    got = _RELS.get(mk)
+    lo, hi = rel[1], rel[2]
     if got is None:
-        v = o.value.astype(np.int64)
-        lo, hi = int(v.min()), int(v.max())
-        got = ((v.shape, (v - lo).tobytes()), lo, hi)
-        _RELS.keep(o.memo_key, got, 2 * v.nbytes, RELS_LIMIT, RELS_BYTES)
-    return got
+        v = o.value
+        omin, omax = int(v.min()), int(v.max())
+        if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+            return None  # out may have wrapped: not remembered
+        rlo, rhi = int(out.min()), int(out.max())
+        got = ((out.shape, (out - rlo).tobytes()), rlo - lo, rhi - lo, omin, omax)
+        _RELS.keep(mk, got, 2 * out.nbytes, RELS_LIMIT, RELS_BYTES)
+    key, dlo, dhi, omin, omax = got
+    if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+        return None
+    return key, lo + dlo, lo + dhi
 
 
 #: every value a kernel holds is one of the three (a checker narrows it by ``isinstance``)
