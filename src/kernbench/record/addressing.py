@@ -74,12 +74,12 @@ def _mask(mask: Any, shape: tuple[int, ...], what: str, src: str) -> np.ndarray 
     if mask is None:
         return None
     known = MASKS.get(id(mask))
-    if known is mask and known.shape == shape:
-        return known  # a frozen mask already checked: bool, not all true
+    if known is not None and known[0] is mask and known[1].shape == shape:
+        return known[1]  # a frozen mask already checked: bool, not all true
     m = np.asarray(mask)
     if m.dtype != np.bool_:
         raise DtypeError(f"{what} mask must be bool, got {m.dtype}", src)
-    own = m.shape == shape and m is mask and frozen(m) and m.flags.c_contiguous
+    own = m.shape == shape and m is mask and frozen(m)
     try:
         m = np.broadcast_to(m, shape)
     except ValueError:
@@ -87,9 +87,11 @@ def _mask(mask: Any, shape: tuple[int, ...], what: str, src: str) -> np.ndarray 
                          src) from None
     if m.all():
         return None
-    if own:  # the front end's memoised mask: remembered, returned as it is
-        remember(MASKS, id(mask), mask)
-        return mask
+    if own:  # the front end's memoised mask: its C-ordered copy, frozen, is remembered
+        c = np.array(m, order="C")
+        c.flags.writeable = False
+        remember(MASKS, id(mask), (mask, c))
+        return c
     return np.ascontiguousarray(m)
 
 

@@ -51,8 +51,8 @@ def canon(rel: np.ndarray, limit: int, max_bytes: int) -> bytes:
     return b
 
 
-#: frozen masks known to be bool and not all true, by id
-MASKS: dict[int, np.ndarray] = {}
+#: frozen masks known to be bool and not all true, by id: (mask, its frozen C-ordered copy)
+MASKS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _contiguous(shape: tuple[int, ...], strides: list[int]) -> bool:
