@@ -145,6 +145,18 @@ def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...
     return tuple(first)  # the usual case: no broadcasting
 
 
+def _common(p: Pointer, mask: object, other: object) -> tuple[int, ...] | None:
+    """The pointer block's shape when the mask and ``other`` have it or none (the usual
+    case, as ``_shape_of`` finds it), else None (``_shape_of`` works it out)."""
+    ps = p.shape
+    if ps == ():
+        return None  # a scalar pointer: () is ``_shape_of``'s to tell
+    for x in (mask, other):
+        if type(x) not in _UNSHAPED and _shape(x) != ps and _shape(x) != ():
+            return None
+    return ps
+
+
 #: types of operands without a shape (a scalar or no mask)
 _UNSHAPED = frozenset({type(None), int, float, bool})
 
@@ -220,8 +232,9 @@ def load(pointer: object, mask: object = None, other: object = None,
         return data.symbolic(h, t)
     p = _pointer(pointer, src, "tl.load")
     other = plain(other)
-    shape = _shape_of(src, "tl.load", ("pointer block", p), ("mask", mask),
-                      *((("other", other),) if other is not None else ()))
+    shape = _common(p, mask, other) or _shape_of(
+        src, "tl.load", ("pointer block", p), ("mask", mask),
+        *((("other", other),) if other is not None else ()))
     elem = p.dtype.element_ty
     m = _mask(mask, shape, src)
     oth: Scalar | None = None
@@ -278,7 +291,8 @@ def store(pointer: object, value: object, mask: object = None, boundary_check: o
         ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src)
         return
     p = _pointer(pointer, src, "tl.store")
-    shape = _shape_of(src, "tl.store", ("pointer block", p), ("mask", mask))
+    shape = _common(p, mask, None) or _shape_of(src, "tl.store", ("pointer block", p),
+                                                ("mask", mask))
     m = _mask(mask, shape, src)
     v = _value(value, shape, p.dtype.element_ty, src)
     offs = _offsets(p, shape)

@@ -20,7 +20,7 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
-from kernbench.record.indexplan import Rel
+from kernbench.record.indexplan import Rel, canon
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
 from kernbench.record.memo import BoundedMemo
@@ -266,7 +266,8 @@ def _block_rel(rel: Rel, o: Concrete, out: np.ndarray) -> Rel | None:
         if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
             return None  # out may have wrapped: not remembered
         rlo, rhi = int(out.min()), int(out.max())
-        got = ((out.shape, (out - rlo).tobytes()), rlo - lo, rhi - lo, omin, omax)
+        got = ((out.shape, canon(out - rlo, RELS_LIMIT, RELS_BYTES)), rlo - lo, rhi - lo,
+               omin, omax)
         _RELS.keep(mk, got, 2 * out.nbytes, RELS_LIMIT, RELS_BYTES)
     key, dlo, dhi, omin, omax = got
     if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
