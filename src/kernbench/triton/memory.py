@@ -146,15 +146,16 @@ def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...
 
 
 def _common(p: Pointer, mask: object, other: object) -> tuple[int, ...] | None:
-    """The pointer block's shape when the mask and ``other`` have it or none (the usual
-    case, as ``_shape_of`` finds it), else None (``_shape_of`` works it out)."""
+    """``_shape_of`` of a load/store's pointer block, mask and ``other`` (None: absent)
+    when it is the pointer block's shape or a broadcast seen before, else None
+    (``_shape_of`` works it out, or names the operands that do not broadcast)."""
     ps = p.shape
-    if ps == ():
-        return None  # a scalar pointer: () is ``_shape_of``'s to tell
-    for x in (mask, other):
-        if type(x) not in _UNSHAPED and _shape(x) != ps and _shape(x) != ():
-            return None
-    return ps
+    ms = _shape(mask)
+    os_ = None if other is None else _shape(other)
+    if ps != () and ms in (ps, ()) and os_ in (None, ps, ()):
+        return ps
+    # a broadcast worked out before, under ``_shape_of``'s key (its operands in order)
+    return _BROADCASTS.get((ps, ms) if os_ is None else (ps, ms, os_))
 
 
 #: types of operands without a shape (a scalar or no mask)
