@@ -91,27 +91,33 @@ def test_known_offsets_replay_to_the_reference(tmp_path, kb_replay_pool) -> None
 
 
 @triton.jit
-def overrun_kernel(x_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+def overrun_kernel(x_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr, LIVE: tl.constexpr):
     ptrs = x_ptr + tl.arange(0, BLOCK)
+    live = tl.arange(0, BLOCK) < LIVE  # all true, or the same frozen mask every step
+    tl.load(ptrs)  # unmasked first: the pointer learns its offsets
     for _ in range(STEPS):
-        tl.load(ptrs)
-        ptrs += BLOCK
+        ptrs += 12
+        tl.load(ptrs, mask=live)
 
 
-def _overrun_error(tmp: Path) -> str:
+def _overrun_error(tmp: Path, live: int) -> str:
     x = np.zeros(64, np.float32)
-    case = kbt.case(overrun_kernel, (1,), x, 64, BLOCK=16, STEPS=5, name="overrun")
+    case = kbt.case(overrun_kernel, (1,), x, 64, BLOCK=16, STEPS=6, LIVE=live, name="overrun")
     with pytest.raises(BoundsError) as err:
         kb.record(case, tmp / "o.ktrace")
     return str(err.value)
 
 
-def test_a_known_pointer_past_the_end_is_refused_as_before(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize(("live", "told"), [(16, "offset 64 at tile index [4]"),
+                                            (6, "offset 64 at tile index [4]"),
+                                            (3, "offset 72 at tile index [0]")])
+def test_a_known_pointer_past_the_end_is_refused_as_before(tmp_path, monkeypatch, live,
+                                                           told) -> None:
     with monkeypatch.context() as mp:
         mp.setattr(addressing, "CACHE", False)
-        plain = _overrun_error(tmp_path)
-    assert "offset 64 at tile index [0]" in plain and "test_known_offsets.py" in plain
-    assert _overrun_error(tmp_path) == plain
+        plain = _overrun_error(tmp_path, live)
+    assert told in plain and "test_known_offsets.py" in plain, plain
+    assert _overrun_error(tmp_path, live) == plain
 
 
 def _ptr(offs: np.ndarray | int) -> Pointer:
