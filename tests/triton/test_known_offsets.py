@@ -16,7 +16,7 @@ import triton.language as tl
 import kernbench as kb
 import kernbench.triton.language  # noqa: F401 - binds the operators of tl.tensor
 from kernbench import triton as kbt
-from kernbench.errors import BoundsError
+from kernbench.errors import BoundsError, UnsupportedError
 from kernbench.record import addressing, indexplan
 from kernbench.record.handle import HbmTensor
 from kernbench.schemas import dtypes
@@ -170,5 +170,9 @@ def test_only_frozen_masks_are_remembered_by_identity() -> None:
     assert addressing._mask(full, (3,), "t", "x.py:1") is None
 
 
-def test_values_tell_rel_apart_from_a_triton_member() -> None:
-    assert "rel" in value._FIELDS
+def test_rel_is_no_tensor_member_a_kernel_sees() -> None:
+    """``rel`` is set on every pointer; on other values it is refused like any name Triton's
+    ``tl.tensor`` lacks (the message it had before pointers carried it)."""
+    with pytest.raises(UnsupportedError, match="has no attribute 'rel' either"):
+        _ = concrete(np.arange(3)).rel  # type: ignore[attr-defined]
+    assert _ptr(np.array([1, 2])).rel is None and "rel" not in value._FIELDS

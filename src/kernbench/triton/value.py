@@ -43,7 +43,7 @@ TRITON_TENSOR_API = frozenset({
     "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to",
     "trans", "view", "xor_sum", "dtype", "shape", "type", "numel"})
 #: the payload fields of the three kinds: never a Triton member
-_FIELDS = frozenset({"value", "memo_key", "base", "offsets", "handle", "rel"})
+_FIELDS = frozenset({"value", "memo_key", "base", "offsets", "handle"})
 
 
 class tensor:  # noqa: N801 - Triton's spelling
