@@ -20,7 +20,7 @@ from kernbench.errors import BoundsError, UnsupportedError
 from kernbench.record import addressing, indexplan
 from kernbench.record.handle import HbmTensor
 from kernbench.schemas import dtypes
-from kernbench.triton import arith, value
+from kernbench.triton import arith, memory, value
 from kernbench.triton import dtypes as d
 from kernbench.triton.value import Pointer, concrete, pointer
 
@@ -176,3 +176,49 @@ def test_rel_is_no_tensor_member_a_kernel_sees() -> None:
     with pytest.raises(UnsupportedError, match="has no attribute 'rel' either"):
         _ = concrete(np.arange(3)).rel  # type: ignore[attr-defined]
     assert _ptr(np.array([1, 2])).rel is None and "rel" not in value._FIELDS
+
+
+@triton.jit
+def block_kernel(x_ptr, out_ptr, M, K, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(base=x_ptr, shape=(M, K), strides=(K, 1), offsets=(pid * BLOCK, 0),
+                            block_shape=(BLOCK, BLOCK), order=(1, 0))
+    acc = tl.zeros((BLOCK, BLOCK), tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK)):
+        acc += tl.load(src, boundary_check=(0, 1), padding_option="zero")
+        src = tl.advance(src, (0, BLOCK))
+    dst = tl.make_block_ptr(base=out_ptr, shape=(M, BLOCK), strides=(BLOCK, 1),
+                            offsets=(pid * BLOCK, 0), block_shape=(BLOCK, BLOCK), order=(1, 0))
+    tl.store(dst, acc, boundary_check=(0,))
+
+
+def _block_reference(x_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
+    x = x_ptr.reshape(M, K).astype(np.float32)
+    pad = np.zeros((M, -(-K // BLOCK) * BLOCK), np.float32)
+    pad[:, :K] = x
+    return {"out_ptr": pad.reshape(M, -1, BLOCK).sum(axis=1).reshape(-1)}
+
+
+def _block_case() -> kb.Case:
+    x = np.random.default_rng(2).standard_normal(M * K, dtype=np.float32)
+    out = np.zeros(M * BLOCK, np.float32)
+    return kbt.case(block_kernel, (-(-M // BLOCK),), x, out, M, K, BLOCK=BLOCK,
+                    outputs=["out_ptr"], reference=_block_reference, name="blocks")
+
+
+def test_block_pointers_learn_their_geometry_and_record_the_same_bytes(
+        tmp_path, monkeypatch, kb_replay_pool) -> None:
+    def digests(name: str) -> dict[str, str]:
+        path = tmp_path / f"{name}.ktrace"
+        kb.record(_block_case(), path)
+        return {f: hashlib.sha256((path / f).read_bytes()).hexdigest()
+                for f in ("ops.parquet", "access.parquet", "tensors.parquet")}
+
+    monkeypatch.setattr(memory, "_BLOCK_RELS", {})
+    with monkeypatch.context() as mp:
+        mp.setattr(addressing, "CACHE", False)
+        plain = digests("off")
+    assert digests("cold") == plain and digests("warm") == plain
+    assert ((BLOCK, BLOCK), (K, 1)) in memory._BLOCK_RELS  # learnt from an unmasked step
+    res = kb.replay(tmp_path / "warm.ktrace", case=_block_case, pool=kb_replay_pool)
+    assert res.ok and res.verdict["reference"], res.verdict

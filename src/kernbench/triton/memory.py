@@ -65,6 +65,46 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
             raise KernelError(f"boundary_check dimension {bad[0]} outside a {nd}-D block", src)
         return offs, None if mask is None else np.array(mask)
 
+    def known(self) -> _BlockKnown:
+        """What is known of this block's offsets (``indexplan.Known``): the relative offsets
+        of every block of this shape and strides, once an unmasked access learnt them,
+        placed at this block's origin (ADR-0690)."""
+        origin = self.offset + sum(o * s for o, s in zip(self.offsets, self.strides,
+                                                         strict=True))
+        return _BlockKnown((self.block_shape, self.strides), origin)
+
+
+#: relative offsets key and lowest/highest element relative to the block origin, by
+#: (block shape, strides): the same for every block pointer of that geometry
+_BLOCK_RELS: dict[tuple, tuple[tuple[tuple[int, ...], bytes], int, int]] = {}
+_INT64 = (-(1 << 63), 1 << 63)
+
+
+class _BlockKnown:
+    """A block access's ``Known``: ``rel`` from ``_BLOCK_RELS`` once the geometry has been
+    learnt, placed at the block's origin while no offset leaves int64 (``learnt``: keep
+    what an unmasked access taught, when it is the exact extent, so nothing wrapped)."""
+
+    __slots__ = ("geometry", "origin", "rel")
+
+    def __init__(self, geometry: tuple, origin: int) -> None:
+        self.geometry, self.origin, self.rel = geometry, origin, None
+        got = _BLOCK_RELS.get(geometry)
+        if got is not None:
+            key, lo, hi = got[0], origin + got[1], origin + got[2]
+            if _INT64[0] <= lo and hi < _INT64[1]:
+                self.rel = (key, lo, hi)
+
+    def learnt(self) -> None:
+        rel = self.rel
+        if rel is None or self.geometry in _BLOCK_RELS or len(_BLOCK_RELS) >= 1024:
+            return
+        shape, strides = self.geometry
+        lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
+        hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
+        if (rel[1] - self.origin, rel[2] - self.origin) == (lo, hi):
+            _BLOCK_RELS[self.geometry] = (rel[0], lo, hi)
+
 
 def _ints(xs: object, what: str, src: str) -> tuple[int, ...]:
     xs = plain(xs)
@@ -229,7 +269,9 @@ def load(pointer: object, mask: object = None, other: object = None,
             raise KernelError(f"padding_option {pad!r} is not one of 'zero', 'nan'", src)
         at, inside = pointer.access(boundary_check, src)
         t = d.from_kb(pointer.base.dtype)
-        h = ix.load_indexed(pointer.base, at, inside, _PADDING[pad], src=src)
+        known = pointer.known()
+        h = ix.load_indexed(pointer.base, at, inside, _PADDING[pad], src=src, known=known)
+        known.learnt()
         return data.symbolic(h, t)
     p = _pointer(pointer, src, "tl.load")
     other = plain(other)
@@ -289,7 +331,9 @@ def store(pointer: object, value: object, mask: object = None, boundary_check: o
         at, inside = pointer.access(boundary_check, src)
         v = _value(value, pointer.block_shape, d.from_kb(pointer.base.dtype), src)
         STORED.add(pointer.base.name)
-        ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src)
+        known = pointer.known()
+        ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src, known=known)
+        known.learnt()
         return
     p = _pointer(pointer, src, "tl.store")
     shape = _common(p, mask, None) or _shape_of(src, "tl.store", ("pointer block", p),
