@@ -9,7 +9,6 @@ row. Every function runs inside a kernel being recorded."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,19 @@ from kernbench.errors import BoundsError, DtypeError, KernelError, ShapeError
 from kernbench.record.commands import Cmd
 from kernbench.record.context import KernelContext, current
 from kernbench.record.handle import Buffer, HbmTensor, TensorHandle
+from kernbench.record.indexplan import (
+    MASKED,
+    MASKS,
+    Known,
+    Plan,
+    access_id,
+    canon,
+    frozen,
+    learn,
+    new_plan,
+    out_of_bounds,
+    remember,
+)
 from kernbench.record.lowering import attrs_json as _attrs
 from kernbench.record.lowering import emit as _emit
 from kernbench.record.lowering import issue as _issue
@@ -61,15 +73,26 @@ def _mask(mask: Any, shape: tuple[int, ...], what: str, src: str) -> np.ndarray 
     """A concrete mask in the offsets' shape, or None when every element is masked in."""
     if mask is None:
         return None
+    known = MASKS.get(id(mask))
+    if known is not None and known[0] is mask and known[1].shape == shape:
+        return known[1]  # a frozen mask already checked: bool, not all true
     m = np.asarray(mask)
     if m.dtype != np.bool_:
         raise DtypeError(f"{what} mask must be bool, got {m.dtype}", src)
+    own = m.shape == shape and m is mask and frozen(m)
     try:
         m = np.broadcast_to(m, shape)
     except ValueError:
         raise ShapeError(f"{what} mask {list(m.shape)} does not fit offsets {list(shape)}",
                          src) from None
-    return None if m.all() else np.ascontiguousarray(m)
+    if m.all():
+        return None
+    if own:  # the front end's memoised mask: its C-ordered copy, frozen, is remembered
+        c = np.array(m, order="C")
+        c.flags.writeable = False
+        remember(MASKS, id(mask), (mask, c))
+        return c
+    return np.ascontiguousarray(m)
 
 
 def _hbm(t: HbmTensor, addr: int, shape: tuple[int, ...], src: str) -> TensorHandle:
@@ -82,29 +105,6 @@ def _hbm(t: HbmTensor, addr: int, shape: tuple[int, ...], src: str) -> TensorHan
 
 def _whole(t: HbmTensor, src: str) -> TensorHandle:
     return _hbm(t, t.addr, (t.numel,), src)
-
-
-def _contiguous(shape: tuple[int, ...], strides: list[int]) -> bool:
-    want = 1
-    for n, s in zip(reversed(shape), reversed(strides), strict=True):
-        if n > 1 and s != want:
-            return False
-        want *= n
-    return True
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How an access at concrete offsets moves, relative to its lowest moved offset: the
-    same for every access whose relative offsets and mask agree (programs 2..P of a launch,
-    iterations of a loop advancing a pointer block), computed once (``_PLANS``)."""
-
-    contiguous: bool  # the plain row-major tile, all moved: the row carries no attrs
-    strides: list[int] | None  # an affine tile's strides, else None
-    base: int  # an affine tile's first relative offset
-    stored: np.ndarray | None  # a non-affine tile's relative offsets (masked-off are 0)
-    n: int  # elements moved
-    work: tuple[int, ...]  # ``ix.dma_work`` of the moved elements
 
 
 #: plans by (tile shape, relative offsets, mask, itemsize, burst bytes), bounded by
@@ -121,42 +121,52 @@ def _keep(key: tuple, plan: Plan, nbytes: int) -> None:
     _PLANS.keep(key, plan, nbytes, PLAN_LIMIT, PLAN_BYTES)
 
 
-def _new_plan(rel: np.ndarray, m: np.ndarray | None, isz: int, burst: int) -> Plan:
-    flat = rel.reshape(-1)
-    moved = flat if m is None else flat[m.reshape(-1)]
-    work = ix.dma_work(moved, isz, burst)
-    aff = ix.affine(rel)
-    if aff is None:
-        stored = rel if m is None else np.where(m, rel, 0)
-        stored.flags.writeable = False
-        return Plan(False, None, 0, stored, len(moved), work)
-    base, strides = aff
-    contiguous = m is None and base == 0 and _contiguous(rel.shape, strides)
-    return Plan(contiguous, strides, base, None, len(moved), work)
-
-
 def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | None,
-          what: str, src: str) -> tuple[TensorHandle, dict[str, Any], Plan]:
+          what: str, src: str, known: Known | None = None
+          ) -> tuple[TensorHandle, dict[str, Any], Plan]:
     """(HBM operand, attrs, plan) of an access at concrete ``offs``; attrs empty when it is
-    the plain contiguous tile. BoundsError for a masked-in offset outside the tensor."""
+    the plain contiguous tile. BoundsError for a masked-in offset outside the tensor.
+    ``known``: what the caller knows of ``offs`` (``Known``); with it a repeated access
+    reads no offset at all."""
+    isz, burst = t.dtype.itemsize, ctx.hw.dma_burst_bytes
+    rel_of = None if known is None or not CACHE else known.rel
+    if rel_of is not None:  # the relative offsets are known: look the plan up by them
+        rkey, lo, hi = rel_of
+        plan = None
+        if m is None:
+            plan = _PLANS.get((rkey[0], rkey[1], None, isz, burst))
+        elif frozen(m):
+            got = MASKED.get((rkey, id(m)))
+            if got is not None and got[0] is m:
+                _, plan, rlo, rhi = got
+                lo, hi = lo + rlo, lo + rhi
+        if plan is not None and lo >= 0 and hi < t.numel:
+            return _finish(ctx, t, offs.shape, m, lo, plan, src)
     flat = offs.reshape(-1)
     sel = flat if m is None else flat[m.reshape(-1)]
-    lo = 0
+    lo = hi = 0
     if sel.size:
         lo, hi = int(sel.min()), int(sel.max())
         if lo < 0 or hi >= t.numel:
-            _out_of_bounds(t, offs, m, sel, what, src)
+            out_of_bounds(t, offs, m, sel, what, src)
     rel = offs - lo  # a new array: a cached plan never shares the caller's
-    isz, burst = t.dtype.itemsize, ctx.hw.dma_burst_bytes
     if CACHE:
-        key = (offs.shape, rel.tobytes(), None if m is None else m.tobytes(), isz, burst)
+        rb = canon(rel, PLAN_LIMIT, PLAN_BYTES)
+        key = (offs.shape, rb, None if m is None else m.tobytes(), isz, burst)
         plan = _PLANS.get(key)
         if plan is None:
-            plan = _new_plan(rel, m, isz, burst)
+            plan = new_plan(rel, m, isz, burst)
             _keep(key, plan, len(key[1]) + (offs.size if m is not None else 0))
+        if known is not None:
+            learn(known, m, key, lo, hi, plan)
     else:
-        plan = _new_plan(rel, m, isz, burst)
-    hbm = _hbm(t, t.addr + lo * isz, offs.shape, src)
+        plan = new_plan(rel, m, isz, burst)
+    return _finish(ctx, t, offs.shape, m, lo, plan, src)
+
+
+def _finish(ctx: KernelContext, t: HbmTensor, shape: tuple[int, ...], m: np.ndarray | None,
+            lo: int, plan: Plan, src: str) -> tuple[TensorHandle, dict[str, Any], Plan]:
+    hbm = _hbm(t, t.addr + lo * t.dtype.itemsize, shape, src)
     attrs: dict[str, Any] = {}
     if plan.contiguous:
         return hbm, attrs, plan
@@ -167,22 +177,11 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
             attrs["base"] = plan.base
     else:  # neither contiguous nor affine: the offsets are stored
         assert plan.stored is not None
-        attrs["access"] = writer.access.add("offsets", plan.stored)
+        attrs["access"] = access_id(writer, "offsets", plan.stored)
     if m is not None:
-        attrs["mask"] = writer.access.add("mask", m)
+        attrs["mask"] = access_id(writer, "mask", m)
     writer.indexed = True
     return hbm, attrs, plan
-
-
-def _out_of_bounds(t: HbmTensor, offs: np.ndarray, m: np.ndarray | None, sel: np.ndarray,
-                   what: str, src: str) -> None:
-    bad = (sel < 0) | (sel >= t.numel)
-    k = int(np.flatnonzero(bad)[0])
-    pos = k if m is None else int(np.flatnonzero(m.reshape(-1))[k])
-    at = tuple(int(i) for i in np.unravel_index(pos, offs.shape))
-    raise BoundsError(f"{what} of {t.name!r}: offset {int(sel[k])} at tile index "
-                      f"{list(at)} is outside tensor {t.name!r} ({t.numel} elements, "
-                      f"shape {list(t.shape)})", src)
 
 
 def _value(ctx: KernelContext, value: Any, shape: tuple[int, ...], t: HbmTensor, what: str,
@@ -223,16 +222,18 @@ def _const_offsets(offs: np.ndarray, what: str, src: str) -> TensorHandle:
 
 # -- the interface the Triton front end uses (docs/triton.md) -------------------------------
 def load_indexed(tensor: HbmTensor, offsets: np.ndarray, mask: Mask = None,
-                 other: int | float | bool | None = None, *, src: str) -> TensorHandle:
+                 other: int | float | bool | None = None, *, src: str,
+                 known: Known | None = None) -> TensorHandle:
     """Lazy DMA read of ``tensor``'s elements at ``offsets`` (any shape) into a fresh TCM
-    handle; masked-off elements move nothing and read as ``other`` (0 when None)."""
+    handle; masked-off elements move nothing and read as ``other`` (0 when None).
+    ``known``: what the caller knows of ``offsets`` (``Known``), else None."""
     ctx = current()
     t = _tensor(tensor, "load_indexed", src)
     offs = _offsets(offsets, "load_indexed", src)
     if isinstance(mask, TensorHandle):  # which elements move is known in Phase 2 only
         return gather(t, _const_offsets(offs, "load_indexed", src), mask, other, src=src)
     m = _mask(mask, offs.shape, "load_indexed", src)
-    hbm, attrs, plan = _plan(ctx, t, offs, m, "load_indexed", src)
+    hbm, attrs, plan = _plan(ctx, t, offs, m, "load_indexed", src, known)
     if other is not None and m is not None:
         attrs["other"] = _scalar(other, "load_indexed other", src)
     dt, shape = t.dtype, offs.shape
@@ -244,16 +245,17 @@ def load_indexed(tensor: HbmTensor, offsets: np.ndarray, mask: Mask = None,
 
 
 def store_indexed(tensor: HbmTensor, offsets: np.ndarray, value: TensorHandle | int | float,
-                  mask: Mask = None, *, src: str) -> None:
+                  mask: Mask = None, *, src: str, known: Known | None = None) -> None:
     """Blocking DMA write of ``value`` (offsets' shape) to ``tensor``'s elements at
-    ``offsets``, converted to the tensor's dtype; masked-off elements are not written."""
+    ``offsets``, converted to the tensor's dtype; masked-off elements are not written.
+    ``known`` as for ``load_indexed``."""
     ctx = current()
     t = _tensor(tensor, "store_indexed", src)
     offs = _offsets(offsets, "store_indexed", src)
     if isinstance(mask, TensorHandle):
         return scatter(t, _const_offsets(offs, "store_indexed", src), value, mask, src=src)
     m = _mask(mask, offs.shape, "store_indexed", src)
-    hbm, attrs, plan = _plan(ctx, t, offs, m, "store_indexed", src)
+    hbm, attrs, plan = _plan(ctx, t, offs, m, "store_indexed", src, known)
     v = _value(ctx, value, offs.shape, t, "store_indexed", src)
     isz, n = t.dtype.itemsize, plan.n
     _issue(ctx, Cmd(OP.DMA_WRITE, (v,), hbm, n, n * isz, plan.work, src, 0,

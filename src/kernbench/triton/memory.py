@@ -65,6 +65,46 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
             raise KernelError(f"boundary_check dimension {bad[0]} outside a {nd}-D block", src)
         return offs, None if mask is None else np.array(mask)
 
+    def known(self) -> _BlockKnown:
+        """What is known of this block's offsets (``indexplan.Known``): the relative offsets
+        of every block of this shape and strides, once an unmasked access learnt them,
+        placed at this block's origin (ADR-0690)."""
+        origin = self.offset + sum(o * s for o, s in zip(self.offsets, self.strides,
+                                                         strict=True))
+        return _BlockKnown((self.block_shape, self.strides), origin)
+
+
+#: relative offsets key and lowest/highest element relative to the block origin, by
+#: (block shape, strides): the same for every block pointer of that geometry
+_BLOCK_RELS: dict[tuple, tuple[tuple[tuple[int, ...], bytes], int, int]] = {}
+_INT64 = (-(1 << 63), 1 << 63)
+
+
+class _BlockKnown:
+    """A block access's ``Known``: ``rel`` from ``_BLOCK_RELS`` once the geometry has been
+    learnt, placed at the block's origin while no offset leaves int64 (``learnt``: keep
+    what an unmasked access taught, when it is the exact extent, so nothing wrapped)."""
+
+    __slots__ = ("geometry", "origin", "rel")
+
+    def __init__(self, geometry: tuple, origin: int) -> None:
+        self.geometry, self.origin, self.rel = geometry, origin, None
+        got = _BLOCK_RELS.get(geometry)
+        if got is not None:
+            key, lo, hi = got[0], origin + got[1], origin + got[2]
+            if _INT64[0] <= lo and hi < _INT64[1]:
+                self.rel = (key, lo, hi)
+
+    def learnt(self) -> None:
+        rel = self.rel
+        if rel is None or self.geometry in _BLOCK_RELS or len(_BLOCK_RELS) >= 1024:
+            return
+        shape, strides = self.geometry
+        lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
+        hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
+        if (rel[1] - self.origin, rel[2] - self.origin) == (lo, hi):
+            _BLOCK_RELS[self.geometry] = (rel[0], lo, hi)
+
 
 def _ints(xs: object, what: str, src: str) -> tuple[int, ...]:
     xs = plain(xs)
@@ -145,6 +185,19 @@ def _shape_of(src: str, what: str, *named: tuple[str, object]) -> tuple[int, ...
     return tuple(first)  # the usual case: no broadcasting
 
 
+def _common(p: Pointer, mask: object, other: object) -> tuple[int, ...] | None:
+    """``_shape_of`` of a load/store's pointer block, mask and ``other`` (None: absent)
+    when it is the pointer block's shape or a broadcast seen before, else None
+    (``_shape_of`` works it out, or names the operands that do not broadcast)."""
+    ps = p.shape
+    ms = _shape(mask)
+    os_ = None if other is None else _shape(other)
+    if ps != () and ms in (ps, ()) and os_ in (None, ps, ()):
+        return ps
+    # a broadcast worked out before, under ``_shape_of``'s key (its operands in order)
+    return _BROADCASTS.get((ps, ms) if os_ is None else (ps, ms, os_))
+
+
 #: types of operands without a shape (a scalar or no mask)
 _UNSHAPED = frozenset({type(None), int, float, bool})
 
@@ -216,12 +269,15 @@ def load(pointer: object, mask: object = None, other: object = None,
             raise KernelError(f"padding_option {pad!r} is not one of 'zero', 'nan'", src)
         at, inside = pointer.access(boundary_check, src)
         t = d.from_kb(pointer.base.dtype)
-        h = ix.load_indexed(pointer.base, at, inside, _PADDING[pad], src=src)
+        known = pointer.known()
+        h = ix.load_indexed(pointer.base, at, inside, _PADDING[pad], src=src, known=known)
+        known.learnt()
         return data.symbolic(h, t)
     p = _pointer(pointer, src, "tl.load")
     other = plain(other)
-    shape = _shape_of(src, "tl.load", ("pointer block", p), ("mask", mask),
-                      *((("other", other),) if other is not None else ()))
+    shape = _common(p, mask, other) or _shape_of(
+        src, "tl.load", ("pointer block", p), ("mask", mask),
+        *((("other", other),) if other is not None else ()))
     elem = p.dtype.element_ty
     m = _mask(mask, shape, src)
     oth: Scalar | None = None
@@ -234,7 +290,8 @@ def load(pointer: object, mask: object = None, other: object = None,
             oth = data.py_scalar(o.value if isinstance(o, Concrete) else o, elem)
     offs = _offsets(p, shape)
     if isinstance(offs, np.ndarray):
-        h = ix.load_indexed(p.base, offs, _mvalue(m), oth, src=src)
+        h = ix.load_indexed(p.base, offs, _mvalue(m), oth, src=src,
+                            known=p if offs is p.offsets else None)
     else:
         h = ix.gather(p.base, offs, _mvalue(m), oth, src=src)
     r = data.symbolic(h, elem)
@@ -274,16 +331,20 @@ def store(pointer: object, value: object, mask: object = None, boundary_check: o
         at, inside = pointer.access(boundary_check, src)
         v = _value(value, pointer.block_shape, d.from_kb(pointer.base.dtype), src)
         STORED.add(pointer.base.name)
-        ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src)
+        known = pointer.known()
+        ix.store_indexed(pointer.base, at, _vvalue(v), inside, src=src, known=known)
+        known.learnt()
         return
     p = _pointer(pointer, src, "tl.store")
-    shape = _shape_of(src, "tl.store", ("pointer block", p), ("mask", mask))
+    shape = _common(p, mask, None) or _shape_of(src, "tl.store", ("pointer block", p),
+                                                ("mask", mask))
     m = _mask(mask, shape, src)
     v = _value(value, shape, p.dtype.element_ty, src)
     offs = _offsets(p, shape)
     STORED.add(p.base.name)
     if isinstance(offs, np.ndarray):
-        ix.store_indexed(p.base, offs, _vvalue(v), _mvalue(m), src=src)
+        ix.store_indexed(p.base, offs, _vvalue(v), _mvalue(m), src=src,
+                         known=p if offs is p.offsets else None)
     else:
         ix.scatter(p.base, offs, _vvalue(v), _mvalue(m), src=src)
 

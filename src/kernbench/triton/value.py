@@ -20,8 +20,10 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
+from kernbench.record.indexplan import Rel, canon
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import missing, pointer_type
@@ -182,7 +184,7 @@ class Pointer(tensor):
     """Addresses into the HBM tensor ``base``: element ``offsets``, concrete (``int64``) or a
     TCM handle of integers from loaded data (a gather or scatter)."""
 
-    __slots__ = ("base", "offsets")
+    __slots__ = ("base", "offsets", "rel")
     dtype: pointer_type
 
     def __init__(self, elem: d.dtype, base: HbmTensor, offsets: np.ndarray | TensorHandle
@@ -192,8 +194,16 @@ class Pointer(tensor):
             pt = _POINTER_TYPES[elem] = pointer_type(elem)
         self.dtype, self.shape = pt, tuple(offsets.shape)
         self.base, self.offsets = base, offsets
+        #: concrete offsets' relative offsets and extent once known (``indexplan.Known``)
+        self.rel: Rel | None = None
         if type(offsets) is TensorHandle:
             _retain(offsets)
+
+    # a pointer advanced by a scalar keeps its relative offsets: carried over (ADR-0690)
+    def __add__(self, o: object) -> Value: return _carry(self, _arith.binary("add", self, o), o)
+    def __radd__(self, o: object) -> Value: return _carry(self, _arith.binary("add", o, self), o)
+    def __sub__(self, o: object) -> Value:
+        return _carry(self, _arith.binary("sub", self, o), o, block=False)
 
     def __del__(self) -> None:
         try:
@@ -201,6 +211,68 @@ class Pointer(tensor):
                 _release(self.offsets)
         except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
             pass
+
+
+#: relative offsets of a pointer block plus a concrete integer block, by (the pointer's
+#: relative-offsets key, the block's memo key): the programs of a launch and the steps of a
+#: loop add the same blocks (``_block_rel``)
+_RELS = BoundedMemo()
+RELS_LIMIT = 512
+RELS_BYTES = 16 << 20
+_INT64 = (-(1 << 63), 1 << 63)
+_ZERO = ((), np.zeros((), np.int64).tobytes())  # the relative offsets of a scalar
+
+
+def _carry(p: Pointer, r: Value, o: object, block: bool = True) -> Value:
+    """``r`` (``p`` +/- ``o``) told its relative offsets when they follow from ``p``'s:
+    ``o`` a scalar (shifted by the difference of the first offsets), or ``p`` plus a
+    memoised signed integer block (``_block_rel``; ``block`` False: ``o`` was subtracted);
+    only while no offset wraps int64."""
+    if type(r) is not Pointer or type(r.offsets) is not np.ndarray:
+        return r
+    o = plain(o)
+    rel, offs = p.rel, p.offsets
+    if rel is None and p.shape == () and type(offs) is np.ndarray:
+        rel = (_ZERO, int(offs), int(offs))
+    if rel is None:
+        return r
+    if r.shape == p.shape and (type(o) in (int, bool) or isinstance(o, np.integer)
+                               or (type(o) is Concrete and o.value.size == 1)):
+        d = int(r.offsets.flat[0]) - int(offs.flat[0])  # type: ignore[union-attr]
+        key, lo, hi = rel[0], rel[1] + d, rel[2] + d
+    elif block and type(o) is Concrete and o.memo_key is not None \
+            and o.value.dtype.kind == "i":
+        got = _block_rel(rel, o, r.offsets)
+        if got is None:
+            return r
+        key, lo, hi = got
+    else:
+        return r
+    if _INT64[0] <= lo and hi < _INT64[1]:
+        r.rel = (key, lo, hi)
+    return r
+
+
+def _block_rel(rel: Rel, o: Concrete, out: np.ndarray) -> Rel | None:
+    """``out`` = offsets ``rel`` describes + ``o``'s values: its ``Rel``, or None when an
+    offset may have wrapped. Remembered as (key, lowest and highest relative to ``rel``'s
+    lowest, ``o``'s lowest and highest)."""
+    mk = (rel[0], o.memo_key)
+    got = _RELS.get(mk)
+    lo, hi = rel[1], rel[2]
+    if got is None:
+        v = o.value
+        omin, omax = int(v.min()), int(v.max())
+        if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+            return None  # out may have wrapped: not remembered
+        rlo, rhi = int(out.min()), int(out.max())
+        got = ((out.shape, canon(out - rlo, RELS_LIMIT, RELS_BYTES)), rlo - lo, rhi - lo,
+               omin, omax)
+        _RELS.keep(mk, got, 2 * out.nbytes, RELS_LIMIT, RELS_BYTES)
+    key, dlo, dhi, omin, omax = got
+    if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+        return None
+    return key, lo + dlo, lo + dhi
 
 
 #: every value a kernel holds is one of the three (a checker narrows it by ``isinstance``)
