@@ -285,11 +285,9 @@ def cast(x: TensorHandle, dtype: Any, bitcast: bool = False) -> TensorHandle:
                  _attrs(bitcast=True, dtype=dt.name))
 
 
-def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
-           ) -> TensorHandle:
-    ctx = current()
-    src = src_here()
-    _live(x, src)
+def _reduced(op: Op, x: TensorHandle, axis: int | None, keepdims: bool, src: str
+             ) -> tuple[tuple[int, ...], dtypes.DType, str]:
+    """A reduction's (shape, dtype, attrs), remembered by (op, shape, dtype, axis, keepdims)."""
     ax = None if axis is None else axis_for(x, axis, src)
     keep = bool(keepdims)
     key = (op, x.shape, x.dtype, ax, keep)
@@ -299,7 +297,15 @@ def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = Fa
         if len(_REDUCED) >= _MEMO_LIMIT:
             _REDUCED.clear()
         got = _REDUCED[key] = (shape, dt, _attrs(axis=ax, keepdims=keep))
-    shape, dt, attrs = got
+    return got
+
+
+def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = False
+           ) -> TensorHandle:
+    ctx = current()
+    src = src_here()
+    _live(x, src)
+    shape, dt, attrs = _reduced(op, x, axis, keepdims, src)
     return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)
 
 
@@ -356,14 +362,5 @@ def arg_reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool 
     src = src_here()
     _family(op, Family.ARG, src)
     _live(x, src)
-    ax = None if axis is None else axis_for(x, axis, src)
-    keep = bool(keepdims)
-    key = (op, x.shape, x.dtype, ax, keep)
-    got = _REDUCED.get(key)
-    if got is None:
-        shape, dt = infer(op, x, {"axis": ax, "keepdims": keep}, src)
-        if len(_REDUCED) >= _MEMO_LIMIT:
-            _REDUCED.clear()
-        got = _REDUCED[key] = (shape, dt, _attrs(axis=ax, keepdims=keep))
-    shape, dt, attrs = got
+    shape, dt, attrs = _reduced(op, x, axis, keepdims, src)
     return _emit(ctx, op, (x,), shape, dt, (x.numel,), src, attrs)
