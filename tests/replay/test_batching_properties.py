@@ -19,21 +19,22 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.replay.oracle import FLOATS, Numpy
-from tests.replay.test_differential import Drawer, Reg, Tl, run_program
+from tests.replay.oracle import BINARY, COMPARE, FLOATS, Numpy
+from tests.replay.test_differential import Drawer, Reg, Tl, _broadcasts, run_program
 
 import kernbench as kb
 from kernbench import tl
 from kernbench.replay import engine
 from kernbench.replay.session import replay_in_process
 from kernbench.replay.verdict import compare
-from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.dtypes import DTYPES, promote
+from kernbench.trace.hw import HwConfig
 
 #: the registers every program starts with: name, shape from (g, d), per program or shared
 START = (("x", lambda g, d: (g, d), True), ("y", lambda g, d: (g, d), False),
@@ -53,57 +54,136 @@ def _replay(path: Path, batch: bool) -> dict[str, Any]:
             "arrays": res.outputs}
 
 
-def check(programs: int, g: int, d: int, dt: str, prog: list, regs: list[Reg],
-          outs: list[int]) -> None:
-    """Record ``prog`` on a grid of ``programs``, replay it batched and not, compare."""
+class Plan(NamedTuple):
+    """The launch around a drawn program: ``programs`` programs run it ``iters`` times,
+    each time in a scratch scope over block ``(pid * iters + j) % blocks`` of the
+    per-program inputs (fewer blocks than tiles: programs read the same rows, unevenly
+    spaced, gathered when batched); odd programs first compute an unused value (``skew``:
+    the programs' op sequences then differ)."""
+
+    programs: int
+    g: int
+    d: int
+    dt: str
+    iters: int = 1
+    blocks: int = 0  # 0: one per tile
+    skew: bool = False
+    hw: str = "ahbm-v1"
+    n_pe: int = 8
+
+    def block(self, pid: int, j: int) -> int:
+        n = self.blocks or self.programs * self.iters
+        return (pid * self.iters + j) % n
+
+
+def pid_dtype(dt: str) -> str:
+    """The dtype of ``x + float(pid)``."""
+    return "float32" if dt == "int32" else dt
+
+
+def check(plan: Plan, prog: list, regs: list[Reg], outs: list[int]) -> None:
+    """Record ``prog`` as ``plan`` launches it, replay it batched and not, compare."""
+    programs, g, d, dt, iters = plan[:5]
     tensors = {}
     for n, (name, shape, own) in enumerate(START):
-        rows = (programs, *shape(g, d)) if own else shape(g, d)
+        rows = ((plan.blocks or programs * iters), *shape(g, d)) if own else shape(g, d)
         tensors[name] = kb.tensor(rows, dt, init=kb.randn(seed=n + 1))
+    tensors["same"] = kb.tensor((g, d), dt, role="output")
     for n, k in enumerate(outs):
-        tensors[f"out{n}"] = kb.tensor((programs, *regs[k].shape), regs[k].dtype,
+        tensors[f"out{n}"] = kb.tensor((programs, iters, *regs[k].shape), regs[k].dtype,
                                        role="output")
 
     def kernel(*ptrs):
         pid = tl.program_id(0)
-        values = []
-        for ptr, (_, shape, own) in zip(ptrs, START, strict=False):
-            s = shape(g, d)
-            values.append(tl.load(ptr + (pid * int(np.prod(s)) if own else 0), s,
-                                  DTYPES[dt]))
-        values.append(values[0] + float(pid))
-        run_program(prog, Tl(), values)
-        for k, v in enumerate(values):
-            assert (v.shape, v.dtype.name) == (regs[k].shape, regs[k].dtype), (k, v)
-        for ptr, k in zip(ptrs[len(START):], outs, strict=True):
-            size = int(np.prod(regs[k].shape))
-            tl.store(ptr + pid * size, values[k])
+        same = ptrs[len(START)]
+        tl.store(same, tl.load(ptrs[1], (g, d), DTYPES[dt]))  # every program: one address
+        if plan.skew and pid % 2:
+            tl.exp(tl.load(ptrs[1], (g, d), DTYPES[dt]) * 0.5)
+        for j in range(iters):
+            with tl.scratch_scope():
+                b = plan.block(pid, j)
+                values = []
+                for ptr, (_, shape, own) in zip(ptrs, START, strict=False):
+                    s = shape(g, d)
+                    values.append(tl.load(ptr + (b * int(np.prod(s)) if own else 0), s,
+                                          DTYPES[dt]))
+                values += [values[0] + float(pid), tl.trans(values[0]) * 2.0,
+                           tl.reshape(tl.max(values[3], axis=0), ())]
+                run_program(prog, Tl(), values)
+                for k, v in enumerate(values):
+                    assert (v.shape, v.dtype.name) == (regs[k].shape, regs[k].dtype), (k, v)
+                for ptr, k in zip(ptrs[len(START) + 1:], outs, strict=True):
+                    size = int(np.prod(regs[k].shape))
+                    tl.store(ptr + (pid * iters + j) * size, values[k])
 
     case = kb.Case("batching-property", kb.kernel(kernel), (programs,), tensors)
     inputs = case.inputs()
-    want: list[list[np.ndarray]] = []
+    want: dict[tuple[int, int], list[np.ndarray]] = {}
     for pid in range(programs):
-        values = [inputs[name][pid] if own else inputs[name] for name, _, own in START]
-        values.append(Numpy().binary("add", values[0], float(pid), dt))
-        with np.errstate(all="ignore"):
-            run_program(prog, Numpy(), values)
-        want.append(values)
+        for j in range(iters):
+            b = plan.block(pid, j)
+            values = [inputs[name][b] if own else inputs[name] for name, _, own in START]
+            values += [Numpy().binary("add", values[0], float(pid), pid_dtype(dt)),
+                       Numpy().binary("mul", values[0].T, 2.0, pid_dtype(dt)),
+                       values[3].max().reshape(())]
+            with np.errstate(all="ignore"):
+                run_program(prog, Numpy(), values)
+            want[pid, j] = values
     with tempfile.TemporaryDirectory() as tmp:
-        path = kb.record(case, Path(tmp) / "p.ktrace").path
+        hw = HwConfig.from_dict({"base": plan.hw, "n_pe": plan.n_pe})
+        path = kb.record(case, Path(tmp) / "p.ktrace", hw=hw).path
         off = _replay(path, False)
         on = _replay(path, True)
     assert off["verdict"]["ok"], off["verdict"]
     arrays = on.pop("arrays")
     off.pop("arrays")
     assert on == off, prog
+    np.testing.assert_array_equal(arrays["same"], inputs["y"])
     for n, k in enumerate(outs):
-        for pid in range(programs):
-            got = compare(arrays[f"out{n}"][pid], want[pid][k], regs[k].dtype)
-            assert got["ok"], (prog, pid, n, got)
+        for (pid, j), values in want.items():
+            got = compare(arrays[f"out{n}"][pid, j], values[k], regs[k].dtype)
+            assert got["ok"], (prog, pid, j, n, got)
 
 
 def start_regs(g: int, d: int, dt: str) -> list[Reg]:
-    return [*(Reg(shape(g, d), dt, 0) for _, shape, _ in START), Reg((g, d), dt, 0)]
+    return [*(Reg(shape(g, d), dt, 0) for _, shape, _ in START),
+            Reg((g, d), pid_dtype(dt), 0), Reg((d, g), pid_dtype(dt), 0), Reg((), dt, 0)]
+
+
+class Drawer0d(Drawer):
+    """The differential test's drawer, with 0-d registers kept out of reductions and
+    softmax (they have no axis)."""
+
+    def _reduce(self):
+        return self._with_axes(super()._reduce)
+
+    def _softmax(self):
+        return self._with_axes(super()._softmax)
+
+    def _with_axes(self, draw: Any) -> Any:
+        pick = self.pick
+        self.pick = lambda pred=lambda r: True: pick(  # type: ignore[method-assign]
+            lambda r: r.shape != () and pred(r))
+        try:
+            return draw()
+        finally:
+            del self.pick
+
+    def rank(self) -> tuple | None:
+        """A binary op of a 2-D register and one of fewer axes, either side (rare when
+        drawn among all registers): broadcasting by rank."""
+        a = self.pick(lambda r: len(r.shape) == 2 and r.dtype != "bool")
+        ra = self.regs[a]
+        b = self.pick(lambda r: len(r.shape) < 2 and r.dtype != "bool"
+                      and _broadcasts(ra.shape, r.shape))
+        if b is None:
+            return None
+        op = self.draw(st.sampled_from(BINARY + COMPARE))
+        dt = promote(DTYPES[ra.dtype], DTYPES[self.regs[b].dtype]).name
+        dt = "bool" if op in COMPARE else ("float32" if op == "div" and dt == "int32" else dt)
+        self.add(tuple(np.broadcast_shapes(ra.shape, self.regs[b].shape)), dt)
+        pair = (("r", b), ("r", a)) if self.draw(st.booleans()) else (("r", a), ("r", b))
+        return ("binary", op, *pair, dt)
 
 
 @st.composite
@@ -119,10 +199,17 @@ def sizes(draw: st.DrawFn) -> tuple[int, int, int]:
 @given(data=st.data())
 def test_batching_never_changes_a_number(data: st.DataObject) -> None:
     programs, g, d = data.draw(sizes(), label="sizes")
-    dt = data.draw(st.sampled_from(FLOATS), label="dtype")
+    dt = data.draw(st.sampled_from((*FLOATS, "int32")), label="dtype")
+    iters = data.draw(st.integers(1, 3), label="iters")
+    blocks = data.draw(st.sampled_from([0, 0, 1, 2, programs * iters - 1]), label="blocks")
+    plan = Plan(programs, g, d, dt, iters, blocks, data.draw(st.booleans(), label="skew"),
+                data.draw(st.sampled_from(["ahbm-v1", "ahbm-v2"]), label="hw"),
+                data.draw(st.sampled_from([8, 8, 3]), label="n_pe"))
     regs = start_regs(g, d, dt)
-    drawer = Drawer(data, regs)
-    prog = drawer.steps(data.draw(st.integers(1, 8), label="steps"))
+    drawer = Drawer0d(data, regs)
+    prog = [ins for ins in (drawer.rank() for _ in range(data.draw(st.integers(0, 2))))
+            if ins is not None]
+    prog += drawer.steps(data.draw(st.integers(1, 8), label="steps"))
     outs = data.draw(st.lists(st.sampled_from(drawer.live()), min_size=1, max_size=3,
                               unique=True), label="outputs")
-    check(programs, g, d, dt, prog, regs, outs)
+    check(plan, prog, regs, outs)
