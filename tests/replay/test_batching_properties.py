@@ -33,8 +33,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.replay.drawer import Drawer, Reg, Tl, broadcasts, run_program
 from tests.replay.oracle import BINARY, COMPARE, FLOATS, Numpy
-from tests.replay.test_differential import Drawer, Reg, Tl, _broadcasts, run_program
 
 import kernbench as kb
 from kernbench import tl
@@ -214,7 +214,7 @@ class Drawer0d(Drawer):
         a = self.pick(lambda r: len(r.shape) == 2 and r.dtype != "bool")
         ra = self.regs[a]
         b = self.pick(lambda r: len(r.shape) < 2 and r.dtype != "bool"
-                      and _broadcasts(ra.shape, r.shape))
+                      and broadcasts(ra.shape, r.shape))
         if b is None:
             return None
         op = self.draw(st.sampled_from(BINARY + COMPARE))
