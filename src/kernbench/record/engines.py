@@ -6,7 +6,9 @@ Engines report nothing themselves; the PE driver hands their times to the record
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from kernbench.trace.hw import HwConfig
 
@@ -83,6 +85,16 @@ class MathEngine(EngineModel):
 
     def cost(self, elements: int, op_cost: int) -> tuple[int, int]:
         return (-(-elements // self.lanes) * op_cost + self.overhead) * self.cycle_ps, 0
+
+    def model(self, op_cost: int) -> Callable[[Any, Any], tuple[int, int]]:
+        """``cost`` of one op cost as a timing model ``(pe, cmd)`` with this unit's
+        constants bound: one call, no look-ups, on the per-op path (``timing.models``)."""
+        lanes, overhead, cycle_ps = self.lanes, self.overhead, self.cycle_ps
+
+        def timed(pe: Any, cmd: Any) -> tuple[int, int]:
+            return (-(-cmd.work[0] // lanes) * op_cost + overhead) * cycle_ps, 0
+
+        return timed
 
 
 class LinkEngine(EngineModel):

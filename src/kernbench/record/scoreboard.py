@@ -309,14 +309,8 @@ class Scoreboard:
         if hi <= lo:  # nothing rewound: nothing noted (an empty range inside a segment
             t = m.latest(lo, hi, False)  # still counts as touching it, as ``touched`` says)
             return now if now > t else t
-        b = m.bounds
-        i = bisect_left(b, lo)
-        if i == len(b) or b[i] != lo:
-            m.cut(i, lo)  # a cut copies its segment: the latest end over the range holds
-        j = bisect_left(b, hi, i)
-        if j == len(b) or b[j] != hi:
-            m.cut(j, hi)
-        t = max(m.rw[i:j])
+        # cuts copy their segments: the latest end over the range holds
+        i, j, t = _span(m, bisect_left(m.bounds, lo), lo, hi, True)
         if now > t:
             t = now
         # the next writer of these bytes waits for it, as for their last reader

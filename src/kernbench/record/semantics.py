@@ -201,7 +201,7 @@ def _with_scalar(op: Op, h: TensorHandle, pos: int, v: int | float, src: str
     key = (pos, v, type(v)) if v else (pos, repr(v), type(v))
     got = _SCALAR_ATTRS.get(key)
     if got is None:
-        if len(_SCALAR_ATTRS) > 4096:
+        if len(_SCALAR_ATTRS) >= _MEMO_LIMIT:
             _SCALAR_ATTRS.clear()
         got = _SCALAR_ATTRS[key] = (_attrs(scalars=((pos, v),)), scalar_dtype(v))
     attrs, scalar = got

@@ -62,22 +62,12 @@ COST_MODELS: dict[Cost, TimingModel] = {
 TIMING: dict[Op, TimingModel] = {op: COST_MODELS[spec.cost] for op, spec in OPS.items()}
 
 
-def _bound_math(pe: PE, op_cost: int) -> TimingModel:
-    """``_math`` and its kin with the vector unit's constants bound (``MathEngine.cost``)."""
-    m = pe.math
-    lanes, overhead, cycle_ps = m.lanes, m.overhead, m.cycle_ps
-
-    def model(pe: PE, cmd: Cmd) -> tuple[int, int]:
-        return (-(-cmd.work[0] // lanes) * op_cost + overhead) * cycle_ps, 0
-
-    return model
-
-
 def models(pe: PE) -> dict[Op, TimingModel]:
     """``TIMING`` for one PE, its math models with the engine's constants bound: the same
     ``(busy_ps, latency_ps)`` in one call, no lookups, on the per-op path (the PE's table)."""
-    bound = {Cost.MATH: _bound_math(pe, pe.math.op_cost),
-             Cost.TRANSCENDENTAL: _bound_math(pe, pe.math.transcendental_cost),
-             Cost.SOFTMAX: _bound_math(pe, pe.hw.math_softmax_cost)}
+    math = pe.math
+    bound = {Cost.MATH: math.model(math.op_cost),
+             Cost.TRANSCENDENTAL: math.model(math.transcendental_cost),
+             Cost.SOFTMAX: math.model(pe.hw.math_softmax_cost)}
     return {op: bound.get(spec.cost, TIMING[op]) for op, spec in OPS.items()}
 
