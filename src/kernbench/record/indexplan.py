@@ -28,10 +28,9 @@ def frozen(a: np.ndarray) -> bool:
     return not a.flags.writeable and a.base is None
 
 
-def remember(table: dict, key: Any, value: Any) -> None:
-    if len(table) >= LIMIT:
-        table.clear()
-    table[key] = value
+def remember(table: BoundedMemo, key: Any, value: Any) -> None:
+    """Keep ``value`` in ``table``, bounded by entries alone (``LIMIT``)."""
+    table.keep(key, value, 0, LIMIT, 0)
 
 
 #: relative offsets' bytes by (shape, first, last): equal bytes found here are replaced by
@@ -52,7 +51,7 @@ def canon(rel: np.ndarray, limit: int, max_bytes: int) -> bytes:
 
 
 #: frozen masks known to be bool and not all true, by id: (mask, its frozen C-ordered copy)
-MASKS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+MASKS = BoundedMemo()  # id -> (mask, copy)
 
 
 def _contiguous(shape: tuple[int, ...], strides: list[int]) -> bool:
@@ -108,7 +107,7 @@ class Known(Protocol):
 #: plans of masked accesses at ``Known`` offsets, by (relative-offsets key, id of the
 #: frozen mask): (mask, plan, lowest and highest masked-in offsets relative to the lowest
 #: of all)
-MASKED: dict[tuple[Any, int], tuple[np.ndarray, Plan, int, int]] = {}
+MASKED = BoundedMemo()  # (key, id) -> (mask, plan, lo, hi)
 
 def learn(known: Known, m: np.ndarray | None, key: tuple, lo: int, hi: int, plan: Plan
           ) -> None:
@@ -125,7 +124,7 @@ def learn(known: Known, m: np.ndarray | None, key: tuple, lo: int, hi: int, plan
 
 #: access ids of frozen arrays stored for indexed rows (a plan's offsets, a mask) by id:
 #: (array, the access writer by weak reference, id), so a repeated access hashes nothing
-_IDS: dict[int, tuple[np.ndarray, weakref.ref, int]] = {}
+_IDS = BoundedMemo()  # id -> (array, writer ref, access id)
 
 
 def access_id(writer: Any, kind: str, arr: np.ndarray) -> int:
