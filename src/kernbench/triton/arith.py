@@ -196,9 +196,6 @@ def _offset(p: Pointer, k: Numeric, src: str | None = None) -> Pointer:
     return Pointer(elem, p.base, offs) if type(offs) is np.ndarray else pointer(p.base, offs, elem)
 
 
-_UNARY_CONCRETE = {"neg": np.negative, "abs": np.abs}
-
-
 def value_of(x: object, src: str | None = None, what: str = "operand") -> Value:
     """``x`` as a Triton value: a tensor as it is, a Python number a concrete scalar of its
     Triton type (anything else a KernelError)."""

@@ -263,8 +263,12 @@ def to_kb(dt: dtype, what: str = "data") -> DType:
     return kb
 
 
+#: the Triton dtype of each kernbench dtype name (kernbench's ``bool`` is int1)
+_FROM_KB: dict[str, dtype] = {**DTYPES, "bool": DTYPES["int1"]}
+
+
 def from_kb(kb: DType) -> dtype:
-    return DTYPES["int1"] if kb.name == "bool" else DTYPES[kb.name]
+    return _FROM_KB[kb.name]
 
 
 def of_scalar(x: object) -> dtype:

@@ -295,13 +295,9 @@ def concrete(values: np.ndarray | Scalar | np.generic, dt: d.dtype | None = None
     return Concrete(dt, v)
 
 
-#: the Triton dtype of each kernbench dtype name (``dtypes.from_kb`` as a table)
-_FROM_KB = {**d.DTYPES, "bool": d.int1}
-
-
 def symbolic(h: TensorHandle, dt: d.dtype | None = None) -> Symbolic:
     """Wrap a TCM handle a data op returned (exactly one wrapper per handle)."""
-    return Symbolic(dt or _FROM_KB[h.dtype.name], h)
+    return Symbolic(dt or d.from_kb(h.dtype), h)
 
 
 def pointer(base: HbmTensor, offsets: np.ndarray | TensorHandle, elem: d.dtype) -> Pointer:
