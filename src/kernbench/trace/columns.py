@@ -164,16 +164,18 @@ def unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # not be stable; groups come in key order, which is lexicographic row order
         order = np.argsort(key)
         srt = key[order]
-        new = np.ones(len(key), dtype=bool)
-        np.not_equal(srt[1:], srt[:-1], out=new[1:])
-        inverse = np.empty(len(key), np.int64)
-        inverse[order] = np.cumsum(new) - 1
-        return mat[order[new]], inverse
+        return _grouped(mat, order, srt[1:] != srt[:-1])
     order = np.lexsort(mat.T[::-1])
     srt = mat[order]
-    new = np.ones(len(mat), dtype=bool)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    group = np.cumsum(new) - 1
-    inverse = np.empty(len(mat), np.int64)
-    inverse[order] = group
-    return srt[new], inverse
+    return _grouped(mat, order, (srt[1:] != srt[:-1]).any(axis=1))
+
+
+def _grouped(mat: np.ndarray, order: np.ndarray, starts: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """``unique_rows``'s answer from a sort ``order`` of ``mat``'s rows and where, after the
+    first, a new group starts in that order."""
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = starts
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return mat[order[new]], inverse
