@@ -25,12 +25,11 @@ from kernbench.replay.executors import EXECUTORS, BindContext, Step
 from kernbench.replay.nogc import no_gc
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import BY_NAME, Op
 from kernbench.trace.columns import chunk, nulls, unique_rows
 from kernbench.trace.columns import ints as _ints
 from kernbench.trace.opbatch import Strs
 
-OPS_BY_NAME: dict[str, Op] = {op.value: op for op in Op}
 #: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
 BATCHES = ("batches",)
 
@@ -152,7 +151,7 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     t_start = _ints(table.column("t_start_ps"))
     t_end = _ints(table.column("t_end_ps"))
     name_vals, name_code = _strings(table.column("name"))
-    unknown = [v for v in name_vals if v not in OPS_BY_NAME]
+    unknown = [v for v in name_vals if v not in BY_NAME]
     if unknown:
         raise TraceFormatError(f"ops.parquet: unknown op name(s) {unknown}; this kernbench "
                                "cannot replay them")
@@ -204,7 +203,7 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     steps, ins, checks, outs, batch = (list(c) for c in zip(*bound, strict=True)) if bound \
         else ([], [], [], [], [])
     return Program(
-        op_id=op_id, names=[OPS_BY_NAME[v] for v in name_vals], name_code=name_code,
+        op_id=op_id, names=[BY_NAME[v] for v in name_vals], name_code=name_code,
         srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=steps, sig_ins=ins, sig_checks=checks, sig_out=outs, order=order,
         sig_batch=batch,
@@ -216,7 +215,7 @@ class _Binder:
 
     def __init__(self, name_vals: list[str], attr_vals: list[str], operands: list[Operand],
                  store: MemoryStore, access: AccessTable = EMPTY) -> None:
-        self.ops = [OPS_BY_NAME[v] for v in name_vals]
+        self.ops = [BY_NAME[v] for v in name_vals]
         self.attr_vals, self.operands, self.store = attr_vals, operands, store
         self.access = access
         self.attrs: dict[int, Any] = {}

@@ -360,6 +360,8 @@ VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):])
 #: ops that move data and write an output operand Phase 2 must produce
 DATA_OPS = MEMORY | MATH | frozenset({Op.DOT, Op.SEND, Op.RECV})
 
+#: every op by its name (``Op(name)`` without its exception on the per-op paths)
+BY_NAME: dict[str, Op] = {op.value: op for op in Op}
 KIND: dict[Op, Kind] = {op: s.kind for op, s in OPS.items()}
 ENGINE: dict[Op, Engine] = {op: s.engine for op, s in OPS.items()}
 

@@ -10,7 +10,7 @@ from kernbench.errors import KernelError
 from kernbench.record import addressing
 from kernbench.record import semantics as sem
 from kernbench.record.handle import TensorHandle
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import BY_NAME, Op
 from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import dtype
@@ -27,13 +27,10 @@ from kernbench.triton.value import (
     symbolic,
 )
 
-#: the op table's ops by name
-_OPS_BY_NAME = {op.value: op for op in Op}
-
 
 def table_op(name: str, src: str | None = None) -> Op:
     """The op-table op called ``name``, or a KernelError when the table lacks it."""
-    op = _OPS_BY_NAME.get(name)
+    op = BY_NAME.get(name)
     if op is None:
         raise KernelError(f"op {name!r} is not in kernbench's op table", at(src))
     return op
