@@ -56,3 +56,31 @@ def test_reference_of_builtin_cases_runs_on_their_inputs():
         out = case.reference(**inputs)
         for k, v in out.items():
             assert v.shape == case.tensors[k].shape
+
+
+@pytest.mark.parametrize("tensor_dtype", ["float32", "float16", "bfloat16", "int32"])
+@pytest.mark.parametrize("layout", ["plain", "transposed", "float64", "stored"])
+def test_storage_view_reads_the_bytes_make_gives_and_make_never_shares(tensor_dtype, layout):
+    import ml_dtypes
+
+    dt = dtypes.by_name(tensor_dtype)
+    rng = np.random.default_rng(7)
+    src = rng.standard_normal((6, 4)) * 100
+    arr = {"plain": src.astype(dt.np if tensor_dtype != "bfloat16" else ml_dtypes.bfloat16),
+           "transposed": src.T.copy().astype(dt.np).T,  # not C-contiguous
+           "float64": src,
+           "stored": None}[layout]
+    if layout == "stored":  # as replay reads it back: the stored bits
+        made = kb.data(src.astype(dt.np)).make_storage((6, 4), dt)
+        init = init_from_json(kb.data(src).to_json(), made.tobytes(), shape=(6, 4), dtype=dt)
+    else:
+        init = kb.data(arr)
+    expected = init.make_storage((6, 4), dt)
+    view = init.storage_view((6, 4), dt)
+    assert view.dtype == expected.dtype and view.tobytes() == expected.tobytes()
+    before = np.array(init.array, copy=True)
+    init.make_storage((6, 4), dt)[...] = 0  # make's array is the caller's own
+    assert np.array_equal(np.asarray(init.array), before, equal_nan=True)
+    out = np.zeros((6, 4), dt.storage)
+    init.make_into(out, dt, zeroed=True)
+    assert out.tobytes() == expected.tobytes()

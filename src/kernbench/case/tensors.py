@@ -43,6 +43,14 @@ class Init:
         bytes as ``make``), without importing ``ml_dtypes``."""
         return INIT_MAKERS[self.kind](self, shape, dtype)
 
+    def storage_view(self, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+        """``make_storage``'s contents to read, never to write: a ``kb.data`` array already
+        in ``dtype.storage`` is handed over as it is (a 134 MB input is not copied once
+        more to be written out or put in place); every other init is made as usual."""
+        if self.kind == "data":
+            return _data_view(self, shape, dtype)
+        return self.make_storage(shape, dtype)
+
     def make_into(self, out: np.ndarray, dtype: DType, zeroed: bool = False) -> None:
         """Write the initial contents into ``out`` (``dtype.storage``, C-contiguous, the
         tensor's shape), as ``make_storage`` would make them; ``zeroed``: ``out`` holds
@@ -63,7 +71,7 @@ class Init:
                     np.multiply(x, self.scale, out=x)
                 bf16.f32_to_bf16(x, out=out)
         else:
-            out[...] = self.make_storage(out.shape, dtype)
+            out[...] = self.storage_view(out.shape, dtype)
 
 
 def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
@@ -91,15 +99,24 @@ def _arange(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
     return _cast(np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape), dtype)
 
 
-def _data(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+def _data_view(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """A ``kb.data`` array in ``dtype.storage``: the array itself (or a view of its bits)
+    when no conversion is needed, read only."""
     arr = np.asarray(init.array)
     if arr.shape != tuple(shape):
         raise BadInputError(f"kb.data array has shape {arr.shape}, tensor wants {tuple(shape)}")
     if init.stored:
-        return arr.astype(dtype.storage)
+        return arr.astype(dtype.storage, copy=False)
     if dtype.name == "bfloat16" and arr.dtype.name == "bfloat16":  # ml_dtypes' own: bits
-        return arr.view(dtype.storage).copy()
-    return _cast(arr, dtype) if dtype.name == "bfloat16" else arr.astype(dtype.storage)
+        return arr.view(dtype.storage)
+    return _cast(arr, dtype) if dtype.name == "bfloat16" else arr.astype(dtype.storage,
+                                                                         copy=False)
+
+
+def _data(init: Init, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """A ``kb.data`` array in ``dtype.storage``, never sharing memory with ``init.array``."""
+    out = _data_view(init, shape, dtype)
+    return out.copy() if np.may_share_memory(out, init.array) else out
 
 
 INIT_MAKERS: dict[str, Callable[[Init, tuple[int, ...], DType], np.ndarray]] = {

@@ -29,7 +29,8 @@ def write_tensors(path: Path, case: Case, tensors: dict[str, HbmTensor]) -> None
         rows["shape"].append(list(spec.shape))
         rows["init"].append(spec.init.to_json())
         rows["data"].append(
-            spec.init.make(spec.shape, spec.dtype).tobytes() if spec.init.kind == "data" else None)
+            spec.init.storage_view(spec.shape, spec.dtype).tobytes()
+            if spec.init.kind == "data" else None)
     table = pa.Table.from_pydict(rows, schema=TENSORS)
     large = sum(len(b) for b in rows["data"] if b) > LARGE_DATA
     writing.write_table(table, path, "tensors-large" if large else "tensors")
