@@ -124,7 +124,7 @@ INIT_MAKERS: dict[str, Callable[[Init, tuple[int, ...], DType], np.ndarray]] = {
 }
 
 
-def init_from_json(text: str, data: bytes | None = None, *,
+def init_from_json(text: str, data: bytes | memoryview | None = None, *,
                    shape: tuple[int, ...] = (), dtype: DType | None = None) -> Init:
     """Rebuild an Init from the JSON stored in ``tensors.parquet`` (plain data, no code)."""
     body = json.loads(text)

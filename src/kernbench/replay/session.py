@@ -69,7 +69,9 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
     """The HBM tensors and their inits (TraceFormatError if unusable); nothing is generated
     before ``build_store`` puts it in place."""
     out = []
-    for row in table.to_pylist():
+    rows = table.drop_columns(["data"]).to_pylist()
+    for row, contents in zip(rows, _contents(table.column("data")), strict=True):
+        row["data"] = contents
         where = f"tensors.parquet: tensor {row.get('name')!r}"
         dt = DTYPES.get(row["dtype"])
         shape = tuple(int(s) for s in row["shape"] or ())
@@ -82,6 +84,21 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
             raise TraceFormatError(f"{where}: unusable init {row['init']!r} ({exc})") from None
         out.append(HbmTensor(row["name"], row["role"], int(row["pe"]), int(row["addr"]),
                              row["dtype"], shape, init))
+    return out
+
+
+def _contents(column: pa.ChunkedArray) -> list[memoryview | None]:
+    """Each row's bytes as a view of the Arrow buffer that holds them: a 134 MB input is not
+    copied into a bytes object (an Arrow scalar, or ``to_pylist``, copies it)."""
+    out: list[memoryview | None] = []
+    for chunk in column.chunks:
+        validity, offsets, values = chunk.buffers()
+        n, start = len(chunk), chunk.offset
+        offs = np.frombuffer(offsets, np.int32, n + 1, start * 4).tolist()
+        valid = [True] * n if chunk.null_count == 0 else np.unpackbits(
+            np.frombuffer(validity, np.uint8), bitorder="little")[start:start + n].tolist()
+        held = memoryview(values) if values is not None else memoryview(b"")
+        out += [held[offs[i]:offs[i + 1]] if ok else None for i, ok in enumerate(valid)]
     return out
 
 
