@@ -17,7 +17,8 @@ A run is batched only when that cannot be told from running its members one at a
   * no byte one member writes is read or written by another member (each member's inputs
     are read before any member writes, unlike in the one-at-a-time order);
   * the run stays inside one ``FLUSH_CHECK_EVERY`` chunk of the loop, so the statistics
-    flushes, and so ``values.parquet``, are the same bytes.
+    flushes, and so ``values.parquet``, are the same bytes;
+  * it has ``MIN_MEMBERS`` members or more (ADR-0710: two run slower batched).
 A batched call that raises is run again one member at a time (nothing was written yet), so
 errors name the same op. ``engine.BATCH`` False turns batching off (the tests compare).
 """
@@ -139,6 +140,11 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
     return (op, text, *layouts)
 
 
+#: the fewest members a batch has: two measured slower batched than one at a time
+#: (ADR-0710)
+MIN_MEMBERS = 3
+
+
 def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
          ) -> list[tuple[int, int, list[int], bool]]:
     """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
@@ -156,6 +162,8 @@ def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
             & (lands[q[1:]] == lands[q[:-1]]))
     edges = np.diff(np.concatenate([[0], join.astype(np.int8), [0]]))
     first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = last - first + 1 >= MIN_MEMBERS
+    first, last = first[long], last[long]
     waits = np.concatenate([[0], np.cumsum(deferred[q], dtype=np.int64)])
     calm = (waits[last + 1] == waits[first]).tolist()
     ql = q.tolist()
