@@ -30,8 +30,9 @@ from kernbench.trace.columns import chunk, nulls, unique_rows
 from kernbench.trace.columns import ints as _ints
 from kernbench.trace.opbatch import Strs
 
-#: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
-BATCHES = ("batches",)
+#: the entries of a bound-signature cache holding the batches made and the batch classes
+#: numbered (no signature key is 1 long)
+BATCHES, CLASSES = ("batches",), ("classes",)
 
 
 @dataclass
@@ -56,7 +57,8 @@ class Program:
     sig_out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
     order: np.ndarray
-    #: per signature, (class key, op, attrs, context) when it may run batched (batching.py)
+    #: per signature, (class id, op, attrs, context) when it may run batched (batching.py);
+    #: a class id numbers a class key (``batching.key``) for the whole replay
     sig_batch: list[Any] = dataclasses.field(default_factory=list)
     #: batches made, by their members' steps: kept with the bound signatures across windows
     batches: dict[tuple, Any] = dataclasses.field(default_factory=dict)
@@ -184,7 +186,8 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
         sig[4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in), rows] = (
             operand_id[:n_ins])
     sigs, sig_id = unique_rows(sig.T)
-    binder = _Binder(name_vals, attr_vals, operands, store, access)
+    binder = _Binder(name_vals, attr_vals, operands, store, access,
+                     {} if bound_cache is None else bound_cache.setdefault(CLASSES, {}))
     bind = binder.bind
     if bound_cache is None:
         bound = [bind(row) for row in sigs.tolist()]
@@ -214,18 +217,22 @@ class _Binder:
     """Binds op signatures to steps, caching parsed attrs and contexts."""
 
     def __init__(self, name_vals: list[str], attr_vals: list[str], operands: list[Operand],
-                 store: MemoryStore, access: AccessTable = EMPTY) -> None:
+                 store: MemoryStore, access: AccessTable = EMPTY,
+                 classes: dict[tuple, int] | None = None) -> None:
         self.ops = [BY_NAME[v] for v in name_vals]
         self.attr_vals, self.operands, self.store = attr_vals, operands, store
         self.access = access
         self.attrs: dict[int, Any] = {}
         self.contexts: dict[int, BindContext] = {}
         self.keys = batching.KeyMemo({}, {})
+        #: class keys numbered, kept with the bound signatures (a window's signatures and
+        #: those bound in earlier windows share the numbers)
+        self.classes: dict[tuple, int] = {} if classes is None else classes
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
                                             Operand | None, Any]:
         """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
-        batch class: (key, op, attrs, context) or None)."""
+        batch class: (class id, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple([operands[j] for j in row[4:] if j >= 0])
@@ -244,7 +251,8 @@ class _Binder:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
         # may run batched: bound when the engine first needs it alone
         step = batching.Late(partial(self._step, op, row[1], row[2], ins, out))
-        return step, ins, checks, out, (k, op, attrs, self._context(row[2]))
+        cid = self.classes.setdefault(k, len(self.classes))
+        return step, ins, checks, out, (cid, op, attrs, self._context(row[2]))
 
     def _attrs(self, attr_code: int) -> dict | str:
         attrs = self.attrs.get(attr_code)
