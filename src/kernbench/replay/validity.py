@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,10 @@ def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
 
 def expand(lists: list[list[int]], sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position, item) for every item of ``lists[sig[k]]`` at every position k."""
-    counts = np.array([len(x) for x in lists] or [0], np.int64)[sig]
-    flat = np.array([j for x in lists for j in x], np.int64)
-    first = np.cumsum([0] + [len(x) for x in lists])[:-1].astype(np.int64)
+    lens = np.fromiter(map(len, lists), np.int64, len(lists)) if lists else np.zeros(1, np.int64)
+    flat = np.fromiter(chain.from_iterable(lists), np.int64)
+    counts = lens[sig]
+    first = np.cumsum(lens) - lens
     pos = np.repeat(np.arange(len(sig)), counts)
     within = np.arange(len(pos)) - np.repeat(np.cumsum(counts) - counts, counts)
     items = flat[first[sig].repeat(counts) + within] if len(pos) else pos
