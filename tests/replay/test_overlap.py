@@ -56,7 +56,7 @@ def _draw(rng: random.Random, store: MemoryStore) -> tuple[list, list[Operand]]:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_independent_never_batches_a_hazard_and_is_exact_on_evenly_spaced_outputs(
+def test_independent_never_batches_a_hazard_and_is_exact_on_outputs_in_one_bank(
         seed: int) -> None:
     rng = random.Random(seed)
     store = MemoryStore(HW, [(0, 1024, "x")])
@@ -66,7 +66,7 @@ def test_independent_never_batches_a_hazard_and_is_exact_on_evenly_spaced_output
         want = _brute(ins, outs)
         got = overlap.independent(ins, outs)
         comb = overlap._comb(ins, outs)
-        if comb is not None:  # evenly spaced disjoint outputs: the exact answer
+        if comb is not None:  # outputs of one size in one bank: the exact answer
             assert comb == want == got, (ins, outs)
             exact += 1
         else:  # by clusters: conservative, never independent when there is a hazard

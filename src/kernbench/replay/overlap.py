@@ -4,6 +4,7 @@ read or written by another member."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from kernbench.replay.store import Operand
@@ -16,24 +17,26 @@ def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bo
 
 
 def _comb(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool | None:
-    """``independent`` when the outputs are disjoint and evenly spaced in one bank (a
-    member's output ``i`` at ``b + i * s``, ``s >= n`` bytes): each input's span names the
-    outputs it touches by arithmetic; None when the outputs are laid out otherwise."""
+    """``independent``, exactly, when the outputs are of one size in one bank (as a batch's
+    are): outputs sorted by address must not overlap, and each input's span, looked up
+    among them by bisection, may touch only its own member's output; None otherwise."""
     n = outs[0].nbytes
-    bank, b = _at(outs[0])
-    s = _at(outs[1])[1] - b
-    if n <= 0 or s < n or any(_at(o) != (bank, b + i * s) for i, o in enumerate(outs)):
+    at = [_at(o) for o in outs]
+    bank = at[0][0]
+    if n <= 0 or any(b != bank for b, _ in at) or any(o.nbytes != n for o in outs):
         return None
-    last = len(outs) - 1
+    order = sorted(range(len(outs)), key=lambda i: at[i][1])
+    starts = [at[i][1] for i in order]
+    if any(b - a < n for a, b in zip(starts, starts[1:], strict=False)):
+        return False  # two members write one byte
     for m, row in enumerate(ins):
         for o in row:
             where, lo = _at(o)
             if where != bank:
                 continue
-            # the outputs i with b + i*s < hi and b + i*s + n > lo
-            i0 = max((lo - b - n) // s + 1, 0)
-            i1 = min((lo + o.nbytes - b - 1) // s, last)
-            if i0 <= i1 and (i0 != m or i1 != m):
+            # the outputs starting in (lo - n, lo + nbytes) overlap the input's bytes
+            a, b = bisect_right(starts, lo - n), bisect_left(starts, lo + o.nbytes)
+            if any(order[k] != m for k in range(a, b)):
                 return False
     return True
 
