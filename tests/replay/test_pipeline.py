@@ -284,3 +284,29 @@ def test_a_small_files_windows_decode_from_its_one_table_as_the_taken_rows(
                                     strict=True):
         assert program(decode(table, stores[0], bound, rows=rows)) == program(
             decode(taken, stores[1]))
+
+
+def test_the_collector_stays_paused_from_the_first_window_to_the_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paused per window only, the cyclic collector ran as each window ended (walking every
+    signature bound so far); it is now paused for the whole run and restored after."""
+    import gc
+    import importlib
+
+    from kernbench.replay.session import replay_in_process
+
+    pipeline = importlib.import_module("kernbench.replay.pipeline")
+    path = _shuffled_trace(tmp_path, 60, 1)
+    seen = []
+    real = pipeline.held_windows
+
+    def windows(*args, **kwargs):
+        for w in real(*args, **kwargs):
+            seen.append(gc.isenabled())  # between windows, while the next is read
+            yield w
+
+    monkeypatch.setattr(pipeline, "held_windows", windows)
+    assert gc.isenabled()
+    res = replay_in_process(path, reference=False, threads=1, progress=False, window_rows=8)
+    assert res.verdict["n_executed"] == 60 and len(seen) > 2 and not any(seen)
+    assert gc.isenabled()

@@ -18,6 +18,7 @@ from typing import Any
 
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.progress import Progress
 from kernbench.replay.reader import BATCH_ROWS, count_rows
 from kernbench.replay.reader import window_rows as held_windows
@@ -46,7 +47,19 @@ def run(trace: Trace, store: MemoryStore, values: ValueLog,
     """Replay every op of the opened ``trace`` against ``store``, logging values to
     ``values``. The rows come through the trace: its ``ops_file`` (the one open of
     ops.parquet in a replay, the validator's), its rows when the validator decoded them
-    already (a small file), and its access.parquet arrays (indexed rows, const values)."""
+    already (a small file), and its access.parquet arrays (indexed rows, const values).
+    The cyclic collector stays paused from the first window to the last (ADR-0591): paused
+    per window only, it ran as each window ended, walking every signature bound so far."""
+    with no_gc():
+        try:
+            return _run(trace, store, values, window_rows, progress)
+        finally:  # what the run made goes by reference counting before collection resumes
+            values.release()
+            store.forget_operands()
+
+
+def _run(trace: Trace, store: MemoryStore, values: ValueLog, window_rows: int,
+         progress: Progress | None) -> Outcome:
     validation = trace.validated().validation
     ops = trace.ops_file
     access = trace.access
