@@ -48,7 +48,7 @@ def run(trace: Trace, store: MemoryStore, values: ValueLog,
     ``values``. The rows come through the trace: its ``ops_file`` (the one open of
     ops.parquet in a replay, the validator's), its rows when the validator decoded them
     already (a small file), and its access.parquet arrays (indexed rows, const values).
-    The cyclic collector stays paused from the first window to the last (ADR-0591): paused
+    The cyclic collector stays paused from the first window to the last (ADR-0712): paused
     per window only, it ran as each window ended, walking every signature bound so far."""
     with no_gc():
         try:
