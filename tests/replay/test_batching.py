@@ -130,6 +130,7 @@ def _two_exps(tmp_path: Path, second_reads: int) -> Path:
 @pytest.mark.parametrize("reads, hazard", [(16, False), (4096, True)])
 def test_a_member_reading_another_members_write_is_not_batched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: int, hazard: bool) -> None:
+    monkeypatch.setattr(batching, "MIN_MEMBERS", 2)
     path = _two_exps(tmp_path, reads)
     made, off, on = _both(path, monkeypatch)
     assert on == off
@@ -140,7 +141,9 @@ def test_a_member_reading_another_members_write_is_not_batched(
     assert made == ([0] if hazard else [2])
 
 
-def test_runs_join_one_class_across_idle_positions_and_stop_at_landings_and_chunks() -> None:
+def test_runs_join_one_class_across_idle_positions_and_stop_at_landings_and_chunks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batching, "MIN_MEMBERS", 2)
     cls = np.array([3, -2, 3, 3, 5, 5, -1, 5, 5, 5, 5, 5, 7])
     landing = np.zeros(len(cls), bool)
     landing[8] = True  # a write lands after position 8: 9 may not join 8
@@ -149,6 +152,16 @@ def test_runs_join_one_class_across_idle_positions_and_stop_at_landings_and_chun
     got = batching.runs(cls, landing, deferred, chunk=11)
     assert got == [(0, 4, [0, 2, 3], False), (4, 6, [4, 5], True), (7, 9, [7, 8], True),
                    (9, 11, [9, 10], True)]  # 11: another chunk than 10
+
+
+def test_runs_of_fewer_than_min_members_run_one_at_a_time() -> None:
+    """Two members measured slower batched than one at a time (ADR-0710): such runs are
+    not batched, runs of three or more are."""
+    cls = np.array([3, -2, 3, 5, 5, 5, -1, 7, 7, 7, 7, 9, 9])
+    none = np.zeros(len(cls), bool)
+    assert batching.MIN_MEMBERS == 3
+    assert batching.runs(cls, none, none, chunk=64) == [(3, 6, [3, 4, 5], True),
+                                                       (7, 11, [7, 8, 9, 10], True)]
 
 
 

@@ -38,7 +38,7 @@ from tests.replay.oracle import BINARY, COMPARE, FLOATS, Numpy
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.replay import engine
+from kernbench.replay import batching, engine
 from kernbench.replay.reader import BATCH_ROWS
 from kernbench.replay.session import replay_in_process
 from kernbench.replay.verdict import compare
@@ -56,6 +56,7 @@ def _replay(path: Path, batch: bool, window: int, chunk: int) -> dict[str, Any]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(engine, "BATCH", batch)
         mp.setattr(engine, "FLUSH_CHECK_EVERY", chunk)
+        mp.setattr(batching, "MIN_MEMBERS", 2)  # two members batch too: the same numbers
         res = replay_in_process(path, reference=False, threads=1, progress=False,
                                 window_rows=window)
     verdict = {k: v for k, v in res.verdict.items() if k not in ("run_id", "replay_s")}

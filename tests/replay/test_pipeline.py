@@ -244,3 +244,69 @@ def test_a_version_2_replay_opens_access_parquet_once(tmp_path: Path,
     assert {name: parquet_opens.get(name) for name in
             ("ops.parquet", "tensors.parquet", "access.parquet")} == dict.fromkeys(
         ("ops.parquet", "tensors.parquet", "access.parquet"), 1)
+
+
+def test_a_small_files_windows_decode_from_its_one_table_as_the_taken_rows(
+        tmp_path: Path) -> None:
+    """A small file's windows are its one table and each window's row numbers (ADR-0711);
+    decoding a window from them gives the program decoding its taken rows gives."""
+    from kernbench.replay.decode import decode
+    from kernbench.replay.session import build_store, load_tensors
+    from kernbench.trace import Trace
+
+    rng = random.Random(3)
+    ops = []
+    for _ in range(90):
+        t0 = rng.randint(0, 40) * 10
+        pe = rng.randrange(2)
+        ops.append(op(rng.choice([Op.COPY, Op.EXP]), t0, t0 + rng.choice([5, 25]),
+                      [operand("hbm", 16 * rng.randrange(4), (4,))],
+                      operand("tcm", 16 * rng.randrange(3), (4,), pe=pe), pe=pe))
+    path = write_trace(tmp_path / "t.ktrace", ops, {"x": (np.arange(16, dtype=np.float32),
+                                                          "input")})
+    trace = Trace.open(path)
+    held = list(reader.window_rows(path / "ops.parquet", 16))
+    assert len(held) > 2 and all(table is held[0][0] for table, _ in held)
+    numbers = np.concatenate([rows for _, rows in held])
+    assert sorted(numbers.tolist()) == list(range(90))
+
+    def program(p):
+        rows = range(len(p))
+        return ([p.op_id[r] for r in rows], [p.t_start[r] for r in rows],
+                [p.t_end[r] for r in rows], [p.name(r) for r in rows],
+                [p.src(r) for r in rows], [[o.describe() for o in p.ins[r]] for r in rows],
+                [p.out[r].describe() for r in rows], p.order.tolist())
+
+    stores = [build_store(trace.manifest, load_tensors(trace.tensors_table))[0]
+              for _ in range(2)]
+    bound: dict = {}
+    for (table, rows), taken in zip(held, reader.windows(path / "ops.parquet", 16),
+                                    strict=True):
+        assert program(decode(table, stores[0], bound, rows=rows)) == program(
+            decode(taken, stores[1]))
+
+
+def test_the_collector_stays_paused_from_the_first_window_to_the_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paused per window only, the cyclic collector ran as each window ended (walking every
+    signature bound so far); it is now paused for the whole run and restored after."""
+    import gc
+    import importlib
+
+    from kernbench.replay.session import replay_in_process
+
+    pipeline = importlib.import_module("kernbench.replay.pipeline")
+    path = _shuffled_trace(tmp_path, 60, 1)
+    seen = []
+    real = pipeline.held_windows
+
+    def windows(*args, **kwargs):
+        for w in real(*args, **kwargs):
+            seen.append(gc.isenabled())  # between windows, while the next is read
+            yield w
+
+    monkeypatch.setattr(pipeline, "held_windows", windows)
+    assert gc.isenabled()
+    res = replay_in_process(path, reference=False, threads=1, progress=False, window_rows=8)
+    assert res.verdict["n_executed"] == 60 and len(seen) > 2 and not any(seen)
+    assert gc.isenabled()

@@ -17,7 +17,8 @@ A run is batched only when that cannot be told from running its members one at a
   * no byte one member writes is read or written by another member (each member's inputs
     are read before any member writes, unlike in the one-at-a-time order);
   * the run stays inside one ``FLUSH_CHECK_EVERY`` chunk of the loop, so the statistics
-    flushes, and so ``values.parquet``, are the same bytes.
+    flushes, and so ``values.parquet``, are the same bytes;
+  * it has ``MIN_MEMBERS`` members or more (ADR-0710: two run slower batched).
 A batched call that raises is run again one member at a time (nothing was written yet), so
 errors name the same op. ``engine.BATCH`` False turns batching off (the tests compare).
 """
@@ -34,6 +35,7 @@ import numpy as np
 from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
 from kernbench.replay.math_binders import infer
+from kernbench.replay.overlap import independent
 from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
@@ -139,16 +141,26 @@ def key(op: Op, attrs: Any, text: str, ins: Sequence[Operand], out: Operand | No
     return (op, text, *layouts)
 
 
-def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
-         ) -> list[tuple[int, int, list[int], bool]]:
-    """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
-    position is a class id (>= 0), -1 (runs alone) or -2 (does nothing: skipped over);
-    ``landing``: pending writes land after the position; ``deferred``: its own write waits.
-    Members are consecutive in the order of positions that do something, share a class and
-    a ``chunk``, and no write lands before the last."""
+#: the fewest members a batch has: two measured slower batched than one at a time
+#: (ADR-0710)
+MIN_MEMBERS = 3
+
+
+class Spans(NamedTuple):
+    """Runs to batch over the positions ``q`` that do something: run ``r`` is members
+    ``q[first[r]:last[r] + 1]``; ``calm[r]``: no member's write waits."""
+
+    q: np.ndarray
+    first: list[int]
+    last: list[int]
+    calm: list[bool]
+
+
+def spans(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int) -> Spans:
+    """The runs to batch (see ``runs``) as spans of the positions doing something."""
     q = np.flatnonzero(cls != -2)
     if len(q) < 2:
-        return []
+        return Spans(q, [], [], [])
     c = cls[q]
     lands = np.concatenate([[0], np.cumsum(landing, dtype=np.int64)])
     # member j joins member j-1: same class, same chunk, no landing in [q[j-1], q[j])
@@ -156,35 +168,24 @@ def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
             & (lands[q[1:]] == lands[q[:-1]]))
     edges = np.diff(np.concatenate([[0], join.astype(np.int8), [0]]))
     first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = last - first + 1 >= MIN_MEMBERS
+    first, last = first[long], last[long]
     waits = np.concatenate([[0], np.cumsum(deferred[q], dtype=np.int64)])
-    calm = (waits[last + 1] == waits[first]).tolist()
-    ql = q.tolist()
-    return [(ql[a], ql[b] + 1, ql[a:b + 1], ok)
-            for a, b, ok in zip(first.tolist(), last.tolist(), calm, strict=True)]
+    calm = waits[last + 1] == waits[first]
+    return Spans(q, first.tolist(), last.tolist(), calm.tolist())
 
 
-def independent(ins: Sequence[Sequence[Operand]], outs: Sequence[Operand]) -> bool:
-    """Whether no member writes a byte another member reads or writes."""
-    spans: list[tuple[int, int, int, int, int]] = []
-    add = spans.append
-    for w, rows in ((1, [(o,) for o in outs]), (0, ins)):
-        for m, row in enumerate(rows):
-            for o in row:
-                mem = o.mem
-                assert mem is not None  # a member's operands are placed (``key``)
-                add((id(mem.bank), mem.base + o.lo, mem.base + o.hi, m, w))
-    spans.sort()
-    bank: int | None = None
-    hi, members, writes = 0, set[int](), False
-    for b, lo, h, m, w in spans:
-        if b != bank or lo >= hi:  # a new cluster of overlapping spans
-            if writes and len(members) > 1:
-                return False
-            bank, hi, members, writes = b, h, {m}, bool(w)
-        else:
-            hi, writes = max(hi, h), writes or bool(w)
-            members.add(m)
-    return not (writes and len(members) > 1)
+def runs(cls: np.ndarray, landing: np.ndarray, deferred: np.ndarray, chunk: int
+         ) -> list[tuple[int, int, list[int], bool]]:
+    """Runs to batch: ``(start, end, member positions, no member deferred)``; ``cls`` per
+    position is a class id (>= 0), -1 (runs alone) or -2 (does nothing: skipped over);
+    ``landing``: pending writes land after the position; ``deferred``: its own write waits.
+    Members are consecutive in the order of positions that do something, share a class and
+    a ``chunk``, and no write lands before the last; a run has ``MIN_MEMBERS`` or more."""
+    at, first, last, calm = spans(cls, landing, deferred, chunk)
+    q = at.tolist()
+    return [(q[a], q[b] + 1, q[a:b + 1], ok) for a, b, ok in zip(first, last, calm,
+                                                                  strict=True)]
 
 
 def _stacked(group: Sequence[Operand]) -> np.ndarray | None:
@@ -319,28 +320,30 @@ def units(program: Program, sig: np.ndarray, steps: Sequence[Any],
           outs: Sequence[Operand | None], flags: np.ndarray, chunk: int) -> list[Unit]:
     """The batches of one window of the engine, in position order: ``sig`` per position,
     ``steps``/``outs`` per signature (carried writes last), ``flags`` the schedule's."""
-    classes: dict[Any, int] = {}
     cls = [-1] * len(steps)
+    batching = False
     for j, b in enumerate(program.sig_batch):
         if b is not None:
-            cls[j] = classes.setdefault(b[0], len(classes))
+            cls[j], batching = b[0], True
         elif steps[j] is nothing and outs[j] is None:
             cls[j] = -2
-    if not classes:
+    if not batching:
         return []
-    step_at = [steps[j] for j in sig.tolist()]  # a signature's step is its identity
+    at, first, last, calm = spans(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
+                                  (flags & DEFERRED) != 0, chunk)
+    q, sig_q = at.tolist(), sig[at].tolist()
+    step_q = list(itemgetter(*sig_q)(steps)) if len(sig_q) > 1 else []  # its identity
     found = []
     made = program.batches
-    for a, e, members, now in runs(np.array(cls, np.int64)[sig], (flags & LANDING) != 0,
-                                   (flags & DEFERRED) != 0, chunk):
-        name = itemgetter(*members)(step_at)  # members: at least two positions
+    for a, b, now in zip(first, last, calm, strict=True):
+        name = tuple(step_q[a:b + 1])
         batch = made.get(name, False)
         if batch is False:
-            sigs = sig[members].tolist()
+            sigs = sig_q[a:b + 1]
             _, op, attrs, ctx = program.sig_batch[sigs[0]]
             batch = made[name] = build(op, attrs, [program.sig_ins[j] for j in sigs],
                                        [program.sig_out[j] for j in sigs],
                                        EXECUTORS[op].bind, ctx)
         if batch is not None:
-            found.append(Unit(a, e, members, batch, now))
+            found.append(Unit(q[a], q[b] + 1, q[a:b + 1], batch, now))
     return found

@@ -27,8 +27,8 @@ def to_f32(v: np.ndarray) -> np.ndarray:
 def as_dtype(v: np.ndarray, npd: np.dtype) -> np.ndarray:
     """``v`` as a new array of the storage dtype ``npd`` (``v.astype(npd)``, where a uint16
     side is bf16: converted as ``ml_dtypes`` converts)."""
-    if npd is BF16 or npd == BF16:
-        return bf16.to_bf16(v)
+    if npd is BF16 or npd == BF16:  # float32 (most often) rounds without a dtype dispatch
+        return bf16.f32_to_bf16(v) if v.dtype == F32 else bf16.to_bf16(v)
     if v.dtype == BF16:
         return bf16.from_bf16(v, npd)
     return v.astype(npd)

@@ -26,12 +26,13 @@ from kernbench.replay.nogc import no_gc
 from kernbench.replay.store import MemoryStore, Operand
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import BY_NAME, Op
-from kernbench.trace.columns import chunk, nulls, unique_rows
+from kernbench.trace.columns import chunk, distinct, nulls, unique_rows
 from kernbench.trace.columns import ints as _ints
 from kernbench.trace.opbatch import Strs
 
-#: the entry of a bound-signature cache holding the batches made (no signature key is 1 long)
-BATCHES = ("batches",)
+#: the entries of a bound-signature cache holding the batches made, the batch classes
+#: numbered and the table decoded (no signature key is 1 long)
+BATCHES, CLASSES, COLUMNS = ("batches",), ("classes",), ("columns",)
 
 
 @dataclass
@@ -56,7 +57,8 @@ class Program:
     sig_out: list[Operand | None]
     #: rows sorted by (t_start_ps, op_id)
     order: np.ndarray
-    #: per signature, (class key, op, attrs, context) when it may run batched (batching.py)
+    #: per signature, (class id, op, attrs, context) when it may run batched (batching.py);
+    #: a class id numbers a class key (``batching.key``) for the whole replay
     sig_batch: list[Any] = dataclasses.field(default_factory=list)
     #: batches made, by their members' steps: kept with the bound signatures across windows
     batches: dict[tuple, Any] = dataclasses.field(default_factory=dict)
@@ -116,48 +118,44 @@ def _operand_keys(st: pa.StructArray, names: dict[str, dict[str, int]]) -> np.nd
     return keys
 
 
-def _resolve(store: MemoryStore, keys: np.ndarray, names: dict[str, dict[str, int]]
-             ) -> tuple[list[Operand], np.ndarray]:
-    uniq, inverse = unique_rows(keys)
-    space = {v: k for k, v in names["space"].items()}
-    dtype = {v: k for k, v in names["dtype"].items()}
-    found = []
-    for row in uniq.tolist():
+def _operands(store: MemoryStore, cols: _Columns, used: np.ndarray) -> dict[int, Operand]:
+    """The store's operands of the distinct operand keys ``used`` (the ones a window names),
+    by key number."""
+    space = {v: k for k, v in cols.names["space"].items()}
+    dtype = {v: k for k, v in cols.names["dtype"].items()}
+    found = {}
+    for j, row in zip(used.tolist(), cols.keys[used].tolist(), strict=True):
         sp, pe, addr, dt, tr, nd = row[:6]
-        found.append(store.operand(space[sp], pe, addr, tuple(row[6:6 + nd]), dtype[dt],
-                                   bool(tr)))
-    return found, inverse
+        found[j] = store.operand(space[sp], pe, addr, tuple(row[6:6 + nd]), dtype[dt],
+                                 bool(tr))
+    return found
 
 
-def _fail(message: str) -> None:
-    raise ReplayError(message)
+@dataclass
+class _Columns:
+    """Every row of an ops table decoded once, without the store: integer columns, string
+    codes, the distinct operand keys (one row each) and each row's signature over them
+    (name code, attrs code, pe, output key, input keys; -1 where none), column-major."""
+
+    table: pa.Table
+    op_id: np.ndarray
+    t_start: np.ndarray
+    t_end: np.ndarray
+    name_vals: list[str]
+    name_code: np.ndarray
+    src_vals: list[str]
+    src_code: np.ndarray
+    attr_vals: list[str]
+    keys: np.ndarray
+    names: dict[str, dict[str, int]]
+    sig: np.ndarray
 
 
-def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
-           access: AccessTable = EMPTY) -> Program:
-    """See ``_decode``; the cyclic collector paused meanwhile (replay/nogc.py)."""
-    with no_gc():
-        return _decode(table, store, bound_cache, access)
-
-
-def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
-            access: AccessTable = EMPTY) -> Program:
-    """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
-    ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
-    objects), reused and added to. ``access``: the trace's access.parquet arrays."""
+def _columns(table: pa.Table) -> _Columns:
     n = table.num_rows
-    op_id = _ints(table.column("op_id"))
-    pe = _ints(table.column("pe"))
-    t_start = _ints(table.column("t_start_ps"))
-    t_end = _ints(table.column("t_end_ps"))
     name_vals, name_code = _strings(table.column("name"))
-    unknown = [v for v in name_vals if v not in BY_NAME]
-    if unknown:
-        raise TraceFormatError(f"ops.parquet: unknown op name(s) {unknown}; this kernbench "
-                               "cannot replay them")
     src_vals, src_code = _strings(table.column("src"))
     attr_vals, attr_code = _strings(table.column("attrs"))
-
     inputs = chunk(table.column("inputs"))
     output = chunk(table.column("output"))
     in_off = _ints(inputs.offsets)
@@ -171,20 +169,81 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
                    dtype=np.int64)
     keys[:len(in_keys), :n_ins] = in_keys
     keys[:len(out_keys), n_ins:] = out_keys
-    operands, operand_id = _resolve(store, keys.T, names)
+    uniq, operand_id = unique_rows(keys.T)
 
-    # one signature row per op: (name, attrs, pe, output id, input ids...), column-major
     n_in = np.diff(in_off)
     max_in = int(n_in.max()) if n else 0
     sig = np.full((4 + max_in, n), -1, dtype=np.int64)
-    sig[0], sig[1], sig[2] = name_code, attr_code, pe
+    sig[0], sig[1], sig[2] = name_code, attr_code, _ints(table.column("pe"))
     sig[3, np.flatnonzero(has_out)] = operand_id[n_ins:]
     if max_in:
         rows = np.repeat(np.arange(n), n_in)
         sig[4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in), rows] = (
             operand_id[:n_ins])
+    return _Columns(table, _ints(table.column("op_id")), _ints(table.column("t_start_ps")),
+                    _ints(table.column("t_end_ps")), name_vals, name_code, src_vals,
+                    src_code, attr_vals, uniq, names, sig)
+
+
+def _cached(table: pa.Table, bound_cache: dict | None) -> _Columns:
+    """The table's columns, decoded once per table while the bound signatures are kept (a
+    small file's windows are one table, ADR-0711)."""
+    if bound_cache is None:
+        return _columns(table)
+    got = bound_cache.get(COLUMNS)
+    if got is None or got.table is not table:
+        got = bound_cache[COLUMNS] = _columns(table)
+    return got
+
+
+def _used(vals: list[str], codes: np.ndarray, rows: np.ndarray | None
+          ) -> tuple[list[str], np.ndarray]:
+    """A string column's (values, codes) at ``rows``, keeping only the values used there."""
+    if rows is None:
+        return vals, codes
+    codes = codes[rows]
+    used = distinct(codes[codes >= 0])
+    remap = np.full(len(vals) + 1, -1, np.int64)
+    remap[used] = np.arange(len(used))
+    return [vals[j] for j in used.tolist()], remap[codes]
+
+
+def _fail(message: str) -> None:
+    raise ReplayError(message)
+
+
+def decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
+           access: AccessTable = EMPTY, rows: np.ndarray | None = None) -> Program:
+    """See ``_decode``; the cyclic collector paused meanwhile (replay/nogc.py)."""
+    with no_gc():
+        return _decode(table, store, bound_cache, access, rows)
+
+
+def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None,
+            access: AccessTable = EMPTY, rows: np.ndarray | None = None) -> Program:
+    """Decode the ops table against ``store``; TraceFormatError for an unknown op name.
+    ``bound_cache``: signatures bound in earlier windows (keyed by the store's operand
+    objects), reused and added to. ``access``: the trace's access.parquet arrays.
+    ``rows``: the rows of ``table`` to decode, in this order (None: every row)."""
+    cols = _cached(table, bound_cache)
+    op_id = cols.op_id if rows is None else cols.op_id[rows]
+    t_start = cols.t_start if rows is None else cols.t_start[rows]
+    t_end = cols.t_end if rows is None else cols.t_end[rows]
+    src_code = cols.src_code if rows is None else cols.src_code[rows]
+    name_vals, name_code = _used(cols.name_vals, cols.name_code, rows)
+    unknown = [v for v in name_vals if v not in BY_NAME]
+    if unknown:
+        raise TraceFormatError(f"ops.parquet: unknown op name(s) {unknown}; this kernbench "
+                               "cannot replay them")
+    # one signature row per op: (name, attrs, pe, output id, input ids...), column-major
+    sig = cols.sig.copy() if rows is None else cols.sig[:, rows]
+    sig[0] = name_code
+    named = sig[3:]
+    operands = _operands(store, cols, distinct(named[named >= 0]))
     sigs, sig_id = unique_rows(sig.T)
-    binder = _Binder(name_vals, attr_vals, operands, store, access)
+    attr_vals = cols.attr_vals
+    binder = _Binder(name_vals, attr_vals, operands, store, access,
+                     {} if bound_cache is None else bound_cache.setdefault(CLASSES, {}))
     bind = binder.bind
     if bound_cache is None:
         bound = [bind(row) for row in sigs.tolist()]
@@ -204,7 +263,7 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
         else ([], [], [], [], [])
     return Program(
         op_id=op_id, names=[BY_NAME[v] for v in name_vals], name_code=name_code,
-        srcs=src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
+        srcs=cols.src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=steps, sig_ins=ins, sig_checks=checks, sig_out=outs, order=order,
         sig_batch=batch,
         batches={} if bound_cache is None else bound_cache.setdefault(BATCHES, {}))
@@ -213,19 +272,23 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
 class _Binder:
     """Binds op signatures to steps, caching parsed attrs and contexts."""
 
-    def __init__(self, name_vals: list[str], attr_vals: list[str], operands: list[Operand],
-                 store: MemoryStore, access: AccessTable = EMPTY) -> None:
+    def __init__(self, name_vals: list[str], attr_vals: list[str], operands: dict[int, Operand],
+                 store: MemoryStore, access: AccessTable = EMPTY,
+                 classes: dict[tuple, int] | None = None) -> None:
         self.ops = [BY_NAME[v] for v in name_vals]
         self.attr_vals, self.operands, self.store = attr_vals, operands, store
         self.access = access
         self.attrs: dict[int, Any] = {}
         self.contexts: dict[int, BindContext] = {}
         self.keys = batching.KeyMemo({}, {})
+        #: class keys numbered, kept with the bound signatures (a window's signatures and
+        #: those bound in earlier windows share the numbers)
+        self.classes: dict[tuple, int] = {} if classes is None else classes
 
     def bind(self, row: list[int]) -> tuple[Step, tuple[Operand, ...], tuple[Operand, ...],
                                             Operand | None, Any]:
         """One op signature (name, attrs, pe, out, ins...) -> (step, ins, checked ins, out,
-        batch class: (key, op, attrs, context) or None)."""
+        batch class: (class id, op, attrs, context) or None)."""
         operands = self.operands
         op = self.ops[row[0]]
         ins = tuple([operands[j] for j in row[4:] if j >= 0])
@@ -244,7 +307,8 @@ class _Binder:
             return self._step(op, row[1], row[2], ins, out), ins, checks, out, None
         # may run batched: bound when the engine first needs it alone
         step = batching.Late(partial(self._step, op, row[1], row[2], ins, out))
-        return step, ins, checks, out, (k, op, attrs, self._context(row[2]))
+        cid = self.classes.setdefault(k, len(self.classes))
+        return step, ins, checks, out, (cid, op, attrs, self._context(row[2]))
 
     def _attrs(self, attr_code: int) -> dict | str:
         attrs = self.attrs.get(attr_code)

@@ -139,8 +139,10 @@ def _schedule(win: _Window, rewinds: list[Any], last: bool) -> tuple[Any, ...]:
     and each position's landing rank (max for positions that write nothing)."""
     sig = win.sig
     writes = np.array([o is not None for o in win.sig_out] or [False], bool)[sig]
-    touched = [sorted({o.mem.mid for o in ins if o.mem is not None}
-                      | ({r[0].mid} if r is not None else set()))
+    # the memories each signature reads or rewinds (a memory named twice is one more
+    # event at the same point: ``schedule`` only asks whether there is any)
+    touched = [[o.mem.mid for o in ins if o.mem is not None]
+               + ([r[0].mid] if r is not None else [])
                for ins, r in zip(win.sig_ins, rewinds, strict=True)]
     out_mem = np.array([o.mem.mid if o is not None and o.mem is not None else -1
                         for o in win.sig_out] or [-1], np.int64)[sig]

@@ -5,7 +5,8 @@ bound steps, tuples, written values) and free them by reference counting; none o
 forms a cycle the collector is needed for. Each allocation burst still triggers
 collections, and a full one walks every object of the process (numpy, pyarrow and polars
 keep hundreds of thousands alive): about an eighth of a small-ops replay. Pausing it for the
-window and restoring the caller's setting after changes no result.
+window and restoring the caller's setting after changes no result. ``pipeline.run`` keeps
+it paused for the whole run (ADR-0712), so what outlives a window is not walked at its end.
 """
 
 from __future__ import annotations

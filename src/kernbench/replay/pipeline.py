@@ -1,6 +1,6 @@
 """The replay pipeline: one direction, one bounded window at a time.
 
-    read     reader.windows       ops.parquet rows in replay order, a batch at a time
+    read     reader.window_rows   ops.parquet rows in replay order, a batch at a time
     plan     decode.decode        operands resolved, op signatures bound to numpy steps
              engine.execute       landing order (schedule) and read validity (validity),
     execute                       then the run loop over the window
@@ -18,8 +18,10 @@ from typing import Any
 
 from kernbench.replay.decode import Program, decode
 from kernbench.replay.engine import execute
+from kernbench.replay.nogc import no_gc
 from kernbench.replay.progress import Progress
-from kernbench.replay.reader import BATCH_ROWS, count_rows, windows
+from kernbench.replay.reader import BATCH_ROWS, count_rows
+from kernbench.replay.reader import window_rows as held_windows
 from kernbench.replay.store import MemoryStore
 from kernbench.replay.values import ValueLog
 from kernbench.trace import Trace
@@ -45,7 +47,19 @@ def run(trace: Trace, store: MemoryStore, values: ValueLog,
     """Replay every op of the opened ``trace`` against ``store``, logging values to
     ``values``. The rows come through the trace: its ``ops_file`` (the one open of
     ops.parquet in a replay, the validator's), its rows when the validator decoded them
-    already (a small file), and its access.parquet arrays (indexed rows, const values)."""
+    already (a small file), and its access.parquet arrays (indexed rows, const values).
+    The cyclic collector stays paused from the first window to the last (ADR-0712): paused
+    per window only, it ran as each window ended, walking every signature bound so far."""
+    with no_gc():
+        try:
+            return _run(trace, store, values, window_rows, progress)
+        finally:  # what the run made goes by reference counting before collection resumes
+            values.release()
+            store.forget_operands()
+
+
+def _run(trace: Trace, store: MemoryStore, values: ValueLog, window_rows: int,
+         progress: Progress | None) -> Outcome:
     validation = trace.validated().validation
     ops = trace.ops_file
     access = trace.access
@@ -53,11 +67,12 @@ def run(trace: Trace, store: MemoryStore, values: ValueLog,
     executed = 0
     carry: tuple = ()
     bound: dict = {}  # op signatures bound to steps, kept across windows
-    stream = windows(ops, window_rows, validation.ops)
+    stream = held_windows(ops, window_rows, validation.ops)
     window = next(stream, None)
     while window is not None:
         following = next(stream, None)
-        program = decode(window, store, bound, access)
+        table, rows = window  # a small file's one table and this window's rows
+        program = decode(table, store, bound, access, rows)
         out = execute(program, values, carry, last=following is None)
         executed += out.executed
         if progress is not None:

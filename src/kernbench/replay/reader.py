@@ -17,6 +17,7 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -159,16 +160,18 @@ class _Cursor:
 
 
 class _Whole:
-    """A small file's rows, decoded once; pieces are slices."""
+    """A small file's rows, decoded once; a piece is its row numbers, and a window the
+    whole table with the numbers of its rows (nothing is taken or copied per window)."""
 
     def __init__(self, pf: pq.ParquetFile, decoded: pa.Table | None = None) -> None:
         cols = [*COLUMNS, "t_issue_ps"]
         self.table = (read(pf, Path("ops.parquet"), cols) if decoded is None
                       else decoded.select(cols))
+        self.op_id = ints(self.table.column("op_id"))
+        self.start = ints(self.table.column("t_start_ps"))
 
-    def read(self, lo: int, hi: int) -> pa.Table:
-        table = self.table.slice(lo, hi - lo)
-        return table
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        return np.arange(lo, hi)
 
 
 def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
@@ -177,11 +180,22 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
     Each but the last has at least ``batch_rows`` rows when the file has that many.
     ``source``: the path, or the file already opened (``open_ops``; opened once per replay);
     ``decoded``: the file's rows if the validator already decoded them (a small file)."""
+    for table, rows in window_rows(source, batch_rows, decoded):
+        yield table if rows is None else take(table, rows).combine_chunks()
+
+
+def window_rows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
+                decoded: pa.Table | None = None
+                ) -> Iterator[tuple[pa.Table, np.ndarray | None]]:
+    """``windows``, each as (table, rows): a small file's whole table and the numbers of the
+    window's rows in replay order (the decoder reads the table's columns once, ADR-0711);
+    a larger file's window as its own table (rows None)."""
     pf = _opened(source)
     meta = pf.metadata
     first = np.cumsum([0, *(meta.row_group(g).num_rows for g in range(meta.num_row_groups))])
     if decoded is not None and decoded.num_rows != meta.num_rows:
         raise TraceFormatError(f"ops.parquet: {meta.num_rows} rows, {decoded.num_rows} decoded")
+    whole = None
     if meta.num_rows <= SMALL_FILE_ROWS:  # read once: the first pass slices what was read
         whole = _Whole(pf, decoded)
         runs = _runs(pf, min(PIECE_ROWS, batch_rows), whole.table)
@@ -191,19 +205,20 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
         cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
     live = [(r.pending, i) for i, r in enumerate(runs) if r.pending < NEVER]
     heapq.heapify(live)  # (pending, run index) of the runs with unread pieces
-    held: list[pa.Table] = []  # pieces read, not yet released
+    held: list[Any] = []  # pieces read, not yet released (row numbers of a whole file)
     starts: list[np.ndarray] = []
     below = _Below()
     while True:
         if live:
             _, i = heapq.heappop(live)
             run = runs[i]
-            piece = cursors[id(run)].read(run.bounds[run.next], run.bounds[run.next + 1])
+            piece: Any = cursors[id(run)].read(run.bounds[run.next], run.bounds[run.next + 1])
             run.next += 1
             if run.pending < NEVER:
                 heapq.heappush(live, (run.pending, i))
             held.append(piece)
-            starts.append(piece.column("t_start_ps").to_numpy())
+            starts.append(whole.start[piece] if whole is not None
+                          else piece.column("t_start_ps").to_numpy())
             below.add(starts[-1])
             bound = live[0][0] if live else NEVER
             if live and below.count(bound) < batch_rows:
@@ -212,19 +227,27 @@ def windows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
             bound = NEVER
         if not held:
             break
-        table = pa.concat_tables(held)
         start = np.concatenate(starts)
         out = np.flatnonzero(start < bound)
-        op_id = table.column("op_id").to_numpy()
+        if whole is not None:
+            table, numbers = whole.table, np.concatenate(held)
+            op_id = whole.op_id[numbers]
+        else:
+            table = pa.concat_tables(held)
+            op_id = table.column("op_id").to_numpy()
         order = out[np.lexsort((op_id[out], start[out]))]
         rest = np.flatnonzero(start >= bound)
-        held = [take(table, rest)] if len(rest) else []
+        if not len(rest):
+            held = []
+        else:
+            held = [numbers[rest] if whole is not None else take(table, rest)]
         starts = [start[rest]] if len(rest) else []
         below = _Below()
         for st in starts:
             below.add(st)
         if len(order):
-            yield take(table, order).combine_chunks()
+            yield ((table, numbers[order]) if whole is not None
+                   else (take(table, order).combine_chunks(), None))
         if not live:
             break
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,10 @@ def rewind_of(step: Any) -> tuple[Memory, int, int] | None:
 
 def expand(lists: list[list[int]], sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position, item) for every item of ``lists[sig[k]]`` at every position k."""
-    counts = np.array([len(x) for x in lists] or [0], np.int64)[sig]
-    flat = np.array([j for x in lists for j in x], np.int64)
-    first = np.cumsum([0] + [len(x) for x in lists])[:-1].astype(np.int64)
+    lens = np.fromiter(map(len, lists), np.int64, len(lists)) if lists else np.zeros(1, np.int64)
+    flat = np.fromiter(chain.from_iterable(lists), np.int64)
+    counts = lens[sig]
+    first = np.cumsum(lens) - lens
     pos = np.repeat(np.arange(len(sig)), counts)
     within = np.arange(len(pos)) - np.repeat(np.cumsum(counts) - counts, counts)
     items = flat[first[sig].repeat(counts) + within] if len(pos) else pos
@@ -88,29 +90,17 @@ class _Intervals:
 
 def _intervals(sig_checks: list[tuple[Any, ...]], sig_out: list[Any],
                sig_rewind: list[Any]) -> _Intervals:
-    index: dict[tuple[int, int, int], int] = {}
-    mems: dict[int, Memory] = {}
-    mid: list[int] = []
-    lo: list[int] = []
-    hi: list[int] = []
-
-    def oid(mem: Memory, a: int, b: int) -> int:
-        key = (mem.mid, a, b)
-        j = index.get(key)
-        if j is None:
-            j = index[key] = len(mid)
-            mems[mem.mid] = mem
-            mid.append(mem.mid)
-            lo.append(a)
-            hi.append(b)
-        return j
-
-    reads = [[oid(c.mem, c.lo, c.hi) for c in chk if c.mem is not None and c.mem.check_reads]
-             for chk in sig_checks]
-    writes = [[oid(o.mem, o.lo, o.hi)] if o is not None and o.mem is not None
+    index: dict[tuple[Memory, int, int], int] = {}  # numbered in order of first use
+    num = index.setdefault
+    reads = [[num((c.mem, c.lo, c.hi), len(index)) for c in chk
+              if c.mem is not None and c.mem.check_reads] for chk in sig_checks]
+    writes = [[num((o.mem, o.lo, o.hi), len(index))] if o is not None and o.mem is not None
               and o.mem.check_reads else [] for o in sig_out]
-    rewinds = [[oid(*r)] if r is not None and r[0].check_reads else [] for r in sig_rewind]
-    return _Intervals(mems, mid, lo, hi, reads, writes, rewinds)
+    rewinds = [[num(r, len(index))] if r is not None and r[0].check_reads else []
+               for r in sig_rewind]
+    return _Intervals({m.mid: m for m, _, _ in index}, [m.mid for m, _, _ in index],
+                      [a for _, a, _ in index], [b for _, _, b in index], reads, writes,
+                      rewinds)
 
 
 def _events(iv: _Intervals, sig: np.ndarray, writers: np.ndarray, land_k: np.ndarray,
