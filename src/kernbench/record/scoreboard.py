@@ -34,8 +34,11 @@ _FAR = 1 << 62
 _HBM = "hbm"
 #: segment bounds held before the first prune (then twice what survived the last one)
 _PRUNE_AT = 64
-#: a memory's segment bounds kept as they are by a prune (more: equal neighbours merge)
-_KEEP_BOUNDS = 32
+#: a memory's segment bounds kept as they are by a prune (more: equal neighbours merge).
+#: Kept bounds let a buffer that comes back to the same bytes find its one segment (the
+#: short path of ``issue``); 32 resident programs of a few buffers each need a few hundred
+#: in one TCM (ADR-0700). A prune walks them all, so prunes come that much less often.
+_KEEP_BOUNDS = 256
 
 
 def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
@@ -165,7 +168,7 @@ class Scoreboard:
         n = len(b) - 1
         pe = self.pe
         t = start
-        segments = []
+        reads = []
         for h in cmd.inputs:  # RAW: a read waits for writes
             buf = h.buf
             lo = buf.addr
@@ -175,27 +178,28 @@ class Scoreboard:
                 return self._issue(program, cmd, start, span)
             if wr[i] > t:
                 t = wr[i]
-            segments.append(i)
+            reads.append(i)
         out = cmd.out
+        o = -1
         if out is not None:  # WAR and WAW: a write waits for every access
             buf = out.buf
             lo = buf.addr
             o = bisect_left(b, lo)
             if o >= n or b[o] != lo or b[o + 1] != lo + buf.nbytes or buf.space != "tcm" \
-                    or buf.pe != pe:
+                    or buf.pe != pe or DROP_WAR:
                 return self._issue(program, cmd, start, span)
-            v = wr[o] if DROP_WAR else rw[o]
-            if v > t:
-                t = v
-            segments.append(o)
+            if rw[o] > t:
+                t = rw[o]
         t_end = t + span
-        for i in segments:
+        for i in reads:
             if rw[i] < t_end:
                 rw[i] = t_end
-        if out is not None and wr[o] < t_end:
-            wr[o] = t_end
-        self.count += len(segments)
-        if self.count > self.limit:  # amortised: the index stays as small as what flies
+        if o < 0:
+            self.count += len(reads)
+        else:  # nothing there ends after ``t`` (and a write's end is an access's end)
+            rw[o] = wr[o] = t_end
+            self.count += len(reads) + 1
+        if self.count > self.limit:  # ``noted``, inlined
             self.prune(self.floor())
             self.limit = max(_PRUNE_AT, 2 * self.count)
         return t
@@ -268,10 +272,7 @@ class Scoreboard:
                         rw[k] = t_end
                     if write and wr[k] < t_end:
                         wr[k] = t_end
-        self.count += len(plan)
-        if self.count > self.limit:  # amortised: the index stays as small as what flies
-            self.prune(self.floor())
-            self.limit = max(_PRUNE_AT, 2 * self.count)
+        self.noted(len(plan))
         return t
 
     def _memory(self, program: int, cmd: Any, buf: Any, write: bool) -> tuple[Ranges, int, bool]:
@@ -311,8 +312,13 @@ class Scoreboard:
                 for k in range(i, j):
                     if rw[k] < t_end:
                         rw[k] = t_end
-        self.count += len(plan)
-        if self.count > self.limit:  # amortised: the index stays as small as what flies
+        self.noted(len(plan))
+
+    def noted(self, n: int) -> None:
+        """``n`` accesses more were noted: prune once the index has grown (amortised: it
+        stays as small as what flies)."""
+        self.count += n
+        if self.count > self.limit:
             self.prune(self.floor())
             self.limit = max(_PRUNE_AT, 2 * self.count)
 
@@ -364,8 +370,10 @@ class Scoreboard:
         i, j, t = _span(m, bisect_left(m.bounds, lo), lo, hi, True)
         if now > t:
             t = now
-        # the next writer of these bytes waits for it, as for their last reader
-        self.commit([(m.rw, None, i, j)], t)
+        # the next writer of these bytes waits for it, as for their last reader: ``t`` is no
+        # earlier than any end there, so every segment's latest end becomes ``t``
+        m.rw[i:j] = [t] * (j - i)
+        self.noted(1)
         return t
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
