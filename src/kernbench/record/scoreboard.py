@@ -211,10 +211,11 @@ class Scoreboard:
         there are none: a cut copies its segment, so no answer changes) and the latest end
         there; the same segments are raised once the start is known."""
         t = start
-        plan = []  # (index, lo, hi, first segment, end segment, written) per access
+        # (index, lo, hi, first segment, end segment, written) per access
+        plan: list[tuple[Ranges, int, int, int, int, bool]] = []
         tcm, pe = self.tcm, self.pe
         war = not DROP_WAR
-        cut = False
+        moved = False  # a cut may have moved an earlier extent's segments (same memory)
         # the reads, then the write: the same steps, written twice (a loop over both costs
         # as much as the steps on this per-op path)
         for h in cmd.inputs:  # RAW: a read waits for writes (an atomic's HBM input: for all)
@@ -231,7 +232,7 @@ class Scoreboard:
                 v = (m.rw if write and war else m.wr)[i]
             else:
                 i, j, v = _span(m, i, lo, hi, write and war)
-                cut = True
+                moved = moved or any(p[0] is m for p in plan)
             plan.append((m, lo, hi, i, j, write))
             if v > t:
                 t = v
@@ -250,11 +251,11 @@ class Scoreboard:
                 v = (m.rw if war else m.wr)[i]
             else:
                 i, j, v = _span(m, i, lo, hi, war)
-                cut = True
+                moved = moved or any(p[0] is m for p in plan)
             plan.append((m, lo, hi, i, j, True))
             if v > t:
                 t = v
-        if cut and len(plan) > 1:  # a later cut may have moved an earlier extent's segments
+        if moved:
             plan = [(m, lo, hi, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi), w)
                     for m, lo, hi, _, _, w in plan]
         t_end = t + span
