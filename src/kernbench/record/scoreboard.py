@@ -12,8 +12,9 @@ timed, so the next writer of those bytes comes after Phase 2 invalidated them.
 Each memory keeps an interval index (``Ranges``): its address line cut into segments at the
 bounds of the accesses, each segment holding the latest end of a write and of any access
 that covers it. A query is two bisections and a ``max`` over the segments between them,
-whatever the number of accesses in flight (ADR-0595). Values that ended before the earliest
-clock of the PE's programs are forgotten: no op still to be issued can start before it.
+whatever the number of accesses in flight (ADR-0595); ``issue`` times an op's data and notes
+its accesses in one call (ADR-0700). Values that ended before the earliest clock of the
+PE's programs are forgotten: no op still to be issued can start before it.
 """
 
 from __future__ import annotations
