@@ -1,6 +1,6 @@
 """The scoreboard's interval index (ADR-0595) against a list of every access, scanned: random
 overlapping extents in TCM, staging and HBM (per program), reads, writes and atomics, with
-prunes at a rising floor. Every ``claim`` must give the scan's answer."""
+prunes at a rising floor. Every ``issue`` must give the scan's answer."""
 
 from __future__ import annotations
 
@@ -70,11 +70,11 @@ def test_claim_gives_the_latest_conflicting_end_a_scan_of_every_access_gives(
         writes = [] if out is None else [_extent(out, attrs != "{}")]
         if op in ATOMICS:
             writes += [r for r in reads if r[0] == "hbm"]
-        t, plan = board.claim(program, cmd)
-        assert max(t, floor[0]) == max(_scan(done, program, reads, writes, floor[0],
-                                             drop_war), floor[0]), step
-        end = floor[0] + rng.randrange(1, 400)
-        board.commit(plan, end)
+        span = rng.randrange(1, 400)
+        start = board.issue(program, cmd, floor[0], span)
+        assert start == max(_scan(done, program, reads, writes, floor[0], drop_war),
+                            floor[0]), step
+        end = start + span
         done += [(s, lo, hi, program, False, end) for s, lo, hi in reads]
         done += [(s, lo, hi, program, True, end) for s, lo, hi in writes]
         floor[0] += rng.randrange(0, 40)  # the PE's clock moves on; prunes drop the past
@@ -98,8 +98,7 @@ def test_a_rewind_gives_and_notes_what_touched_and_note_give_for_its_extent(seed
             cmd = Cmd(OP.ADD, inputs, out, 0, 0, (0,), "", 0, "{}")
             end = floor[0] + rng.randrange(1, 400)
             for board in (fast, plain):
-                t, plan = board.claim(0, cmd)
-                board.commit(plan, end)
+                board.issue(0, cmd, end, 0)
         else:  # a scope exit rewinding [lo, hi) at the clock ``now``
             lo = 64 * rng.randrange(24)
             hi = lo + 64 * rng.randrange(0, 6)
@@ -111,3 +110,41 @@ def test_a_rewind_gives_and_notes_what_touched_and_note_give_for_its_extent(seed
         assert fast.tcm.bounds == plain.tcm.bounds, step
         assert fast.tcm.rw == plain.tcm.rw and fast.tcm.wr == plain.tcm.wr, step
         floor[0] += rng.randrange(0, 40)
+
+
+class _Counting(Scoreboard):
+    """A board that counts the ops its general path took."""
+
+    __slots__ = ("general",)
+
+    def _issue(self, program: int, cmd: Cmd, start: int, span: int) -> int:
+        self.general += 1
+        return super()._issue(program, cmd, start, span)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_one_segment_path_gives_what_the_general_path_gives(seed) -> None:
+    """``issue``'s path for operands that are whole segments of the PE's TCM against
+    ``_issue`` (every operand searched, cut where needed), on two boards given the same
+    random history: the same start, the same index after every op; both paths taken."""
+    rng = random.Random(seed)
+    floor = [0]
+    fast, plain = _Counting(lambda: floor[0], 0), Scoreboard(lambda: floor[0], 0)
+    fast.general = 0
+    steps = 600
+    for step in range(steps):
+        space = "tcm" if rng.random() < 0.9 else rng.choice(["staging", "hbm"])
+        inputs = tuple(_handle(space if k == 0 else "tcm", 64 * rng.randrange(12),
+                               16 * rng.randrange(1, 3)) for k in range(rng.randrange(3)))
+        out = None if rng.random() < 0.2 else _handle("tcm", 64 * rng.randrange(12),
+                                                      16 * rng.randrange(1, 3))
+        cmd = Cmd(OP.ADD, inputs, out, 0, 0, (0,), "", 0, "{}")
+        start, span = floor[0] + rng.randrange(0, 30), rng.randrange(1, 400)
+        want = plain._issue(0, cmd, start, span)
+        assert fast.issue(0, cmd, start, span) == want, step
+        assert fast.memories.keys() == plain.memories.keys(), step
+        for key, m in plain.memories.items():
+            assert fast.memories[key].bounds == m.bounds, step
+            assert fast.memories[key].rw == m.rw and fast.memories[key].wr == m.wr, step
+        floor[0] += rng.randrange(0, 20)
+    assert 50 < fast.general < steps - 100  # both paths ran, the short one often

@@ -27,18 +27,14 @@ def schedule(pe: PE, cmd: Cmd, model: Callable, engine: Any, t_issue: int,
              queue: Any = None) -> tuple[int, int, int]:
     """Time one op issued at ``t_issue`` through the scoreboard and its engine: (start, busy,
     end). ``queue``: the engine's queue, where a start after the issue is queued."""
-    board = pe.board
-    start, plan = board.claim(pe.ctx.program, cmd)
-    earliest = t_issue + pe.dispatch_ps
-    if earliest > start:
-        start = earliest
     busy, latency = model(pe, cmd)
+    start = t_issue + pe.dispatch_ps
     if engine.busy_until > start:
         start = engine.busy_until
+    start = pe.board.issue(pe.ctx.program, cmd, start, busy + latency)
     engine.busy_until = start + busy
     engine.busy_total += busy
     t_end = start + busy + latency
-    board.commit(plan, t_end)
     if start > t_issue and queue is not None:
         queue.append(start)
     out = cmd.out
@@ -80,18 +76,13 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
             pe.adopt(cmd)
     # ``schedule``'s steps, written out: this is every op's path (``schedule`` is the
     # composite children's), and the call and its tuple cost as much as a few of the steps
-    board = pe.board
-    start, plan = board.claim(pe.ctx.program, cmd)
-    issued = now + pe.dispatch_ps
-    if issued > start:
-        start = issued
     busy, latency = model(pe, cmd)
-    if engine.busy_until > start:
-        start = engine.busy_until
+    issued = now + pe.dispatch_ps
+    start = engine.busy_until if engine.busy_until > issued else issued
+    start = pe.board.issue(pe.ctx.program, cmd, start, busy + latency)
     engine.busy_until = start + busy
     engine.busy_total += busy
     t_end = start + busy + latency
-    board.commit(plan, t_end)
     if start > now and queue is not None:
         queue.append(start)
     out = cmd.out

@@ -180,23 +180,20 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
     """The SimPy process of an ``async`` PE: its programs, ``k`` at a time."""
     size = slot_bytes(pe.hw, k)
     free_at = [pe.now] * k  # when each slot frees
-    free = list(range(k))  # the slots nobody holds
+    free = [(pe.now, s) for s in range(k)]  # the slots nobody holds: a heap by (free_at, slot)
     waiting = list(reversed(programs))
     others = _Schedule(pe.hw.engine_queue_depth)
     live = 0  # programs started and not finished
     peak = 0
     while waiting or live:
-        slot = min(free, key=lambda s: (free_at[s], s)) if waiting and free else -1
+        slot = free[0][1] if waiting and free else -1  # the first to free, then the lowest
         nxt = None if slot < 0 else (free_at[slot], waiting[-1])
         best = others.earliest()
         if best is None or (nxt is not None and nxt < best[0]):
             cur = _start(pe, waiting.pop(), slot, free_at[slot], size, k, grid, body)
-            free.remove(slot)
+            heapq.heappop(free)
             live += 1
-            nxt = None
-            if waiting and free:
-                s2 = min(free, key=lambda s: (free_at[s], s))
-                nxt = (free_at[s2], waiting[-1])
+            nxt = (free[0][0], waiting[-1]) if waiting and free else None
         else:
             cur = others.take(best[1])
         after = others.earliest()
@@ -221,7 +218,7 @@ def run(pe: PE, programs: list[int], grid: tuple[int, ...], body: Callable[[], A
             end = max(pe.now, pe.last_end)
             peak = max(peak, cur.ctx.scratch.peak)
             free_at[cur.slot] = end
-            free.append(cur.slot)
+            heapq.heappush(free, (end, cur.slot))
             live -= 1
         _save(pe, cur)
         if not cur.greenlet.dead:

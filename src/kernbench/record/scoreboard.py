@@ -12,8 +12,9 @@ timed, so the next writer of those bytes comes after Phase 2 invalidated them.
 Each memory keeps an interval index (``Ranges``): its address line cut into segments at the
 bounds of the accesses, each segment holding the latest end of a write and of any access
 that covers it. A query is two bisections and a ``max`` over the segments between them,
-whatever the number of accesses in flight (ADR-0595). Values that ended before the earliest
-clock of the PE's programs are forgotten: no op still to be issued can start before it.
+whatever the number of accesses in flight (ADR-0595); ``issue`` times an op's data and notes
+its accesses in one call (ADR-0700). Values that ended before the earliest clock of the
+PE's programs are forgotten: no op still to be issued can start before it.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ _FAR = 1 << 62
 _HBM = "hbm"
 #: segment bounds held before the first prune (then twice what survived the last one)
 _PRUNE_AT = 64
-#: a memory's segment bounds kept as they are by a prune (more: equal neighbours merge)
-_KEEP_BOUNDS = 32
+#: a memory's segment bounds kept as they are by a prune (more: equal neighbours merge).
+#: Kept bounds let a buffer that comes back to the same bytes find its one segment (the
+#: short path of ``issue``); 32 resident programs of a few buffers each need a few hundred
+#: in one TCM (ADR-0700). A prune walks them all, so prunes come that much less often.
+_KEEP_BOUNDS = 256
 
 
 def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
@@ -155,16 +159,64 @@ class Scoreboard:
         self.pe = pe
         self.tcm = self.memories[self.tcm_key] = Ranges()
 
-    def claim(self, program: int, cmd: Any) -> tuple[int, list]:
-        """``ready`` and the accesses ``commit`` notes, for one command in one pass: (the
-        earliest start its data allows, its accesses). Each extent's bounds become segment
-        bounds here (a cut copies its segment, so no answer changes), and ``commit`` raises
-        the segments between them without searching again, unless a cut moved them."""
-        t = 0
-        plan = []
+    def issue(self, program: int, cmd: Any, start: int, span: int) -> int:
+        """When ``cmd`` starts: at ``start`` (what its issue and its engine allow) or when its
+        data lets it, if later; its accesses are noted in flight until that start plus
+        ``span``. This is the common case, every operand one whole segment of this PE's TCM
+        (no cut, no other memory): anything else is ``_issue``'s, which starts over."""
+        tcm = self.tcm
+        b, wr, rw = tcm.bounds, tcm.wr, tcm.rw
+        n = len(b) - 1
+        pe = self.pe
+        t = start
+        reads = []
+        for h in cmd.inputs:  # RAW: a read waits for writes
+            buf = h.buf
+            lo = buf.addr
+            i = bisect_left(b, lo)
+            if i >= n or b[i] != lo or b[i + 1] != lo + buf.nbytes or buf.space != "tcm" \
+                    or buf.pe != pe:
+                return self._issue(program, cmd, start, span)
+            if wr[i] > t:
+                t = wr[i]
+            reads.append(i)
+        out = cmd.out
+        o = -1
+        if out is not None:  # WAR and WAW: a write waits for every access
+            buf = out.buf
+            lo = buf.addr
+            o = bisect_left(b, lo)
+            if o >= n or b[o] != lo or b[o + 1] != lo + buf.nbytes or buf.space != "tcm" \
+                    or buf.pe != pe or DROP_WAR:
+                return self._issue(program, cmd, start, span)
+            if rw[o] > t:
+                t = rw[o]
+        t_end = t + span
+        for i in reads:
+            if rw[i] < t_end:
+                rw[i] = t_end
+        if o < 0:
+            self.count += len(reads)
+        else:  # nothing there ends after ``t`` (and a write's end is an access's end)
+            rw[o] = wr[o] = t_end
+            self.count += len(reads) + 1
+        if self.count > self.limit:  # ``noted``, inlined
+            self.prune(self.floor())
+            self.limit = max(_PRUNE_AT, 2 * self.count)
+        return t
+
+    def _issue(self, program: int, cmd: Any, start: int, span: int) -> int:
+        """When ``cmd`` starts: at ``start`` (what its issue and its engine allow) or when its
+        data lets it, if later. Its accesses are noted in flight until that start plus
+        ``span``. One pass finds each extent's segments (cutting bounds at its ends where
+        there are none: a cut copies its segment, so no answer changes) and the latest end
+        there; the same segments are raised once the start is known."""
+        t = start
+        # (index, lo, hi, first segment, end segment, written) per access
+        plan: list[tuple[Ranges, int, int, int, int, bool]] = []
         tcm, pe = self.tcm, self.pe
         war = not DROP_WAR
-        cut = False
+        moved = False  # a cut may have moved an earlier extent's segments (same memory)
         # the reads, then the write: the same steps, written twice (a loop over both costs
         # as much as the steps on this per-op path)
         for h in cmd.inputs:  # RAW: a read waits for writes (an atomic's HBM input: for all)
@@ -181,8 +233,8 @@ class Scoreboard:
                 v = (m.rw if write and war else m.wr)[i]
             else:
                 i, j, v = _span(m, i, lo, hi, write and war)
-                cut = True
-            plan.append((m.rw, m.wr if write else None, i, j))
+                moved = moved or any(p[0] is m for p in plan)
+            plan.append((m, lo, hi, i, j, write))
             if v > t:
                 t = v
         out = cmd.out
@@ -195,33 +247,35 @@ class Scoreboard:
                 m, hi, _ = self._memory(program, cmd, buf, True)
             b = m.bounds
             i = bisect_left(b, lo)
-            rw = m.rw
             if i + 1 < len(b) and b[i] == lo and b[i + 1] == hi:
                 j = i + 1
-                v = (rw if war else m.wr)[i]
+                v = (m.rw if war else m.wr)[i]
             else:
                 i, j, v = _span(m, i, lo, hi, war)
-                cut = True
-            plan.append((rw, m.wr, i, j))
+                moved = moved or any(p[0] is m for p in plan)
+            plan.append((m, lo, hi, i, j, True))
             if v > t:
                 t = v
-        if cut and len(plan) > 1:  # a later cut may have moved an earlier extent's segments
-            plan = [(m.rw, m.wr if w else None, bisect_left(m.bounds, lo),
-                     bisect_left(m.bounds, hi)) for m, lo, hi, w in self._extents(program, cmd)]
-        return t, plan
-
-    def _extents(self, program: int, cmd: Any) -> list[tuple[Ranges, int, int, bool]]:
-        """(index, lo, hi, written) of each of ``cmd``'s accesses, in ``claim``'s order."""
-        extents = []
-        for k, h in enumerate((*cmd.inputs, cmd.out) if cmd.out is not None else cmd.inputs):
-            buf = h.buf
-            write = k == len(cmd.inputs)
-            if buf.space == "tcm" and buf.pe == self.pe:
-                extents.append((self.tcm, buf.addr, buf.addr + buf.nbytes, write))
+        if moved:
+            plan = [(m, lo, hi, bisect_left(m.bounds, lo), bisect_left(m.bounds, hi), w)
+                    for m, lo, hi, _, _, w in plan]
+        t_end = t + span
+        for m, _, _, i, j, write in plan:
+            rw = m.rw
+            if j == i + 1:  # one segment: the common case
+                if rw[i] < t_end:
+                    rw[i] = t_end
+                if write and m.wr[i] < t_end:
+                    m.wr[i] = t_end
             else:
-                m, hi, w = self._memory(program, cmd, buf, write)
-                extents.append((m, buf.addr, hi, w))
-        return extents
+                wr = m.wr
+                for k in range(i, j):
+                    if rw[k] < t_end:
+                        rw[k] = t_end
+                    if write and wr[k] < t_end:
+                        wr[k] = t_end
+        self.noted(len(plan))
+        return t
 
     def _memory(self, program: int, cmd: Any, buf: Any, write: bool) -> tuple[Ranges, int, bool]:
         """(index, end of the extent, written) of an operand outside this PE's TCM: HBM per
@@ -242,7 +296,7 @@ class Scoreboard:
         return m, hi, write
 
     def commit(self, plan: list, t_end: int) -> None:
-        """Note the accesses ``claim`` gave, in flight until ``t_end``: per access, its
+        """Note accesses in flight until ``t_end`` (``note``, ``rewound``): per access, its
         memory's latest ends of any access and of a write (None: a read) and its segments."""
         for rw, wr, i, j in plan:
             if j == i + 1:  # one segment: the common case
@@ -260,8 +314,13 @@ class Scoreboard:
                 for k in range(i, j):
                     if rw[k] < t_end:
                         rw[k] = t_end
-        self.count += len(plan)
-        if self.count > self.limit:  # amortised: the index stays as small as what flies
+        self.noted(len(plan))
+
+    def noted(self, n: int) -> None:
+        """``n`` accesses more were noted: prune once the index has grown (amortised: it
+        stays as small as what flies)."""
+        self.count += n
+        if self.count > self.limit:
             self.prune(self.floor())
             self.limit = max(_PRUNE_AT, 2 * self.count)
 
@@ -313,8 +372,10 @@ class Scoreboard:
         i, j, t = _span(m, bisect_left(m.bounds, lo), lo, hi, True)
         if now > t:
             t = now
-        # the next writer of these bytes waits for it, as for their last reader
-        self.commit([(m.rw, None, i, j)], t)
+        # the next writer of these bytes waits for it, as for their last reader: ``t`` is no
+        # earlier than any end there, so every segment's latest end becomes ``t``
+        m.rw[i:j] = [t] * (j - i)
+        self.noted(1)
         return t
 
     def touched(self, key: Any, lo: int, hi: int) -> int:
@@ -323,11 +384,15 @@ class Scoreboard:
         return 0 if m is None else m.latest(lo, hi, False)
 
     def prune(self, before: int) -> None:
-        """Forget the accesses that ended at or before ``before``."""
+        """Forget the accesses that ended at or before ``before``. A memory other than the
+        PE's TCM with nothing left in flight goes, bounds and all (HBM is per program: a
+        finished program's would stay, and every prune would walk it). ``count`` restarts
+        at what the next prune walks, memories and bounds, so prunes stay amortised."""
         n = 0
+        tcm = self.tcm
         for key, m in list(self.memories.items()):
-            left = m.forget(before)
-            n += left
-            if not left and m is not self.tcm:
+            if m is not tcm and (not m.rw or max(m.rw) <= before):  # ``rw``: writes too
                 del self.memories[key]
+            else:
+                n += m.forget(before) + 1
         self.count = n
