@@ -19,10 +19,11 @@ PE's programs are forgotten: no op still to be issued can start before it.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.record.ranges import Ranges
 from kernbench.schemas.ops import ATOMICS
 
 #: test-only switch: drop the WAR edge (a writer no longer waits for earlier readers), which
@@ -35,11 +36,6 @@ _FAR = 1 << 62
 _HBM = "hbm"
 #: segment bounds held before the first prune (then twice what survived the last one)
 _PRUNE_AT = 64
-#: a memory's segment bounds kept as they are by a prune (more: equal neighbours merge).
-#: Kept bounds let a buffer that comes back to the same bytes find its one segment (the
-#: short path of ``issue``); 32 resident programs of a few buffers each need a few hundred
-#: in one TCM (ADR-0700). A prune walks them all, so prunes come that much less often.
-_KEEP_BOUNDS = 256
 
 
 def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
@@ -59,86 +55,6 @@ def accesses(cmd: Any) -> tuple[list[tuple[Any, int, int]], list[tuple[Any, int,
     if cmd.op in ATOMICS:
         writes += [r for r in reads if r[0][0] == _HBM]
     return reads, writes
-
-
-class Ranges:
-    """One memory's in-flight accesses as segments: segment ``k`` is ``[bounds[k],
-    bounds[k + 1])`` (the last one runs to the end of memory and is always empty);
-    ``wr[k]`` is the latest end of a write covering it, ``rw[k]`` of any access (0: none)."""
-
-    __slots__ = ("bounds", "wr", "rw")
-
-    def __init__(self) -> None:
-        self.bounds: list[int] = []
-        self.wr: list[int] = []
-        self.rw: list[int] = []
-
-    def latest(self, lo: int, hi: int, writes_only: bool) -> int:
-        """The latest end of a write (``writes_only``) or of any access overlapping
-        ``[lo, hi)`` (0: none)."""
-        b = self.bounds
-        i = bisect_right(b, lo) - 1
-        if i < 0:
-            i = 0
-        j = bisect_left(b, hi, i)
-        if j <= i:
-            return 0
-        return max((self.wr if writes_only else self.rw)[i:j])
-
-    def cut(self, i: int, x: int) -> None:
-        """Make ``x`` a segment bound at index ``i`` (where bisection put it): the new
-        segment copies the one it cuts."""
-        self.bounds.insert(i, x)
-        if i:
-            self.wr.insert(i, self.wr[i - 1])
-            self.rw.insert(i, self.rw[i - 1])
-        else:
-            self.wr.insert(0, 0)
-            self.rw.insert(0, 0)
-
-    def split(self, x: int) -> None:
-        """Make ``x`` a segment bound (if it is not one)."""
-        b = self.bounds
-        i = bisect_left(b, x)
-        if i == len(b) or b[i] != x:
-            self.cut(i, x)
-
-    def forget(self, before: int) -> int:
-        """Drop what ended at or before ``before``; bounds left. Equal neighbours merge once
-        there are more than ``_KEEP_BOUNDS`` bounds (below that the bounds stay, and the
-        buffers that come back to the same bytes find them)."""
-        bounds: list[int] = []
-        wrs: list[int] = []
-        rws: list[int] = []
-        merge = len(self.bounds) > _KEEP_BOUNDS
-        last_w = last_r = 0  # before the first bound: nothing
-        for x, w, r in zip(self.bounds, self.wr, self.rw, strict=True):
-            if w <= before:
-                w = 0
-            if r <= before:
-                r = 0
-            if not merge or w != last_w or r != last_r:
-                bounds.append(x)
-                wrs.append(w)
-                rws.append(r)
-                last_w, last_r = w, r
-        self.bounds, self.wr, self.rw = bounds, wrs, rws
-        return len(bounds)
-
-
-def _span(m: Ranges, i: int, lo: int, hi: int, after_all: bool) -> tuple[int, int, int]:
-    """Segments ``i`` (``lo`` bisected into ``m``'s bounds) to ``j`` of ``[lo, hi)``, cutting
-    bounds where there are none: (i, j, the latest end of any access there if ``after_all``,
-    else of a write; 0: none)."""
-    b = m.bounds
-    if i == len(b) or b[i] != lo:
-        m.cut(i, lo)
-    j = bisect_left(b, hi, i)
-    if j == len(b) or b[j] != hi:
-        m.cut(j, hi)
-    if j <= i:
-        return i, j, 0
-    return i, j, max((m.rw if after_all else m.wr)[i:j])
 
 
 class Scoreboard:
@@ -232,7 +148,7 @@ class Scoreboard:
                 j = i + 1
                 v = (m.rw if write and war else m.wr)[i]
             else:
-                i, j, v = _span(m, i, lo, hi, write and war)
+                i, j, v = m.span(i, lo, hi, write and war)
                 moved = moved or any(p[0] is m for p in plan)
             plan.append((m, lo, hi, i, j, write))
             if v > t:
@@ -251,7 +167,7 @@ class Scoreboard:
                 j = i + 1
                 v = (m.rw if war else m.wr)[i]
             else:
-                i, j, v = _span(m, i, lo, hi, war)
+                i, j, v = m.span(i, lo, hi, war)
                 moved = moved or any(p[0] is m for p in plan)
             plan.append((m, lo, hi, i, j, True))
             if v > t:
@@ -369,7 +285,7 @@ class Scoreboard:
             t = m.latest(lo, hi, False)  # still counts as touching it, as ``touched`` says)
             return now if now > t else t
         # cuts copy their segments: the latest end over the range holds
-        i, j, t = _span(m, bisect_left(m.bounds, lo), lo, hi, True)
+        i, j, t = m.span(bisect_left(m.bounds, lo), lo, hi, True)
         if now > t:
             t = now
         # the next writer of these bytes waits for it, as for their last reader: ``t`` is no
