@@ -27,6 +27,13 @@ def test_tensor_contents_are_each_rows_bytes_nulls_included(chunks, sliced):
     assert [None if g is None else bytes(g) for g in got] == rows  # as to_pylist reads them
 
 
+@pytest.mark.parametrize("kind", [pa.large_binary(), pa.binary()])
+def test_tensor_contents_of_any_binary_layout_read_alike(kind):
+    rows = [b"ab", None, b"", bytes(range(7))]
+    got = _contents(pa.chunked_array([pa.array(rows, kind)], kind))
+    assert [None if g is None else bytes(g) for g in got] == rows
+
+
 def test_load_tensors_reads_data_inits_without_copying_them():
     q = np.arange(12, dtype=np.float16).reshape(3, 4)
     table = pa.Table.from_pydict({

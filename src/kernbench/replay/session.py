@@ -90,6 +90,8 @@ def load_tensors(table: pa.Table) -> list[HbmTensor]:
 def _contents(column: pa.ChunkedArray) -> list[memoryview | None]:
     """Each row's bytes as a view of the Arrow buffer that holds them: a 134 MB input is not
     copied into a bytes object (an Arrow scalar, or ``to_pylist``, copies it)."""
+    if not pa.types.is_binary(column.type):  # another layout (a large or view binary)
+        return [None if v is None else memoryview(v) for v in column.to_pylist()]
     out: list[memoryview | None] = []
     for chunk in column.chunks:
         validity, offsets, values = chunk.buffers()
