@@ -74,28 +74,9 @@ def timed(pe: PE, cmd: Cmd, model: Callable, engine: Any) -> None:
         loop.target(cmd.src, now)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             pe.adopt(cmd)
-    # ``schedule``'s steps, written out: this is every op's path (``schedule`` is the
-    # composite children's), and the call and its tuple cost as much as a few of the steps
-    busy, latency = model(pe, cmd)
-    issued = now + pe.dispatch_ps
-    start = engine.busy_until if engine.busy_until > issued else issued
-    start = pe.board.issue(pe.ctx.program, cmd, start, busy + latency)
-    engine.busy_until = start + busy
-    engine.busy_total += busy
-    t_end = start + busy + latency
-    if start > now and queue is not None:
-        queue.append(start)
-    out = cmd.out
-    if out is not None and out.buf.ready_ps < t_end:
-        out.buf.ready_ps = t_end
-    for h in cmd.inputs:
-        if h.buf.read_until < t_end:
-            h.buf.read_until = t_end
-    if t_end > pe.last_end:
-        pe.last_end = t_end
+    start, busy, t_end = schedule(pe, cmd, model, engine, now, queue)
     pe.row(now, start, t_end, busy, wait, cmd)
-    now = issued
-    pe.now = now
+    pe.now = now = now + pe.dispatch_ps
     if now >= pe.switch_at:
         pe.maybe_yield()
 
