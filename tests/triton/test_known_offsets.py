@@ -19,6 +19,7 @@ from kernbench import triton as kbt
 from kernbench.errors import BoundsError, UnsupportedError
 from kernbench.record import addressing, indexplan
 from kernbench.record.handle import HbmTensor
+from kernbench.record.memo import BoundedMemo
 from kernbench.schemas import dtypes
 from kernbench.triton import arith, memory, value
 from kernbench.triton import dtypes as d
@@ -214,7 +215,7 @@ def test_block_pointers_learn_their_geometry_and_record_the_same_bytes(
         return {f: hashlib.sha256((path / f).read_bytes()).hexdigest()
                 for f in ("ops.parquet", "access.parquet", "tensors.parquet")}
 
-    monkeypatch.setattr(memory, "_BLOCK_RELS", {})
+    monkeypatch.setattr(memory, "_BLOCK_RELS", BoundedMemo())
     with monkeypatch.context() as mp:
         mp.setattr(addressing, "CACHE", False)
         plain = digests("off")

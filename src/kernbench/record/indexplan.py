@@ -95,6 +95,11 @@ def new_plan(rel: np.ndarray, m: np.ndarray | None, isz: int, burst: int) -> Pla
 Rel = tuple[tuple[tuple[int, ...], bytes], int, int]
 
 
+def fits_int64(lo: int, hi: int) -> bool:
+    """Offsets from ``lo`` to ``hi`` are all int64 values: none of them wrapped."""
+    return -(1 << 63) <= lo and hi < 1 << 63
+
+
 class Known(Protocol):
     """What the caller knows of an access's offsets array (a Triton pointer value): ``rel``
     is None or a ``Rel``, the relative offsets measured from the lowest element.

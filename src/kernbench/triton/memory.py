@@ -11,6 +11,8 @@ import numpy as np
 from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import addressing as ix
 from kernbench.record.handle import HbmTensor, TensorHandle
+from kernbench.record.indexplan import fits_int64, remember
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import src_here
 from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import arith, data
@@ -76,8 +78,7 @@ class block_ptr:  # noqa: N801 - what tl.make_block_ptr returns
 
 #: relative offsets key and lowest/highest element relative to the block origin, by
 #: (block shape, strides): the same for every block pointer of that geometry
-_BLOCK_RELS: dict[tuple, tuple[tuple[tuple[int, ...], bytes], int, int]] = {}
-_INT64 = (-(1 << 63), 1 << 63)
+_BLOCK_RELS = BoundedMemo()
 
 
 class _BlockKnown:
@@ -92,18 +93,18 @@ class _BlockKnown:
         got = _BLOCK_RELS.get(geometry)
         if got is not None:
             key, lo, hi = got[0], origin + got[1], origin + got[2]
-            if _INT64[0] <= lo and hi < _INT64[1]:
+            if fits_int64(lo, hi):
                 self.rel = (key, lo, hi)
 
     def learnt(self) -> None:
         rel = self.rel
-        if rel is None or self.geometry in _BLOCK_RELS or len(_BLOCK_RELS) >= 1024:
+        if rel is None or self.geometry in _BLOCK_RELS:
             return
         shape, strides = self.geometry
         lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
         hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
         if (rel[1] - self.origin, rel[2] - self.origin) == (lo, hi):
-            _BLOCK_RELS[self.geometry] = (rel[0], lo, hi)
+            remember(_BLOCK_RELS, self.geometry, (rel[0], lo, hi))
 
 
 def _ints(xs: object, what: str, src: str) -> tuple[int, ...]:
@@ -209,7 +210,7 @@ def _shape(x: object) -> tuple[int, ...]:
 
 
 #: broadcast shapes of load/store operands by their shapes (a launch has a few)
-_BROADCASTS: dict[tuple[tuple[int, ...], ...], tuple[int, ...]] = {}
+_BROADCASTS = BoundedMemo()
 
 
 def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -> tuple[int, ...]:
@@ -219,8 +220,7 @@ def _broadcast(shapes: list[tuple[str, tuple[int, ...]]], what: str, src: str) -
         return got
     try:
         got = tuple(np.broadcast_shapes(*key))
-        if len(_BROADCASTS) < 1024:
-            _BROADCASTS[key] = got
+        remember(_BROADCASTS, key, got)
         return got
     except ValueError:
         told = ", ".join(f"{n} {list(s)}" for n, s in shapes)

@@ -20,7 +20,7 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
-from kernbench.record.indexplan import Rel, canon
+from kernbench.record.indexplan import Rel, canon, fits_int64
 from kernbench.record.lifetime import release as _release
 from kernbench.record.lifetime import retain as _retain
 from kernbench.record.memo import BoundedMemo
@@ -219,7 +219,6 @@ class Pointer(tensor):
 _RELS = BoundedMemo()
 RELS_LIMIT = 512
 RELS_BYTES = 16 << 20
-_INT64 = (-(1 << 63), 1 << 63)
 _ZERO = ((), np.zeros((), np.int64).tobytes())  # the relative offsets of a scalar
 
 
@@ -248,7 +247,7 @@ def _carry(p: Pointer, r: Value, o: object, block: bool = True) -> Value:
         key, lo, hi = got
     else:
         return r
-    if _INT64[0] <= lo and hi < _INT64[1]:
+    if fits_int64(lo, hi):
         r.rel = (key, lo, hi)
     return r
 
@@ -263,14 +262,14 @@ def _block_rel(rel: Rel, o: Concrete, out: np.ndarray) -> Rel | None:
     if got is None:
         v = o.value
         omin, omax = int(v.min()), int(v.max())
-        if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+        if not fits_int64(lo + omin, hi + omax):
             return None  # out may have wrapped: not remembered
         rlo, rhi = int(out.min()), int(out.max())
         got = ((out.shape, canon(out - rlo, RELS_LIMIT, RELS_BYTES)), rlo - lo, rhi - lo,
                omin, omax)
         _RELS.keep(mk, got, 2 * out.nbytes, RELS_LIMIT, RELS_BYTES)
     key, dlo, dhi, omin, omax = got
-    if not (_INT64[0] <= lo + omin and hi + omax < _INT64[1]):
+    if not fits_int64(lo + omin, hi + omax):
         return None
     return key, lo + dlo, lo + dhi
 
