@@ -15,6 +15,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.errors import DtypeError, ShapeError
 from kernbench.record import semantics
+from kernbench.record.memo import BoundedMemo
 from kernbench.replay import replay
 from kernbench.schemas import rules
 from kernbench.schemas.ops import OPS, Family
@@ -138,8 +139,8 @@ def _broadcast_rows():
 def test_reductions_and_broadcasts_are_the_rules_answers_first_time_and_from_the_memo(
         rec, monkeypatch, cold):
     if cold:
-        monkeypatch.setattr(semantics, "_REDUCED", {})
-        monkeypatch.setattr(semantics, "_BROADCAST", {})
+        monkeypatch.setattr(semantics, "_REDUCED", BoundedMemo())
+        monkeypatch.setattr(semantics, "_BROADCAST", BoundedMemo())
     trace = rec(reductions_and_broadcasts, {"x": kb.tensor((4,), "float32")},
                 params={"rounds": 2})
     got = [r for r in rows(trace) if r["name"] != "fill"]

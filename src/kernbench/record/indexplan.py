@@ -30,7 +30,7 @@ def frozen(a: np.ndarray) -> bool:
 
 def remember(table: BoundedMemo, key: Any, value: Any) -> None:
     """Keep ``value`` in ``table``, bounded by entries alone (``LIMIT``)."""
-    table.keep(key, value, 0, LIMIT, 0)
+    table.put(key, value, LIMIT)
 
 
 #: relative offsets' bytes by (shape, first, last): equal bytes found here are replaced by

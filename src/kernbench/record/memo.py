@@ -9,7 +9,8 @@ from typing import Any
 
 
 class BoundedMemo(dict):
-    """``keep(key, value, nbytes, limit, max_bytes)``; ``held``: the bytes kept so far."""
+    """``keep(key, value, nbytes, limit, max_bytes)``, or ``put(key, value, limit)`` bounded
+    by entries alone; ``held``: the bytes kept so far."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -21,3 +22,10 @@ class BoundedMemo(dict):
             self.held = 0
         self[key] = value
         self.held += nbytes
+
+    def put(self, key: Any, value: Any, limit: int) -> Any:
+        """Keep ``value``, bounded by entries alone (cleared at ``limit``); ``value``."""
+        if len(self) >= limit:
+            self.clear()
+        self[key] = value
+        return value

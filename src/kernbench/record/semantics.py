@@ -22,6 +22,7 @@ from kernbench.record.lowering import dtype_arg as _dtype
 from kernbench.record.lowering import emit as _emit
 from kernbench.record.lowering import prod as _prod
 from kernbench.record.lowering import shape_arg as _shape
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.operands import (
     Operands,
     arguments,
@@ -44,9 +45,9 @@ _SCALARS = (int, float, bool)
 
 #: per-signature memos of the front end's answers (bounded: cleared when full)
 _MEMO_LIMIT = 4096
-_BROADCAST: dict[tuple, tuple[int, ...]] = {}  # (shape, shape) -> broadcast shape
+_BROADCAST = BoundedMemo()  # (shape, shape) -> broadcast shape
 #: a reduction's (output shape, dtype, attrs) by (op, input shape, dtype, axis, keepdims)
-_REDUCED: dict[tuple, tuple[tuple[int, ...], dtypes.DType, str]] = {}
+_REDUCED = BoundedMemo()
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[int, ...]:
@@ -59,9 +60,7 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[
             got = rules.broadcast_shapes(a, b)
         except ValueError as exc:
             raise ShapeError(str(exc), src) from None
-        if len(_BROADCAST) >= _MEMO_LIMIT:
-            _BROADCAST.clear()
-        _BROADCAST[(a, b)] = got
+        _BROADCAST.put((a, b), got, _MEMO_LIMIT)
     return got
 
 
@@ -183,7 +182,7 @@ def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
 
 # -- MATH --------------------------------------------------------------------------------
 _PLAIN = frozenset({int, float})
-_SCALAR_ATTRS: dict[tuple, tuple[str, str]] = {}
+_SCALAR_ATTRS = BoundedMemo()
 #: the result dtype of a table op by its signature: (op, dtype, dtype) for two handles,
 #: (op, dtype) for one, (op, position, scalar dtype name, dtype) for a handle and a Python
 #: scalar; what ``result_dtype`` answers for the operands spelled out (bounded by the table)
@@ -201,9 +200,8 @@ def _with_scalar(op: Op, h: TensorHandle, pos: int, v: int | float, src: str
     key = (pos, v, type(v)) if v else (pos, repr(v), type(v))
     got = _SCALAR_ATTRS.get(key)
     if got is None:
-        if len(_SCALAR_ATTRS) >= _MEMO_LIMIT:
-            _SCALAR_ATTRS.clear()
-        got = _SCALAR_ATTRS[key] = (_attrs(scalars=((pos, v),)), scalar_dtype(v))
+        got = _SCALAR_ATTRS.put(key, (_attrs(scalars=((pos, v),)), scalar_dtype(v)),
+                                _MEMO_LIMIT)
     attrs, scalar = got
     dt = _RESULT.get((op, pos, scalar, h.dtype))
     if dt is None:
@@ -294,9 +292,7 @@ def _reduced(op: Op, x: TensorHandle, axis: int | None, keepdims: bool, src: str
     got = _REDUCED.get(key)
     if got is None:
         shape, dt = infer(op, x, {"axis": ax, "keepdims": keep}, src)
-        if len(_REDUCED) >= _MEMO_LIMIT:
-            _REDUCED.clear()
-        got = _REDUCED[key] = (shape, dt, _attrs(axis=ax, keepdims=keep))
+        got = _REDUCED.put(key, (shape, dt, _attrs(axis=ax, keepdims=keep)), _MEMO_LIMIT)
     return got
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
 from kernbench.record import semantics as sem_
+from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import src_here
 from kernbench.schemas.ops import OPS, Op
 from kernbench.schemas.policy import TRITON, axis_of
@@ -120,7 +121,7 @@ class _Reduction:
 
 #: reductions by (op, input shape, input dtype, axis, keep_dims, dtype=): each program of a
 #: launch reduces alike (a few entries per kernel)
-_REDUCTIONS: dict[tuple, _Reduction] = {}
+_REDUCTIONS = BoundedMemo()
 REDUCTIONS_LIMIT = 4096
 
 
@@ -135,8 +136,8 @@ def _reduction(op: str, x: Concrete | Symbolic, axis: object, keep_dims: object,
         got, hashable = None, False
     if got is None:
         got = _new_reduction(op, x, axis, keep_dims, dtype, src_here())
-        if hashable and len(_REDUCTIONS) < REDUCTIONS_LIMIT:
-            _REDUCTIONS[key] = got
+        if hashable:
+            _REDUCTIONS.put(key, got, REDUCTIONS_LIMIT)
     return got
 
 
