@@ -255,7 +255,7 @@ def test_src_here_names_each_line_of_fresh_code_objects(monkeypatch, limit: int)
     move: every call names its own line, whatever the position cache holds."""
     from kernbench.record import source
 
-    monkeypatch.setattr(source, "_AT", {})
+    monkeypatch.setattr(source, "_AT", BoundedMemo())
     monkeypatch.setattr(source, "AT_LIMIT", limit)
     layer = _layer()
     for i in range(40):

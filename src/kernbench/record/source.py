@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from types import CodeType
+
+from kernbench.record.memo import BoundedMemo
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])  # the folder holding kernbench/
 _RECORD_DIR = str(Path(__file__).resolve().parent)
@@ -44,7 +45,7 @@ def display_path(filename: str) -> str:
 #: ``file:line`` by frame position, (id of the code, ``f_lasti``) -> (code, ``file:line``):
 #: no line-table walk per call; the entry keeps its code object alive, so no other code
 #: takes that id while the entry lives; cleared when ``AT_LIMIT`` entries are held
-_AT: dict[tuple[int, int], tuple[CodeType, str]] = {}
+_AT = BoundedMemo()
 AT_LIMIT = 1 << 14
 
 
@@ -66,9 +67,7 @@ def src_here() -> str:
     at = (id(code), f.f_lasti)
     got = _AT.get(at)
     if got is None:
-        if len(_AT) >= AT_LIMIT:
-            _AT.clear()
-        got = _AT[at] = (code, _line(code.co_filename, f.f_lineno))
+        got = _AT.put(at, (code, _line(code.co_filename, f.f_lineno)), AT_LIMIT)
     return got[1]
 
 
