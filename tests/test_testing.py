@@ -219,7 +219,7 @@ def test_inner(kb_replay_pool):
     sys.path.insert(0, str(tmp_path))
     try:
         trace = kb.record(importlib.import_module("kern_outer").case(n=256), tmp_path / "t")
-        assert kb.replay(trace.path, case="kern_outer:case", pool=kb_replay_pool).ok
+        assert kb.replay(trace.path, case="kern_outer:case", pool=kb_replay_pool).verified
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("kern_outer", None)

@@ -35,7 +35,7 @@ def test_decode_32k_reaches_efficiency_0_9_and_replays_against_numpy(tmp_path, k
     trace = _decode(tmp_path, 32768)
     assert metrics(trace)["efficiency"] >= 0.9
     res = kb.replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.outputs["o"].shape == (64, 128)
 
 
@@ -52,7 +52,7 @@ def test_decode_composite_replays_right(tmp_path, kb_replay_pool):
                                                 "T_kv": 1024, "H_q": 16, "H_kv": 2}),
                       tmp_path / "c.ktrace")
     res = kb.replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_trust_6_references_agree_with_a_direct_per_head_loop_under_the_verdict_tolerance():
@@ -119,7 +119,7 @@ def test_causal_prefill_with_s_not_a_multiple_of_either_tile_matches_numpy(tmp_p
     trace = kb.record(build_case("gqa-prefill", {"S": 100, "T_q": 16, "T_kv": 48, "H_q": 16,
                                                  "H_kv": 2}), tmp_path / "p.ktrace")
     res = kb.replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.outputs["o"].shape == (2, 100, 8, 128)
 
 

@@ -100,4 +100,4 @@ def test_multi_tile_composites_replay_equal_to_numpy(tmp_path, trans_b):
     n_tiles = len(rows(trace, "dot"))
     assert n_tiles == (4 if trans_b else 6)  # ceil(384/96) column blocks, or 512/96 K slices
     res = kb.replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict

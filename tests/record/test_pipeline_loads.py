@@ -99,7 +99,7 @@ def test_pipelined_trace_passes_every_invariant_and_replays_exactly(tmp_path):
     report = check(trace)
     assert [(r.name, r.count) for r in report.invariants if r.count] == []
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_dma_bound_loop_follows_the_closed_form(tmp_path):
@@ -171,7 +171,7 @@ def test_a_load_is_never_hoisted_above_a_store_to_its_bytes(tmp_path):
         assert loads[i]["t_start_ps"] >= stores[i - 1]["t_end_ps"]
     assert [(r.name, r.count) for r in check(trace).invariants if r.count] == []
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 @kb.kernel
@@ -194,4 +194,4 @@ def test_bump_allocator_loads_are_not_hoisted_above_a_scope_rewind(tmp_path):
     for i in range(1, n):
         assert loads[i]["t_issue_ps"] >= exits[i - 1]["t_start_ps"]
     assert [(r.name, r.count) for r in check(trace).invariants if r.count] == []
-    assert replay(trace.path, case=lambda: case, in_process=True).ok
+    assert replay(trace.path, case=lambda: case, in_process=True).verified

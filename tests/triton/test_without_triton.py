@@ -60,7 +60,7 @@ for job in json.loads(sys.argv[1]):
             with np.errstate(invalid="ignore"):  # inf - inf: equal infinities differ by 0
                 d = np.abs(g.astype(np.float64) - w.astype(np.float64))
             diffs[name] = float(np.max(np.where(g == w, 0.0, d), initial=0.0))
-        report["results"][job["id"]] = {"ok": bool(res.ok), "reference": res.verdict.get(
+        report["results"][job["id"]] = {"ok": bool(res.verified), "reference": res.verdict.get(
             "reference"), "outputs": sorted(res.outputs), "max_abs_err": diffs}
     except Exception as exc:
         report["results"][job["id"]] = {"error": f"{type(exc).__name__}: {exc}"}

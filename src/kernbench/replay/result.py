@@ -78,9 +78,8 @@ class ReplayResult:
 
     @property
     def ok(self) -> bool:
-        """``verified``: ``assert res.ok`` holds only when the outputs match the reference
-        (SPEC §2); a replay that compared nothing is not ok (``status`` says
-        ``"unverified"``)."""
+        """``verified``: ``assert res.ok`` holds only when the outputs match the reference;
+        a replay that compared nothing is not ok (``status`` says ``"unverified"``)."""
         return self.verified
 
     def __repr__(self) -> str:

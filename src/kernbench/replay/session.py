@@ -240,7 +240,7 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     else:
         verdict["outputs"] = {name: {"checked": False, "ok": True} for name in outputs}
     verdict["status"] = verdict_status(verdict)
-    verdict["ok"] = verdict["status"] == VERIFIED  # SPEC §2: the outputs match the reference
+    verdict["ok"] = verdict["status"] == VERIFIED  # the outputs match the reference (ADR-0830)
     return verdict
 
 
