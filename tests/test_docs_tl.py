@@ -60,6 +60,7 @@ def test_every_table_op_is_documented_by_its_row(name):
 
 
 def test_no_heading_names_a_call_tl_does_not_have():
+    assert len(_sections()) == len(CALLS)  # one heading per call (each has one, see above)
     for heading in _sections():
         name = heading.removeprefix("tl.").split("(")[0]
         assert name in CALLS, f"docs/tl.md documents tl.{name}, which does not exist"

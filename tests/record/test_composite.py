@@ -41,6 +41,7 @@ def test_dma_of_tile_i_plus_1_overlaps_the_gemm_of_tile_i(rec):
     kids = [r for r in rows(trace) if r["parent"] is not None]
     dmas = [r for r in kids if r["name"] == "dma_read"]
     dots = [r for r in kids if r["name"] == "dot"]
+    assert len(dmas) == len(dots) == 2048 // 256  # one DMA and one GEMM per tile
     for i in range(len(dots) - 1):
         nxt = dmas[i + 1]
         assert nxt["t_start_ps"] < dots[i]["t_end_ps"]  # the next DMA runs ...

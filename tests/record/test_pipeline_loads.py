@@ -71,6 +71,7 @@ def test_one_stage_issues_every_load_at_its_use(tmp_path):
     trace = kb.record(matmul_case(6, 1), tmp_path / "s1.ktrace", hw=FAST_HBM)
     dots = rows(trace, "dot")
     loads = rows(trace, "dma_read")
+    assert (len(dots), len(loads)) == (6, 12)  # per iteration: a GEMM and its two loads
     for i, dot in enumerate(dots[:-1]):  # iteration i+1's loads wait for iteration i's GEMM
         assert loads[2 * (i + 1)]["t_issue_ps"] == dot["t_end_ps"]
 
@@ -83,6 +84,7 @@ def test_loads_run_at_most_stages_minus_one_iterations_ahead(tmp_path, stages):
     trace = kb.record(matmul_case(k, stages), tmp_path / "s.ktrace", hw=FAST_HBM)
     dots = rows(trace, "dot")
     loads = rows(trace, "dma_read")
+    assert (len(dots), len(loads)) == (k, 2 * k)
     for i, dot in enumerate(dots):
         if i + stages < k:
             assert loads[2 * (i + stages)]["t_issue_ps"] >= dot["t_start_ps"]

@@ -43,6 +43,7 @@ def test_table_ops_with_tl_true_are_tl_functions_named_after_the_op(op):
 
 
 def test_fast_member_namespace_is_the_enum():
+    assert sorted(vars(OP)) == sorted(op.name for op in Op) and len(Op) == len(OPS)
     for op in Op:
         assert getattr(OP, op.name) is op
 

@@ -101,6 +101,7 @@ def test_feature_kernel_replays_verified_against_numpy(replayed, module, factory
 def test_feature_kernel_matches_triton_interpreter(replayed, interpreted, module, factory,
                                                    compare) -> None:
     res, oracle = replayed(module, factory), interpreted[factory]
+    assert res.outputs and set(res.outputs) <= set(oracle), (sorted(res.outputs), sorted(oracle))
     for name, got in res.outputs.items():
         want = oracle[name]
         got = got.reshape(want.shape)

@@ -1,0 +1,41 @@
+"""The guard against tests that cannot fail (issue 44): no test function in tests/ has all
+its assertions under an ``if`` or inside a loop over data with no count check beside it
+(``tests/honesty.py`` says exactly what counts). A deliberately vacuous fixture is flagged,
+an honest one is not."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.honesty import helper_table, module_name, vacuous_tests
+
+TESTS = Path(__file__).resolve().parent
+CASES = TESTS / "fixtures" / "honesty_cases.py"
+
+
+def _cases() -> tuple[set[str], set[str]]:
+    tree = ast.parse(CASES.read_text())
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return ({n for n in names if n.startswith("test_vacuous_")},
+            {n for n in names if n.startswith("test_honest_")})
+
+
+def test_the_guard_flags_every_vacuous_case_and_no_honest_one() -> None:
+    vacuous, honest = _cases()
+    assert len(vacuous) == 8 and len(honest) == 8
+    flagged = {f.test for f in vacuous_tests(CASES.read_text(), str(CASES))}
+    assert flagged == vacuous
+
+
+def test_the_fixture_is_not_collected_as_tests() -> None:
+    assert not CASES.name.startswith("test_") and not CASES.name.endswith("_test.py")
+
+
+def test_no_test_in_the_suite_is_vacuous() -> None:
+    modules = helper_table(TESTS)
+    found = [str(f) for path in sorted(TESTS.rglob("test_*.py"))
+             for f in vacuous_tests(path.read_text(), str(path.relative_to(TESTS.parent)),
+                                    modules, module_name(path, TESTS))]
+    assert found == [], "tests whose every assertion is conditional or in a loop over " \
+                        "data with no count check:\n" + "\n".join(found)
