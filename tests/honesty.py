@@ -110,48 +110,62 @@ class Module:
                 and isinstance(test.args[0], ast.GeneratorExp | ast.ListComp)
                 and not all(self.static(g.iter) for g in test.args[0].generators))
 
+    def block(self, body: list[ast.stmt], firm: bool) -> Iterator[bool]:
+        """The sites of a block of statements: after an ``if`` that may leave it (``return``,
+        ``continue``, ``break`` with no assertion before), the rest runs only sometimes."""
+        for stmt in body:
+            yield from self.sites(stmt, firm)
+            if isinstance(stmt, ast.If) and any(self._leaves(b) for b in (stmt.body,
+                                                                            stmt.orelse)):
+                firm = False
+
+    def _leaves(self, body: list[ast.stmt]) -> bool:
+        return bool(body) and isinstance(body[-1], ast.Return | ast.Continue | ast.Break) and (
+            not any(True for s in body for _ in self.sites(s)))
+
     def sites(self, node: ast.AST, firm: bool = True) -> Iterator[bool]:
         """One bool per assertion under ``node``: whether it is firm."""
         if isinstance(node, ast.If):
             body_fails = all(self._only_fails(s) for s in node.body)
-            both = any(f for s in node.body for f in self.sites(s)) and any(
-                f for s in node.orelse for f in self.sites(s))  # each branch asserts firmly
-            if body_fails or both:
+            both = any(self.block(node.body, True)) and any(self.block(node.orelse, True))
+            if body_fails or both:  # fails unless the condition is false / each branch asserts
                 yield firm
             yield from self.sites(node.test, firm)
-            for s in node.body + node.orelse:
-                yield from self.sites(s, False)
+            yield from self.block(node.body, False)
+            yield from self.block(node.orelse, False)
             return
         if isinstance(node, ast.For | ast.AsyncFor | ast.While):
             loop_firm = firm and isinstance(node, ast.For | ast.AsyncFor) and self.static(
                 node.iter)
             yield from self.sites(node.iter if isinstance(node, ast.For | ast.AsyncFor)
                                   else node.test, firm)  # evaluated once at least
-            for s in node.body:
-                yield from self.sites(s, loop_firm)
-            for s in node.orelse:
-                yield from self.sites(s, firm)
+            yield from self.block(node.body, loop_firm)
+            yield from self.block(node.orelse, firm)
             return
         if isinstance(node, ast.Try):
-            for s in node.body + node.orelse + node.finalbody:
-                yield from self.sites(s, firm)
+            for body in (node.body, node.orelse, node.finalbody):
+                yield from self.block(body, firm)
             for h in node.handlers:
-                for s in h.body:
-                    yield from self.sites(s, False)
+                yield from self.block(h.body, False)
             return
         if isinstance(node, ast.Match):
             for case in node.cases:
-                for s in case.body:
-                    yield from self.sites(s, False)
+                yield from self.block(case.body, False)
             return
         if isinstance(node, ast.Assert):
             yield firm and not self._vacuous_all(node.test)
             return
         if self.is_assertion(node):
             yield firm
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, ast.expr_context):
-                yield from self.sites(child, firm)
+        for name, value in ast.iter_fields(node):
+            if name == "body" and isinstance(value, list):  # with, def: a block
+                yield from self.block(value, firm)
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                yield from self.sites(value, firm)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        yield from self.sites(item, firm)
 
     def _only_fails(self, stmt: ast.stmt) -> bool:
         if isinstance(stmt, ast.Raise):
@@ -163,7 +177,7 @@ class Module:
         local = _literal_names(test.body)  # lists and tuples written out in the test
         self.constants |= local
         try:
-            found = [f for s in test.body for f in self.sites(s)]
+            found = list(self.block(test.body, True))
         finally:
             self.constants -= local - self.module_constants
         return bool(found) and not any(found)
