@@ -135,7 +135,8 @@ def test_a_reference_that_raises_is_a_failed_verification(tmp_path: Path) -> Non
         return _synthetic_case(lambda x: 1 / 0)
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
-    assert res.status == "failed" and "the reference raised ZeroDivisionError" in res.verdict["error"]
+    assert res.status == "failed"
+    assert "the reference raised ZeroDivisionError" in res.verdict["error"]
     saved = json.loads((tmp_path / "t.ktrace" / "replay" / "verdict.json").read_text())
     assert saved["error"] == res.verdict["error"]
 
