@@ -18,7 +18,7 @@ from triton.language.random import uint_to_uniform_float as imported_uniform
 import kernbench as kb
 from kernbench import triton as kbt
 from kernbench.errors import KernelError
-from kernbench.record.semantics import PHILOX_ROUND_OPS
+from kernbench.record.lowering.philox import ROUND_OPS
 from kernbench.trace.hw import load_hw
 from tests.replay.oracle import philox_ref
 from tests.triton.kernels import dropout, random_data
@@ -60,9 +60,9 @@ def test_the_four_words_of_one_philox_evaluation_are_priced_once(tmp_path) -> No
         return (-(-elements // hw.math_lanes) * hw.math_op_cost + hw.math_overhead_cycles) * \
             round(1000 / hw.clock_ghz)
 
-    assert rows["busy_ps"].to_list() == [cycles(block * PHILOX_ROUND_OPS * rounds),
+    assert rows["busy_ps"].to_list() == [cycles(block * ROUND_OPS * rounds),
                                          *[cycles(block)] * 3,
-                                         cycles(block * PHILOX_ROUND_OPS * 10)]
+                                         cycles(block * ROUND_OPS * 10)]
 
 
 @triton.jit

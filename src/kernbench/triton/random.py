@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench.errors import KernelError
-from kernbench.record import semantics as sem
+from kernbench.record.lowering.philox import word as philox_word
 from kernbench.record.source import src_here
 from kernbench.schemas.philox import N_ROUNDS, philox4x32
 from kernbench.triton import arith, data, mathops
@@ -78,7 +78,7 @@ def _recorded(args: tuple[int | Number, ...], rounds: int, words: tuple[int, ...
     """The ``philox`` rows of ``words`` (the first priced with the rounds: ADR-0860)."""
     held = tuple(_argument(a, src) for a in args)  # alive until every row is recorded
     ops = tuple(a.handle if isinstance(a, Symbolic) else a for a in held)
-    return tuple(data.symbolic(sem.philox(ops, rounds, w, w == words[0]), d.uint32)
+    return tuple(data.symbolic(philox_word(ops, rounds, w, w == words[0]), d.uint32)
                  for w in words)
 
 
