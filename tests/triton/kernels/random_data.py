@@ -3,8 +3,8 @@ of the public kernels that do it: the low-memory dropout tutorial with its seed 
 (``seed = tl.load(seed_ptr)``), a serving engine's per-request seeded uniforms (int64 seeds
 loaded per row, a second axis xor-ed in, ``tl.rand4x``), a fused dropout's ``randint4x``
 mask against an integer threshold, counters taken from loaded indices (32- and 64-bit,
-``n_rounds``), ``tl.philox`` itself on data counters, ``randn``/``randn4x`` and a block of
-per-row seeds. The references are a plain-Python Philox-4x32, one element at a time,
+``n_rounds``), ``tl.philox`` itself on data counters, ``randn``/``randn4x``, torch.compile's
+``tl.rand(seed, index.to(tl.uint32))`` of a loaded int64 seed and a block of per-row seeds. The references are a plain-Python Philox-4x32, one element at a time,
 independent of kernbench's vectorised one.
 """
 
@@ -172,6 +172,7 @@ def philox_normals(seed_ptr, c_ptr, row_seed_ptr, w_ptr, n_ptr, b_ptr,
     tl.store(n_ptr + 2 * BLOCK + offs, n2)
     tl.store(n_ptr + 3 * BLOCK + offs, n3)
     tl.store(n_ptr + 4 * BLOCK + offs, n4)
+    tl.store(n_ptr + 5 * BLOCK + offs, tl.rand(seed, offs.to(tl.uint32)))  # torch.compile's
     rows = tl.arange(0, ROWS)
     seeds = tl.load(row_seed_ptr + rows)[:, None]  # one seed per row, broadcast
     bits = tl.randint(seeds, rows[:, None] * BLOCK + offs[None, :])
@@ -182,7 +183,7 @@ def philox_launch(block: int = 16, rows: int = 4, seed: int = -(2**35) - 9) -> L
     rng = np.random.default_rng(5)
     c = rng.integers(-(2**31), 2**31 - 1, block, dtype=np.int32)
     row_seeds = rng.integers(-(2**31), 2**31 - 1, rows, dtype=np.int32)
-    outs = (np.zeros(4 * block, np.int32), np.zeros(5 * block, F),
+    outs = (np.zeros(4 * block, np.int32), np.zeros(6 * block, F),
             np.zeros(rows * block, np.int32))
 
     def reference(seed_ptr: np.ndarray, c_ptr: np.ndarray, row_seed_ptr: np.ndarray,
@@ -196,7 +197,7 @@ def philox_launch(block: int = 16, rows: int = 4, seed: int = -(2**35) - 9) -> L
         u = uniform(words(s, cs))
         normals = [normal(uniform(plain[0]), uniform(plain[1])),
                    normal(u[0], u[1]), normal(u[0], u[1], True),
-                   normal(u[2], u[3]), normal(u[2], u[3], True)]
+                   normal(u[2], u[3]), normal(u[2], u[3], True), uniform(plain[0])]
         grid = np.arange(rows)[:, None] * block + offs[None, :]
         bits = words(row_seed_ptr.astype(np.int64)[:, None], grid)[0]
         return {"w_ptr": w.reshape(-1).view(np.int32), "n_ptr": np.concatenate(normals),
