@@ -4,8 +4,9 @@ of the public kernels that do it: the low-memory dropout tutorial with its seed 
 loaded per row, a second axis xor-ed in, ``tl.rand4x``), a fused dropout's ``randint4x``
 mask against an integer threshold, counters taken from loaded indices (32- and 64-bit,
 ``n_rounds``), ``tl.philox`` itself on data counters, ``randn``/``randn4x``, torch.compile's
-``tl.rand(seed, index.to(tl.uint32))`` of a loaded int64 seed and a block of per-row seeds. The references are a plain-Python Philox-4x32, one element at a time,
-independent of kernbench's vectorised one.
+``tl.rand(seed, index.to(tl.uint32))`` of a loaded int64 seed and a block of per-row seeds.
+The references are a plain-Python Philox-4x32 (``tests/replay/oracle.py``), one element at a
+time, independent of kernbench's vectorised one.
 """
 
 from __future__ import annotations
