@@ -1,4 +1,4 @@
-"""Which bytes of an op cross a PE's TCM port (SPEC §15, ``tcm_gbps``): the one rule the
+"""Which bytes of an op cross a PE's TCM port (docs/hardware-model.md, ``tcm_gbps``): the one rule the
 machine prices and the analyses (the TCM roofline) sum.
 
 An op moves through TCM every byte of its operands that live there: the kernel-scratch
