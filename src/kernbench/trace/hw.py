@@ -61,8 +61,8 @@ class HwConfig:
     engine_issue: str = "blocking"
     engine_queue_depth: int = 8  # issued-but-not-started ops one engine of one PE holds (async)
     max_programs_per_pe: int = 1  # resident programs per PE, capped further by scratch peak
-    # The shared memory system (docs/hardware-model.md, docs/hardware-model.md "What the shared parts
-    # cost"); each default reproduces ahbm-v1/v2, where every shared part is private and
+    # The shared memory system (docs/hardware-model.md, "What the shared parts cost");
+    # each default reproduces ahbm-v1/v2, where every shared part is private and
     # unlimited. HBM: the stack's bandwidth shared by every DMA channel of every PE (0:
     # unlimited), its channels and the address interleave across them
     hbm_total_gbps: float = 0
@@ -124,8 +124,8 @@ class HwConfig:
 
     @property
     def shared(self) -> bool:
-        """Whether a shared part of the chip is modelled (docs/hardware-model.md): then the chip-wide
-        machine times the recording (``record/machine/chip``); else each PE runs alone in
+        """Whether a shared part of the chip is modelled (docs/hardware-model.md): then the
+        chip-wide machine times the recording (``record/machine/chip``); else each PE runs alone in
         closed form, exactly as ahbm-v1 and ahbm-v2 always have."""
         return (self.hbm_total_gbps > 0 or self.tcm_gbps > 0 or self.topology != "ring"
                 or self.issue_ns > 0 or self.engine_arbitration != "in_order")
