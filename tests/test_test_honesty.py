@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.honesty import helper_table, module_name, vacuous_tests
+from tests.honesty import helper_table, module_name, timed_tests, vacuous_tests
 
 TESTS = Path(__file__).resolve().parent
 CASES = TESTS / "fixtures" / "honesty_cases.py"
@@ -39,3 +39,20 @@ def test_no_test_in_the_suite_is_vacuous() -> None:
                                     modules, module_name(path, TESTS))]
     assert found == [], "tests whose every assertion is conditional or in a loop over " \
                         "data with no count check:\n" + "\n".join(found)
+
+
+TIMING = TESTS / "fixtures" / "timing_cases.py"
+
+
+def test_the_wall_clock_guard_flags_a_timed_assertion_and_not_a_deadline() -> None:
+    names = {n.name for n in ast.parse(TIMING.read_text()).body if isinstance(n, ast.FunctionDef)}
+    timed = {n for n in names if n.startswith("test_timed_")}
+    assert len(timed) == 3 and len(names - timed) == 2 + 1  # and the helper
+    assert {f.test for f in timed_tests(TIMING.read_text())} == timed
+
+
+def test_no_test_asserts_a_wall_clock_duration() -> None:
+    """Speed is measured by ``kernbench bench``, never asserted by a test."""
+    found = [str(f) for path in sorted(TESTS.rglob("test_*.py"))
+             for f in timed_tests(path.read_text(), str(path.relative_to(TESTS.parent)))]
+    assert found == []
