@@ -19,6 +19,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from tests.replay.oracle import philox_ref
+
 KIND = {"bool": "b", "int1": "b", "int8": "i", "int16": "i", "int32": "i", "int64": "i",
         "uint8": "u", "uint32": "u", "float16": "f", "bfloat16": "f", "float32": "f",
         "float64": "f"}
@@ -197,6 +199,8 @@ def _precision(out: str, computed: str | None) -> str | None:
 def expect(op: str, triton: bool, args: list[Any], attrs: dict[str, Any]) -> Expected:
     scalars = {int(p) for p, _ in attrs.get("scalars") or ()}
     tensors = [a for k, a in enumerate(args) if k not in scalars]
+    if op == "philox":
+        return _philox(args, scalars, tensors, attrs)
     if op in ("sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "softmax", "cast",
               "broadcast", "copy"):
         return _single(op, triton, np.asarray(args[0]), attrs)
@@ -243,6 +247,19 @@ def expect(op: str, triton: bool, args: list[Any], attrs: dict[str, Any]) -> Exp
         count = np.broadcast_to(np.asarray(values[1], dtype=object), shape)
         defined = np.vectorize(lambda c: 0 <= c < BITS[t], otypes=[bool])(count)
     return Expected(tuple(shape), out, convert(raw, out), _precision(out, computed), defined)
+
+
+def _philox(args: list[Any], scalars: set[int], tensors: list[Any], attrs: dict[str, Any]
+            ) -> Expected:
+    """One uint32 word of Philox-4x32 of (seed, c0, c1, c2, c3), by the plain Python
+    generator of ``tests/replay/oracle.py``; both policies alike."""
+    shape = tuple(np.broadcast_shapes(*(np.shape(a) for a in tensors)))
+    vals = [np.broadcast_to(np.asarray(a, dtype=object) if k in scalars else exact(a), shape)
+            for k, a in enumerate(args)]
+    word, rounds = int(attrs.get("word", 0)), int(attrs.get("n_rounds", 10))
+    raw = np.frompyfunc(lambda s, *c: philox_ref(int(s), tuple(int(v) for v in c), rounds
+                                                 )[word], 5, 1)(*vals)
+    return Expected(shape, "uint32", convert(np.asarray(raw, dtype=object), "uint32"), None)
 
 
 def _single(op: str, triton: bool, x: np.ndarray, attrs: dict[str, Any]) -> Expected:
