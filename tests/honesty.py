@@ -66,10 +66,15 @@ class Module:
         self.constants = set(constants) | _literal_names(tree.body)
         self.module_constants = set(self.constants)
         self.helpers = dict(helpers)  # name -> asserts (imported from tests.*)
-        defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-        for _ in range(len(defs) + 1):  # to a fixed point: helpers calling helpers
-            for name, node in defs.items():
-                self.helpers[name] = any(True for _ in self.sites(node))
+        self._memo: dict[tuple[int, bool], tuple[bool, ...]] = {}
+        defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
+                and not n.name.startswith("test")}
+        changed = True
+        while changed:  # to a fixed point: helpers calling helpers
+            asserts = {name: any(self.is_assertion(n) for n in ast.walk(node))
+                       for name, node in defs.items()}
+            changed = any(self.helpers.get(n) != a for n, a in asserts.items())
+            self.helpers.update(asserts)
 
     def is_assertion(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Assert):
@@ -121,10 +126,17 @@ class Module:
 
     def _leaves(self, body: list[ast.stmt]) -> bool:
         return bool(body) and isinstance(body[-1], ast.Return | ast.Continue | ast.Break) and (
-            not any(True for s in body for _ in self.sites(s)))
+            not any(self.sites(s) for s in body))
 
-    def sites(self, node: ast.AST, firm: bool = True) -> Iterator[bool]:
-        """One bool per assertion under ``node``: whether it is firm."""
+    def sites(self, node: ast.AST, firm: bool = True) -> tuple[bool, ...]:
+        """One bool per assertion under ``node``: whether it is firm (remembered)."""
+        key = (id(node), firm)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = tuple(self._sites(node, firm))
+        return got
+
+    def _sites(self, node: ast.AST, firm: bool) -> Iterator[bool]:
         if isinstance(node, ast.If):
             body_fails = all(self._only_fails(s) for s in node.body)
             both = any(self.block(node.body, True)) and any(self.block(node.orelse, True))
@@ -176,10 +188,12 @@ class Module:
     def vacuous(self, test: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         local = _literal_names(test.body)  # lists and tuples written out in the test
         self.constants |= local
+        self._memo.clear()
         try:
             found = list(self.block(test.body, True))
         finally:
             self.constants -= local - self.module_constants
+            self._memo.clear()
         return bool(found) and not any(found)
 
 
@@ -227,11 +241,11 @@ def _tests(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]
                         and n.name.startswith("test"))
 
 
-def vacuous_tests(source: str, path: str = "<test>", modules: Table | None = None,
-                  name: str = "tests.case") -> list[Finding]:
-    """The vacuous test functions of one module's source (``name``: its module name, for its
-    imports from the other modules of ``modules``)."""
-    tree = ast.parse(source)
+def vacuous_tests(source: str | ast.Module, path: str = "<test>",
+                  modules: Table | None = None, name: str = "tests.case") -> list[Finding]:
+    """The vacuous test functions of one module (its source or tree; ``name``: its module
+    name, for its imports from the other modules of ``modules``)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
     module = Module(tree, _imported(tree, name, modules or {}))
     return [Finding(path, t.name, t.lineno) for t in _tests(tree) if module.vacuous(t)]
 
@@ -240,55 +254,12 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(path.relative_to(root.parent).with_suffix("").parts)
 
 
-def helper_table(root: Path) -> Table:
+def helper_table(trees: dict[str, ast.Module]) -> Table:
     """``{"tests.x.y": (its asserting functions, its literal constants)}`` for every module
-    under ``root`` (tests/)."""
+    of ``trees`` (module name -> tree)."""
     table: Table = {}
-    for path in sorted(root.rglob("*.py")):
-        module = Module(ast.parse(path.read_text()))
-        table[module_name(path, root)] = (module.helpers, module.module_constants)
+    for name, tree in trees.items():
+        module = Module(tree)
+        table[name] = (module.helpers, module.module_constants)
     return table
 
-
-# -- wall-clock assertions -------------------------------------------------------------------
-CLOCKS = frozenset({"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time",
-                    "time_ns", "process_time"})
-
-
-def _is_duration(expr: ast.AST) -> bool:
-    """``clock() - x`` somewhere in ``expr``: a duration measured on a clock."""
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
-               and isinstance(n.left, ast.Call) and _name(n.left.func) in CLOCKS
-               for n in ast.walk(expr))
-
-
-def timed_tests(source: str, path: str = "<test>") -> list[Finding]:
-    """Test functions that assert an order on a duration measured on a clock (speed is the
-    bench's to measure). A duration is a name bound to ``clock() - start``, or one unpacked
-    from a call of a function of the module that returns one; comparing the clock with a
-    deadline (a guard against a hang) is not a duration."""
-    tree = ast.parse(source)
-    timing = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and any(
-        isinstance(r, ast.Return) and r.value is not None and _is_duration(r.value)
-        for r in ast.walk(n))}
-    found = []
-    for test in _tests(tree):
-        durations: set[str] = set()
-        for node in ast.walk(test):
-            if isinstance(node, ast.Assign):
-                value = node.value
-                timed = _is_duration(value) or (isinstance(value, ast.Call)
-                                                 and _name(value.func) in timing)
-                if timed:
-                    durations |= {n.id for t in node.targets for n in ast.walk(t)
-                                  if isinstance(n, ast.Name)}
-        for node in ast.walk(test):
-            if isinstance(node, ast.Assert) and any(
-                    isinstance(c, ast.Compare) and any(
-                        isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in c.ops)
-                    and (any(isinstance(n, ast.Name) and n.id in durations
-                             for n in ast.walk(c)) or _is_duration(c))
-                    for c in ast.walk(node.test)):
-                found.append(Finding(path, test.name, node.lineno))
-                break
-    return found

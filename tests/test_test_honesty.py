@@ -6,9 +6,11 @@ an honest one is not."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
-from tests.honesty import helper_table, module_name, timed_tests, vacuous_tests
+from tests.honesty import helper_table, module_name, vacuous_tests
+from tests.wall_clock import timed_tests
 
 TESTS = Path(__file__).resolve().parent
 CASES = TESTS / "fixtures" / "honesty_cases.py"
@@ -32,11 +34,18 @@ def test_the_fixture_is_not_collected_as_tests() -> None:
     assert not CASES.name.startswith("test_") and not CASES.name.endswith("_test.py")
 
 
+@functools.cache
+def _suite() -> dict[Path, ast.Module]:
+    """Every module of tests/ parsed once (the fixtures are not test modules)."""
+    return {path: ast.parse(path.read_text()) for path in sorted(TESTS.rglob("*.py"))}
+
+
 def test_no_test_in_the_suite_is_vacuous() -> None:
-    modules = helper_table(TESTS)
-    found = [str(f) for path in sorted(TESTS.rglob("test_*.py"))
-             for f in vacuous_tests(path.read_text(), str(path.relative_to(TESTS.parent)),
-                                    modules, module_name(path, TESTS))]
+    trees = _suite()
+    modules = helper_table({module_name(p, TESTS): t for p, t in trees.items()})
+    found = [str(f) for path, tree in trees.items() if path.name.startswith("test_")
+             for f in vacuous_tests(tree, str(path.relative_to(TESTS.parent)), modules,
+                                    module_name(path, TESTS))]
     assert found == [], "tests whose every assertion is conditional or in a loop over " \
                         "data with no count check:\n" + "\n".join(found)
 
@@ -53,6 +62,6 @@ def test_the_wall_clock_guard_flags_a_timed_assertion_and_not_a_deadline() -> No
 
 def test_no_test_asserts_a_wall_clock_duration() -> None:
     """Speed is measured by ``kernbench bench``, never asserted by a test."""
-    found = [str(f) for path in sorted(TESTS.rglob("test_*.py"))
-             for f in timed_tests(path.read_text(), str(path.relative_to(TESTS.parent)))]
+    found = [str(f) for path, tree in _suite().items() if path.name.startswith("test_")
+             for f in timed_tests(tree, str(path.relative_to(TESTS.parent)))]
     assert found == []
