@@ -1,0 +1,106 @@
+"""A PE of the chip: its engines and their queues, its issue port, its slots, and what an op
+costs when it starts (its own engine's closed form, then the shared parts it crosses)."""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from kernbench.record.machine.chip.engines import POLICIES, ChipEngine
+from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
+from kernbench.record.machine.timing import models
+from kernbench.schemas.ops import ENGINE, Engine, Op
+from kernbench.schemas.traffic import tcm_bytes
+from kernbench.trace.hw import HwConfig
+
+#: the engines whose ops wait in a queue (sends, receives, scopes and composite parents
+#: wait for nothing but their data)
+QUEUED = (Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH)
+
+
+def _operand_bytes(cmd: Any) -> int:
+    """The op's bytes that cross TCM (``schemas/traffic``): its TCM operands'."""
+    ops = [(h.buf.space, h.nbytes) for h in cmd.inputs]
+    if cmd.out is not None:
+        ops.append((cmd.out.buf.space, cmd.out.nbytes))
+    return tcm_bytes(ops)
+
+
+class ChipPE:
+    """One PE: cost models (the closed forms of ``machine/engines.py``), the chip engines
+    that queue and arbitrate its ops, the issue port, the slots of its resident programs."""
+
+    def __init__(self, index: int, hw: HwConfig, parts: Any) -> None:
+        self.index, self.hw = index, hw
+        self.seq = 0
+        # the closed-form cost models the timing registry reads (``timing.models``)
+        self.dma_rd, self.dma_wr = DmaChannel(hw), DmaChannel(hw)
+        self.gemm, self.math = GemmEngine(hw), MathEngine(hw)
+        self.links = {"next": LinkEngine(hw), "prev": LinkEngine(hw)}
+        policy = POLICIES[hw.engine_arbitration]
+        self.engines: dict[Engine, ChipEngine] = {
+            e: policy(e.value, index, hw.engine_queue_depth, None) for e in QUEUED}
+        self.models = models(self)  # type: ignore[arg-type]  # (pe, cmd) -> (busy, latency)
+        self.by_op: dict[Any, tuple[Any, Any, Any]] = {}  # op -> (model, engine, handler)
+        self.issue_ps = round(hw.issue_ns * 1000)
+        self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps
+        self.issue_free = 0  # the issue port takes the next op no earlier than this
+        self.parts = parts  # the chip's shared parts (HBM stack, TCM ports, fabric)
+        self.free: list[tuple[int, int]] = []  # the slots nobody holds: (free at, slot)
+        self.waiting: list[int] = []  # programs not started, last first
+        self.peak = 0
+
+    def engine_of(self, op: Op) -> ChipEngine | None:
+        return self.engines.get(ENGINE[op])
+
+    def take_issue(self, t: int) -> int:
+        """The issue port: an op the kernel issues at ``t`` goes out then, or once the port
+        is free (one op per ``issue_ns``)."""
+        if self.issue_ps:
+            if self.issue_free > t:
+                t = self.issue_free
+            self.issue_free = t + self.issue_ps
+        return t
+
+    def price(self, node: Node, t: int, busy: int) -> tuple[int, list[tuple[str, str, int]]]:
+        """When ``node``'s engine is done with it, starting at ``t`` with its own cost
+        ``busy``: no earlier than its HBM bytes through the stack and its TCM bytes through
+        this PE's port; and which shared part kept it longer, by how much."""
+        parts = self.parts
+        own = t + busy
+        done, why = own, None
+        cmd = node.cmd
+        engine = node.engine.name
+        if parts.hbm is not None and engine in ("dma_rd", "dma_wr"):
+            h = next((x for x in (*cmd.inputs, cmd.out) if x is not None
+                      and x.buf.space == "hbm"), None)
+            if h is not None:
+                nbytes = cmd.work[1] if len(cmd.work) > 1 else cmd.nbytes
+                end, _, channel = parts.hbm.transfer(t, h.buf.addr, nbytes)
+                if end > done:
+                    done, why = end, ("hbm", f"hbm.ch{channel}")
+        if parts.tcm is not None:
+            nbytes = _operand_bytes(cmd)
+            if nbytes:
+                end, _ = parts.tcm[self.index].move(t, nbytes)
+                if end > done:
+                    done, why = end, ("tcm", f"tcm.pe{self.index}")
+        if why is None:
+            return done, []
+        return done, [(why[0], why[1], done - own)]
+
+    # -- slots ---------------------------------------------------------------------------
+    def open_slots(self, k: int, programs: list[int]) -> None:
+        self.free = [(0, s) for s in range(k)]
+        self.waiting = list(reversed(programs))
+
+    def next_start(self) -> tuple[int, int, int] | None:
+        """(program, slot, at) of the next program to start here, or None."""
+        if not self.waiting or not self.free:
+            return None
+        at, slot = heapq.heappop(self.free)
+        return self.waiting.pop(), slot, at
+
+    def release(self, slot: int, at: int) -> None:
+        heapq.heappush(self.free, (at, slot))
