@@ -116,9 +116,7 @@ class ReadyFirst(ChipEngine):
     def add(self, node: Node) -> None:
         q = self.queue_of(node.prog.program)
         node.queue = q
-        q.append(node)
-        if (len(q) == 1 or OUT_OF_ORDER) and not node.deps:
-            heapq.heappush(self.heads, (node.ready, node.prog.program, node.op_id, node))
+        q.append(node)  # a candidate once its readiness is known (``ready``)
 
     def ready(self, node: Node) -> None:
         q = node.queue
