@@ -33,6 +33,25 @@ _FAR = 1 << 62  # an HBM access that is not its operand's contiguous extent cove
 _PRUNE_AT = 256
 
 
+class _Read:
+    """``node`` waits for a send to stop reading its source (the link has it), not for the
+    message to arrive."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __call__(self, sender: Node) -> None:
+        node = self.node
+        e = sender.end if sender.rend < 0 else sender.rend
+        if e > node.ready:
+            node.ready = e
+        node.deps -= 1
+        if not node.deps:
+            node.prog.chip.on_ready(node)
+
+
 class Segments:
     """One memory's accesses: segment ``k`` is ``[bounds[k], bounds[k + 1])``; ``wend[k]`` /
     ``rend[k]`` the latest decided end of a write / of any access there, ``wn[k]`` the
@@ -80,8 +99,9 @@ class Segments:
                 kept = []
                 for n in readers:
                     if n.done:
-                        if n.end > r:
-                            r = n.end
+                        e = n.end if n.rend < 0 else n.rend
+                        if e > r:
+                            r = e
                     else:
                         kept.append(n)
                 readers = kept
@@ -183,15 +203,17 @@ class Board:
                         kept = []
                         for r in readers:
                             if r.done:
-                                if r.end > rend[k]:
-                                    rend[k] = r.end
-                                if r.end > t:
-                                    t = r.end
+                                e = r.end if r.rend < 0 else r.rend
+                                if e > rend[k]:
+                                    rend[k] = e
+                                if e > t:
+                                    t = e
                             else:
                                 kept.append(r)
                                 if r.stamp != stamp:
                                     r.stamp = stamp
-                                    r.after.append(node)
+                                    r.after.append(node if r.engine is None
+                                                   or r.engine.dst < 0 else _Read(node))
                                     node.deps += 1
                         rn[k] = kept
                 elif wend[k] > t:
@@ -212,8 +234,9 @@ class Board:
                             kept = []
                             for r in readers:
                                 if r.done:
-                                    if r.end > rend[k]:
-                                        rend[k] = r.end
+                                    e = r.end if r.rend < 0 else r.rend
+                                    if e > rend[k]:
+                                        rend[k] = e
                                 else:
                                     kept.append(r)
                             rn[k] = readers = kept
@@ -250,8 +273,9 @@ class Board:
             w = m.wn[k]
             for n in m.rn[k] if w is None else (w, *m.rn[k]):
                 if n.done:
-                    if n.end > t:
-                        t = n.end
+                    e = n.end if n.rend < 0 or n is w else n.rend
+                    if e > t:
+                        t = e
                 elif n.stamp != stamp:
                     n.stamp = stamp
                     waits.append(n)

@@ -34,7 +34,7 @@ class ChipEngine:
     """The arbitration base: when the engine frees, its busy time, the programs waiting for
     room in a full queue; ``pick`` (the policy) names the op that starts at ``t``."""
 
-    __slots__ = ("name", "pe", "free", "busy_total", "depth", "at", "waiting", "model")
+    __slots__ = ("name", "pe", "free", "busy_total", "depth", "at", "waiting", "model", "dst")
 
     def __init__(self, name: str, pe: int, depth: int, model: Any) -> None:
         self.name, self.pe, self.depth, self.model = name, pe, depth, model
@@ -42,6 +42,7 @@ class ChipEngine:
         self.busy_total = 0
         self.at = NEVER  # when a decision event for this engine is scheduled (NEVER: none)
         self.waiting: list[Any] = []  # programs waiting for room in one of its queues
+        self.dst = -1  # a link queue's destination PE
 
     def queue_of(self, program: int) -> deque[Node]:
         raise NotImplementedError

@@ -17,7 +17,9 @@ def run_chip(hw: HwConfig, writer: OpWriter, grid: tuple[int, ...], body: Callab
     """Record ``n_programs`` programs of ``grid`` on the chip; each PE's scratch peak.
     ``alone``: program 0 by itself (the occupancy dry run: IPCQ refuses it)."""
     n_pe = 1 if alone else hw.n_pe
-    chip = Chip(hw, writer, n_pe, Parts(hw, n_pe))
+    # a ring is the ring of the PEs in use (as ahbm-v1/v2); other topologies are the chip's
+    span = min(n_pe, n_programs) if hw.topology in ("ring", "bidir_ring") else n_pe
+    chip = Chip(hw, writer, n_pe, Parts(hw, n_pe, span))
     chip.alone = alone
     programs = [cast(list[int], range(i, n_programs, hw.n_pe)) for i in range(n_pe)]
     was_enabled = gc.isenabled()

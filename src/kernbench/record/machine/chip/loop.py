@@ -20,11 +20,12 @@ from typing import Any
 from greenlet import greenlet
 
 from kernbench.errors import IpcqError, KernbenchError
-from kernbench.record.commands import Recv, RecvAsync, Resolve, Send, Wait
+from kernbench.record.commands import Wait
 from kernbench.record.machine.allocator import ScratchAllocator
 from kernbench.record.machine.chip import program as P
 from kernbench.record.machine.chip.board import Board
 from kernbench.record.machine.chip.engines import ChipEngine
+from kernbench.record.machine.chip.ipcq import Ipcq, handlers
 from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.chip.pe import ChipPE
 from kernbench.record.machine.context import KernelContext, ProgramGreenlet
@@ -64,10 +65,10 @@ class Chip:
         self.shared_rows: list[tuple[int, str, str, int]] = []
         self.note_issue_wait = 0
         self.settling: list[Node] | None = None
-        self.requests: dict[type, Callable[[P.Prog, Any], Any]] = {Wait: P.wait}
+        self.ipcq = Ipcq(self)
+        self.requests: dict[type, Callable[[P.Prog, Any], Any]] = {Wait: P.wait,
+                                                                  **handlers(self.ipcq)}
         self.alone = False
-        for kind in (Send, Recv, RecvAsync, Resolve):
-            self.requests.setdefault(kind, _no_ipcq)
 
     # -- programs ------------------------------------------------------------------------
     def run(self, programs: list[list[int]], grid: tuple[int, ...], body: Callable[[], Any],
@@ -76,6 +77,8 @@ class Chip:
         self.main = greenlet.getcurrent()
         self.grid, self.body, self.k = grid, body, k
         self.size = slot_bytes(self.hw, k)
+        # "next" and "prev" name neighbours on the ring of the PEs in use (as ahbm-v1/v2)
+        self.ipcq.n = max(1, sum(1 for mine in programs if len(mine)))
         for pe, mine in zip(self.pes, programs, strict=True):
             pe.open_slots(k, mine)
             while (nxt := pe.next_start()) is not None:
@@ -213,11 +216,11 @@ class Chip:
         e = node.engine
         if e is None:
             self.settle(node, node.ready)
-        elif type(e) is P._Parent:
-            e.settle()
-        else:
+        elif isinstance(e, ChipEngine):
             e.ready(node)
             self.poke(e)
+        else:  # a composite parent, a send: what it does once its data are ready
+            e.ready()
 
     def poke(self, e: ChipEngine) -> None:
         t = e.earliest()
@@ -228,6 +231,13 @@ class Chip:
             if t + 1 < self.switch_at:
                 self.switch_at = t + 1
 
+    def at(self, t: int, fn: Callable[[int], None]) -> None:
+        """Call ``fn(t)`` when the loop reaches ``t`` (in time order with the decisions)."""
+        self.order += 1
+        heapq.heappush(self.events, (t, self.order, _call, fn))
+        if t + 1 < self.switch_at:
+            self.switch_at = t + 1
+
     def _decide(self, e: ChipEngine, t: int) -> None:
         if e.at != t:
             return  # superseded by an earlier decision time
@@ -235,19 +245,16 @@ class Chip:
         if e.free <= t:
             node = e.pick(t)
             if node is not None:
-                pe = self.pes[node.pe]
-                busy, latency = node.model(pe, node.cmd)
-                done, shared = pe.price(node, t, busy)
-                node.start = t
-                node.busy = done - t
-                node.end = done + latency
+                done, end, shared = self.pes[node.pe].price(node, t)
                 e.free = done
-                e.busy_total += node.busy
+                e.busy_total += done - t
                 for row in shared:
                     self.shared_rows.append((node.op_id, *row))
                 if e.waiting:
                     self._room(e, node.queue, t)
-                self.settle(node, t, node.end, node.busy)
+                if end > done and node.engine.dst >= 0:
+                    node.rend = done  # a send reads its source until the link has it
+                self.settle(node, t, end, done - t)
         self.poke(e)
 
     def _room(self, e: ChipEngine, queue: Any, t: int) -> None:
@@ -298,5 +305,5 @@ class Chip:
                  n.wait, n.cursor, n.depth), n.cmd)
 
 
-def _no_ipcq(prog: P.Prog, msg: Any) -> None:
-    raise IpcqError("IPCQ is not built on the chip yet", getattr(msg, "src", None))
+def _call(fn: Callable[[int], None], t: int) -> None:
+    fn(t)

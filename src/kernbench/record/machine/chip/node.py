@@ -16,7 +16,7 @@ class Node:
     callables ``fn(node)`` (a parked program, a composite parent)."""
 
     __slots__ = ("cmd", "prog", "pe", "engine", "model", "op_id", "seq", "parent", "t_issue",
-                 "wait", "cursor", "depth", "ready", "deps", "start", "busy", "end", "done",
+                 "wait", "cursor", "depth", "ready", "deps", "start", "busy", "end", "rend", "done",
                  "after", "stamp", "queue")
 
     def __init__(self, cmd: Any, prog: Any, engine: Any, model: Any, t_issue: int,
@@ -28,6 +28,7 @@ class Node:
         self.parent = -1
         self.deps = 0
         self.start = self.busy = self.end = 0
+        self.rend = -1  # when it stops reading its inputs, if before ``end`` (a send)
         self.done = False
         self.after: list[Any] = []
         self.stamp = 0

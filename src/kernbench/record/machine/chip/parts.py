@@ -55,11 +55,46 @@ class _Tcm:
         return e, e
 
 
+class _Fabric:
+    def __init__(self, hw: HwConfig, n: int) -> None:
+        from kernbench.trace.topology import link_name, links, route
+        self.hw, self.n, self.route, self.name = hw, n, route, link_name
+        self.links = {link: _Server(hw.link_gbps) for link in links(hw.topology, n)}
+        self.lat = hw.link_latency_ns * 1000
+
+    def carry(self, src: int, dst: int, t: int, nbytes: int, direct: bool = False
+              ) -> tuple[int, int, int, list[tuple[str, str, int]]]:
+        path = ((src, dst),) if direct else self.route(self.hw.topology, self.n, src, dst)
+        first = None
+        end, worst = t, None
+        for link in path:
+            s = self.links[link]
+            start = max(t, s.free)
+            if first is None:
+                first = start
+            e = s.serve(t, nbytes)
+            if e > end:
+                end, worst = e, link
+        first = t if first is None else first
+        cost = -(-nbytes * self.links[path[0]].num // self.links[path[0]].den) if path else 0
+        arrival = end + len(path) * self.lat
+        ideal = t + cost + len(path) * self.lat
+        rows = [] if arrival <= ideal or worst is None else [
+            ("link", f"link.{self.name(worst, self.n)}", arrival - ideal)]
+        return first, end - first, arrival, rows
+
+
 class Parts:
     """What the chip's PEs share: ``hbm`` (None: unlimited), ``tcm`` (one port per PE, None:
     unlimited), ``fabric`` (the links; None: neighbour links as ahbm-v2)."""
 
-    def __init__(self, hw: HwConfig, n_pe: int) -> None:
+    def __init__(self, hw: HwConfig, n_pe: int, span: int) -> None:
         self.hbm: Any = _Hbm(hw) if hw.hbm_total_gbps > 0 else None
         self.tcm: Any = [_Tcm(hw) for _ in range(n_pe)] if hw.tcm_gbps > 0 else None
-        self.fabric: Any = None
+        self.fabric: Any = _Fabric(hw, span)
+
+    def carry(self, src: int, dst: int, t: int, nbytes: int, direct: bool = False
+              ) -> tuple[int, int, int, list[tuple[str, str, int]]]:
+        """(start, busy, arrival, shared rows) of a message from ``src`` to ``dst`` whose
+        source is visible at ``t`` (``direct``: over the link between them)."""
+        return self.fabric.carry(src, dst, t, nbytes, direct)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from kernbench.record.machine.chip.engines import POLICIES, ChipEngine
-from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.chip.engines import POLICIES, ChipEngine, InOrder
+from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
 from kernbench.record.machine.timing import models
 from kernbench.schemas.ops import ENGINE, Engine, Op
@@ -50,6 +50,8 @@ class ChipPE:
         self.free: list[tuple[int, int]] = []  # the slots nobody holds: (free at, slot)
         self.waiting: list[int] = []  # programs not started, last first
         self.peak = 0
+        self.links_out: dict[str, ChipEngine] = {}
+        self.ring = hw.topology in ("ring", "bidir_ring")
 
     def engine_of(self, op: Op) -> ChipEngine | None:
         return self.engines.get(ENGINE[op])
@@ -63,14 +65,21 @@ class ChipPE:
             self.issue_free = t + self.issue_ps
         return t
 
-    def price(self, node: Node, t: int, busy: int) -> tuple[int, list[tuple[str, str, int]]]:
-        """When ``node``'s engine is done with it, starting at ``t`` with its own cost
-        ``busy``: no earlier than its HBM bytes through the stack and its TCM bytes through
-        this PE's port; and which shared part kept it longer, by how much."""
+    def price(self, node: Node, t: int) -> tuple[int, int, list[tuple[str, str, int]]]:
+        """Starting at ``t``: when ``node``'s engine is free again, when its result is
+        visible, and which shared part kept it longer, by how much. Its own cost is the
+        engine's closed form; it takes no less than its HBM bytes through the stack and its
+        TCM bytes through this PE's port; a message crosses the links of its route."""
+        cmd = node.cmd
         parts = self.parts
+        if cmd.op is Op.SEND:
+            # on a ring, "next" and "prev" are the links to the neighbours themselves
+            start, busy, arrival, rows = parts.carry(self.index, node.engine.dst, t,
+                                                     cmd.nbytes, self.ring)
+            return start + busy, arrival, rows
+        busy, latency = node.model(self, cmd)
         own = t + busy
         done, why = own, None
-        cmd = node.cmd
         engine = node.engine.name
         if parts.hbm is not None and engine in ("dma_rd", "dma_wr"):
             h = next((x for x in (*cmd.inputs, cmd.out) if x is not None
@@ -87,8 +96,18 @@ class ChipPE:
                 if end > done:
                     done, why = end, ("tcm", f"tcm.pe{self.index}")
         if why is None:
-            return done, []
-        return done, [(why[0], why[1], done - own)]
+            return done, done + latency, []
+        return done, done + latency, [(why[0], why[1], done - own)]
+
+    def link(self, direction: str, dst: int) -> ChipEngine:
+        """The in-order injection queue of this PE's messages towards ``direction``: one
+        message at a time, in issue order (as ahbm-v2's per-direction link)."""
+        e = self.links_out.get(direction)
+        if e is None:
+            e = self.links_out[direction] = InOrder(f"link.{direction}", self.index, NEVER,
+                                                     None)
+            e.dst = dst
+        return e
 
     # -- slots ---------------------------------------------------------------------------
     def open_slots(self, k: int, programs: list[int]) -> None:

@@ -203,6 +203,9 @@ class _Parent:
             if not self.node.deps:
                 self.node.prog.chip.on_ready(self.node)
 
+    def ready(self) -> None:
+        self.settle()
+
     def settle(self) -> None:
         node = self.node
         if self.first < 0:
