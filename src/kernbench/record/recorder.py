@@ -19,6 +19,7 @@ from kernbench.errors import BadInputError, IpcqError, KernbenchError
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
+from kernbench.record.machine.chip import launch as chip_launch
 from kernbench.record.machine.chip.launch import run_chip
 from kernbench.record.machine.ipcq import Ring
 from kernbench.record.machine.pe import PEDriver
@@ -73,7 +74,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
-    if hw.shared:
+    if hw.shared or chip_launch.ALWAYS:
         return run_chip(hw, writer, grid, run, k, n_programs, alone)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]

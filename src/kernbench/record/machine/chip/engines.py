@@ -24,9 +24,9 @@ from typing import Any
 
 from kernbench.record.machine.chip.node import NEVER, Node
 
-#: test-only switch: under ready_first, any program's queued op whose data are ready may
-#: start, not only its head (a program's ops out of its own order), which must make a
-#: replay fail (tests/record/machine/chip)
+#: test-only switch, a deliberately wrong arbitration: under ready_first a free engine starts
+#: any queued op of any program once it was issued — out of its program's order and without
+#: waiting for its data — which must make a replay fail (tests/record/machine/chip)
 OUT_OF_ORDER = False
 
 
@@ -118,10 +118,12 @@ class ReadyFirst(ChipEngine):
         q = self.queue_of(node.prog.program)
         node.queue = q
         q.append(node)  # a candidate once its readiness is known (``ready``)
+        if OUT_OF_ORDER:
+            heapq.heappush(self.heads, (node.t_issue, node.prog.program, node.op_id, node))
 
     def ready(self, node: Node) -> None:
         q = node.queue
-        if q and (q[0] is node or OUT_OF_ORDER):
+        if q and q[0] is node and not OUT_OF_ORDER:
             heapq.heappush(self.heads, (node.ready, node.prog.program, node.op_id, node))
 
     def earliest(self) -> int:

@@ -12,6 +12,11 @@ from kernbench.record.rows.writer import OpWriter
 from kernbench.trace.hw import HwConfig
 
 
+#: test-only switch: time every recording on the chip, also hardware without a shared part
+#: (the chip on ahbm-v2's fields must time a kernel as ahbm-v2's closed form does)
+ALWAYS = False
+
+
 def run_chip(hw: HwConfig, writer: OpWriter, grid: tuple[int, ...], body: Callable[[], Any],
              k: int, n_programs: int, alone: bool = False) -> list[int]:
     """Record ``n_programs`` programs of ``grid`` on the chip; each PE's scratch peak.

@@ -35,6 +35,9 @@ from kernbench.schemas.ops import OPS
 from kernbench.trace.hw import HwConfig
 
 _YIELD, _PARK = object(), object()
+#: test-only hook: called with every engine op as it starts (its readiness, for the
+#: work-conservation property of tests/record/machine/chip)
+OBSERVE: Callable[[Node], None] | None = None
 
 
 def _not_a_command(prog: Any, cmd: Any, model: Any, engine: Any) -> None:
@@ -252,6 +255,8 @@ class Chip:
                     self.shared_rows.append((node.op_id, *row))
                 if e.waiting:
                     self._room(e, node.queue, t)
+                if OBSERVE is not None:
+                    OBSERVE(node)
                 if end > done and node.engine.dst >= 0:
                     node.rend = done  # a send reads its source until the link has it
                 self.settle(node, t, end, done - t)
