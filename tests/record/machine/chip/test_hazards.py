@@ -1,4 +1,4 @@
-"""Hazards on the chip (time-faithful replay, SPEC §6.2): an ordering bug of the machine
+"""Hazards on the chip (time-faithful replay, docs/trust.md): an ordering bug of the machine
 shows as wrong data. The ahbm-v2 hazard kernels replay verified on ahbm-v3; with the chip's
 WAR edge dropped (``board.DROP_WAR``), or with a deliberately wrong arbitration that starts
 a program's ops out of its own order without waiting for their data

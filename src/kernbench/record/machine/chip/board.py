@@ -1,5 +1,5 @@
 """Which earlier ops an op's data waits for, while they may still be undecided (the chip's
-scoreboard; the rules are SPEC §13's, docs/hardware-model.md).
+scoreboard; docs/hardware-model.md).
 
 An op starts once its inputs are visible (RAW: the earlier writes of those bytes have
 ended) and its output range is free (WAR and WAW: every earlier read and write of it has
@@ -31,6 +31,8 @@ DROP_WAR = False
 
 _FAR = 1 << 62  # an HBM access that is not its operand's contiguous extent covers the rest
 _PRUNE_AT = 256
+#: a memory's segment bounds kept as they are by a prune (as record/machine/ranges.py)
+_KEEP_BOUNDS = 256
 
 
 class _Read:
@@ -88,6 +90,7 @@ class Segments:
         """Fold decided accesses into the ends, drop ends at or before ``floor`` (no op still
         to be issued starts before it) and merge runs of empty segments; the bounds left."""
         bounds, wend, wn, rend, rn = [], [], [], [], []
+        merge = len(self.bounds) > _KEEP_BOUNDS  # below that, buffers find their bounds
         empty_before = False
         for k, x in enumerate(self.bounds):
             w, r, wnode, readers = self.wend[k], self.rend[k], self.wn[k], self.rn[k]
@@ -110,7 +113,7 @@ class Segments:
             if r <= floor:
                 r = 0
             empty = not w and not r and wnode is None and not readers
-            if empty and empty_before:
+            if empty and empty_before and merge:
                 continue
             empty_before = empty
             bounds.append(x)
@@ -131,13 +134,114 @@ def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
 class Board:
     """The accesses of every memory of the chip, keyed by memory (HBM: per program)."""
 
-    __slots__ = ("memories", "stamp", "count", "limit")
+    __slots__ = ("memories", "stamp", "count", "limit", "tcm")
 
     def __init__(self) -> None:
         self.memories: dict[Any, Segments] = {}
         self.stamp = 0
         self.count = 0
         self.limit = _PRUNE_AT
+        self.tcm: dict[int, Segments] = {}  # each PE's kernel scratch, by PE
+
+    def op(self, node: Node, cmd: Any, program: int) -> int:
+        """``claim`` of every operand of ``cmd``, noted. The common case — every operand one
+        whole segment of a PE's TCM already cut — takes a short path (no cut, no key);
+        anything else the general one."""
+        tcm = self.tcm
+        spans = []
+        for h in cmd.inputs:
+            buf = h.buf
+            if buf.space != "tcm":
+                return self.claim(node, self.extents(cmd, program))
+            m = tcm.get(buf.pe)
+            if m is None:
+                return self.claim(node, self.extents(cmd, program))
+            b = m.bounds
+            lo = buf.addr
+            i = bisect_left(b, lo)
+            if i + 1 >= len(b) or b[i] != lo or b[i + 1] != lo + buf.nbytes:
+                return self.claim(node, self.extents(cmd, program))
+            spans.append((m, i))
+        out = cmd.out
+        wm = None
+        w_i = 0
+        if out is not None:
+            buf = out.buf
+            if buf.space != "tcm" or cmd.op in ATOMICS:
+                return self.claim(node, self.extents(cmd, program))
+            wm = tcm.get(buf.pe)
+            if wm is None:
+                return self.claim(node, self.extents(cmd, program))
+            b = wm.bounds
+            lo = buf.addr
+            w_i = bisect_left(b, lo)
+            if w_i + 1 >= len(b) or b[w_i] != lo or b[w_i + 1] != lo + buf.nbytes:
+                return self.claim(node, self.extents(cmd, program))
+        self.stamp = stamp = self.stamp + 1
+        node.stamp = stamp
+        t = 0
+        for m, k in spans:  # RAW: the segment's writer
+            w = m.wn[k]
+            if w is not None:
+                if w.done:
+                    if w.end > m.wend[k]:
+                        m.wend[k] = w.end
+                    if w.end > m.rend[k]:
+                        m.rend[k] = w.end
+                    m.wn[k] = None
+                elif w.stamp != stamp:
+                    w.stamp = stamp
+                    w.after.append(node)
+                    node.deps += 1
+            if m.wend[k] > t:
+                t = m.wend[k]
+        if wm is not None:  # WAR and WAW: every access of the segment
+            k = w_i
+            w = wm.wn[k]
+            if w is not None:
+                if w.done:
+                    if w.end > wm.rend[k]:
+                        wm.rend[k] = w.end
+                elif w.stamp != stamp:
+                    w.stamp = stamp
+                    w.after.append(node)
+                    node.deps += 1
+            if DROP_WAR:
+                if wm.wend[k] > t:
+                    t = wm.wend[k]
+            else:
+                r_end = wm.rend[k]
+                for r in wm.rn[k]:
+                    if r.done:
+                        e = r.end if r.rend < 0 else r.rend
+                        if e > r_end:
+                            r_end = e
+                    elif r.stamp != stamp:
+                        r.stamp = stamp
+                        r.after.append(node if r.engine is None or r.engine.dst < 0
+                                       else _Read(node))
+                        node.deps += 1
+                if r_end > t:
+                    t = r_end
+        for m, k in spans:  # noted: a reader of its segments
+            readers = m.rn[k]
+            if len(readers) > 16:  # fold the decided ones (bounded lists)
+                kept = []
+                for r in readers:
+                    if r.done:
+                        e = r.end if r.rend < 0 else r.rend
+                        if e > m.rend[k]:
+                            m.rend[k] = e
+                    else:
+                        kept.append(r)
+                m.rn[k] = readers = kept
+            readers.append(node)
+        if wm is not None:  # the writer of its segment, standing for all before it
+            wm.wn[w_i] = node
+            wm.wend[w_i] = wm.rend[w_i] = 0
+            wm.rn[w_i] = []
+        self.count += len(spans) + (wm is not None)
+        return t
 
     def _memory(self, buf: Any, program: int) -> Segments:
         key: Any = (buf.space, buf.pe)
@@ -146,6 +250,8 @@ class Board:
         m = self.memories.get(key)
         if m is None:
             m = self.memories[key] = Segments()
+            if buf.space == "tcm":
+                self.tcm[buf.pe] = m
         return m
 
     def extents(self, cmd: Any, program: int) -> list[tuple[Segments, int, int, bool]]:

@@ -1,5 +1,5 @@
 """An engine of one PE on the chip: the queues its issued ops wait in and the rule that
-picks which starts when it is free (SPEC §15 ``engine_arbitration``).
+picks which starts when it is free (``engine_arbitration``, docs/hardware-model.md).
 
 Both policies serve each program's ops in its issue order; they differ in what one
 program's waiting op does to the others (SimPy's lesson: "stop at the first request that

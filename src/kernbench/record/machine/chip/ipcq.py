@@ -1,4 +1,4 @@
-"""IPCQ on the chip: messages between PEs, routed over the topology (SPEC §15).
+"""IPCQ on the chip: messages between PEs, routed over the topology (docs/hardware-model.md).
 
 A ``send`` to ``"next"`` / ``"prev"`` goes to PE ``p + 1`` / ``p - 1`` and lands in its
 ``"prev"`` / ``"next"`` queue, as on ahbm-v1/v2; on any topology but a ring the message is

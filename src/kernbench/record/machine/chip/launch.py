@@ -11,7 +11,6 @@ from kernbench.record.machine.chip.parts import Parts
 from kernbench.record.rows.writer import OpWriter
 from kernbench.trace.hw import HwConfig
 
-
 #: test-only switch: time every recording on the chip, also hardware without a shared part
 #: (the chip on ahbm-v2's fields must time a kernel as ahbm-v2's closed form does)
 ALWAYS = False

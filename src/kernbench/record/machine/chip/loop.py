@@ -30,11 +30,12 @@ from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.chip.pe import ChipPE
 from kernbench.record.machine.context import KernelContext, ProgramGreenlet
 from kernbench.record.machine.resident import slot_bytes
-from kernbench.record.rows.writer import OpWriter
+from kernbench.record.rows.writer import ROW, OpWriter
 from kernbench.schemas.ops import OPS
 from kernbench.trace.hw import HwConfig
 
 _YIELD, _PARK = object(), object()
+_PACK = ROW.pack
 #: test-only hook: called with every engine op as it starts (its readiness, for the
 #: work-conservation property of tests/record/machine/chip)
 OBSERVE: Callable[[Node], None] | None = None
@@ -142,8 +143,25 @@ class Chip:
             fn(arg, when)
 
     def maybe_yield(self, prog: P.Prog) -> None:
-        """Hand over once this program's clock passes the next program's or decision's."""
-        if prog.clock >= self.switch_at:
+        """Hand over once this program's clock passes the next program's or decision's.
+        Decisions due before its clock are made right here, on its greenlet, while no other
+        program is due first (the same order as handing over, without two switches)."""
+        if prog.clock < self.switch_at:
+            return
+        clock, events, runnable = prog.clock, self.events, self.runnable
+        while events and events[0][0] < clock and (
+                not runnable or events[0][0] < runnable[0][0]):
+            t, _, fn, arg = heapq.heappop(events)
+            self.time = t
+            fn(arg, t)
+        sa = NEVER
+        if runnable:
+            c, p, _ = runnable[0]
+            sa = c + (1 if prog.program < p else 0)
+        if events and events[0][0] + 1 < sa:
+            sa = events[0][0] + 1
+        self.switch_at = sa
+        if clock >= sa:
             self.main.switch(_YIELD)
 
     def park(self, prog: P.Prog) -> None:
@@ -209,7 +227,7 @@ class Chip:
     def claim(self, node: Node) -> None:
         """``node`` waits for the earlier accesses its operands need."""
         board = self.board
-        t = board.claim(node, board.extents(node.cmd, node.prog.program))
+        t = board.op(node, node.cmd, node.prog.program)
         ready = node.t_issue + node.prog.cpe.dispatch_ps
         node.ready = t if t > ready else ready
         board.noted(self.time)
@@ -279,20 +297,23 @@ class Chip:
             self.settling.append(node)
             return
         todo = self.settling = [node]
+        on_ready = self.on_ready
         while todo:
             n = todo.pop()
             n.done = True
             end = n.end
-            for w in n.after:
-                if type(w) is Node:
-                    if end > w.ready:
-                        w.ready = end
-                    w.deps -= 1
-                    if not w.deps:
-                        self.on_ready(w)
-                else:
-                    w(n)
-            n.after = []
+            after = n.after
+            if after:
+                for w in after:
+                    if type(w) is Node:
+                        if end > w.ready:
+                            w.ready = end
+                        w.deps -= 1
+                        if not w.deps:
+                            on_ready(w)
+                    else:
+                        w(n)
+                n.after = ()  # nothing may wait on it any more
             prog = n.prog
             prog.live -= 1
             if end > prog.last_end:
@@ -300,14 +321,17 @@ class Chip:
             if not prog.live and prog.issued_all:
                 self._finish(prog)
         self.settling = None
-        self._flush()
-
-    def _flush(self) -> None:
-        rows, row = self.rows, self.writer.row
-        while rows and rows[0].done:
-            n = rows.popleft()
-            row((n.pe, n.prog.program, n.seq, n.parent, n.t_issue, n.start, n.end, n.busy,
-                 n.wait, n.cursor, n.depth), n.cmd)
+        rows = self.rows
+        if rows[0].done:
+            writer = self.writer
+            times, cmds, pack = writer.times, writer.cmds, _PACK
+            while rows and rows[0].done:
+                n = rows.popleft()
+                times += pack(n.pe, n.prog.program, n.seq, n.parent, n.t_issue, n.start,
+                              n.end, n.busy, n.wait, n.cursor, n.depth)
+                cmds.append(n.cmd)
+                if len(cmds) >= writer.chunk:
+                    writer.compact()
 
 
 def _call(fn: Callable[[int], None], t: int) -> None:

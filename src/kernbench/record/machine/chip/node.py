@@ -30,10 +30,12 @@ class Node:
         self.start = self.busy = self.end = 0
         self.rend = -1  # when it stops reading its inputs, if before ``end`` (a send)
         self.done = False
-        self.after: list[Any] = []
+        self.after: Any = []  # a list; () once decided
         self.stamp = 0
         self.queue: Any = None  # the engine queue it waits in (a deque), if any
         self.op_id = self.seq = self.cursor = self.depth = 0
+    # ``program.timed`` builds a node field by field (the per-op path): a new field is set
+    # there too
 
     def __repr__(self) -> str:
         return (f"Node({self.cmd.op.value} op {self.op_id} program {self.prog.program} "

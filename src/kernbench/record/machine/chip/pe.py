@@ -20,10 +20,11 @@ QUEUED = (Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH)
 
 
 def _operand_bytes(cmd: Any) -> int:
-    """The op's bytes that cross TCM (``schemas/traffic``): its TCM operands'."""
-    ops = [(h.buf.space, h.nbytes) for h in cmd.inputs]
+    """The op's bytes that cross TCM (``schemas/traffic.tcm_bytes``): its TCM operands'
+    (a TCM operand covers its whole buffer)."""
+    ops = [(h.buf.space, h.buf.nbytes) for h in cmd.inputs]
     if cmd.out is not None:
-        ops.append((cmd.out.buf.space, cmd.out.nbytes))
+        ops.append((cmd.out.buf.space, cmd.out.buf.nbytes))
     return tcm_bytes(ops)
 
 

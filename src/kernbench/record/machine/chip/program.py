@@ -6,7 +6,7 @@ stops only where it needs an answer the chip has not decided yet — room in a f
 queue, a ``tl.wait``, the issue port, the end of the program — by parking its greenlet
 until the chip decides it. ``now`` is the program's count of issued ops: what the lowering
 reads as the PE's time (a freed buffer's time, a pipelined loop's start), so that where a
-value lands in TCM never depends on the hardware's timing (SPEC §16).
+value lands in TCM never depends on the hardware's timing (docs/hardware-model.md).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Prog:
         self.greenlet: Any = None
         self.ctx: Any = None
         self.by_op = pe.by_op
+        self.blocking = chip.hw.engine_issue == "blocking"
 
     @property
     def seq(self) -> int:
@@ -97,7 +98,8 @@ def _issue_time(prog: Prog) -> int:
 
 
 def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
-    """An engine op: wait for room in its queue, issue, go on."""
+    """An engine op: wait for room in its queue, issue, go on. (The per-op path: the steps
+    of ``_issue_time``, ``_node``, ``Chip.enter`` and ``Chip.claim`` written out.)"""
     chip = prog.chip
     queue = engine.queue_of(prog.program)
     if len(queue) >= engine.depth:  # full: first the starts due by now, then wait for one
@@ -112,17 +114,45 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         loop.target(cmd.src, prog.now)  # the load site's history, for its buffer ring
         if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
             adopt(prog, loop, cmd)  # type: ignore[arg-type]
-    t = _issue_time(prog)
-    node = _node(prog, cmd, engine, model, t)
-    chip.claim(node)
+    cpe = prog.cpe
+    clock = prog.clock
+    t = clock
+    if cpe.issue_ps:  # the issue port: one op per issue_ns
+        if cpe.issue_free > t:
+            t = cpe.issue_free
+        cpe.issue_free = t + cpe.issue_ps
+        if t > clock:
+            chip.note_issue_wait = t - clock
+            prog.carried_wait += t - clock
+            prog.clock = clock = t
+    node = _new(Node)
+    node.cmd, node.prog, node.pe, node.engine, node.model = cmd, prog, prog.pe, engine, model
+    node.t_issue = t
+    node.wait, prog.carried_wait = prog.carried_wait, 0
+    node.parent = -1
+    node.deps = node.start = node.busy = node.end = node.stamp = 0
+    node.rend = -1
+    node.done = False
+    node.after = []
+    chip.enter(node, prog)
+    ready = chip.board.op(node, cmd, prog.program)
+    t += cpe.dispatch_ps
+    node.ready = ready if ready > t else t
+    chip.board.noted(chip.time)
     engine.add(node)
     if not node.deps:
-        chip.on_ready(node)
+        engine.ready(node)
+        chip.poke(engine)
     prog.now += 1
-    if prog.hw.engine_issue == "blocking" and cmd.op not in _NON_BLOCKING:
+    if prog.blocking and cmd.op not in _NON_BLOCKING:
         chip.wait_for(prog, [node])
-    prog.clock += prog.cpe.dispatch_ps
-    chip.maybe_yield(prog)
+    if cpe.dispatch_ps:
+        prog.clock += cpe.dispatch_ps
+    if prog.clock >= chip.switch_at:
+        chip.maybe_yield(prog)
+
+
+_new = object.__new__
 
 
 def mark(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
