@@ -1,7 +1,8 @@
 """Properties of the chip's engine arbitration over random mixes of resident programs
 (hypothesis; docs/hardware-model.md): within a program each engine's ops start in issue
-order; an engine is never idle while some program's head op on it is ready (work conservation, under either
-policy); replays are verified; the op log is byte-identical in another process."""
+order; an engine is never idle while some program's head op on it is ready (work
+conservation, under either policy); replays are verified; the op log is byte-identical in
+another process."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """``engine_arbitration = "ready_first"`` (docs/hardware-model.md, issue 41): each resident
-program keeps its own in-order queue per engine, and a free engine starts the head op ready earliest, so
-one program's dependency chain no longer blocks the others (head-of-line blocking under
-``in_order``). The two kernels of the issue, on ahbm-v2's fields with one policy or the
-other."""
+program keeps its own in-order queue per engine, and a free engine starts the head op ready
+earliest, so one program's dependency chain no longer blocks the others (head-of-line
+blocking under ``in_order``). The two kernels of the issue, on ahbm-v2's fields with one
+policy or the other."""
 
 from __future__ import annotations
 
