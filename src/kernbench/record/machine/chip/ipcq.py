@@ -18,12 +18,12 @@ from kernbench.errors import IpcqError
 from kernbench.record.commands import Cmd, Recv, RecvAsync, Resolve, Send
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.chip.protocol import ChipLoop
 from kernbench.record.machine.resident import UsesIpcq
 from kernbench.schemas.ops import OP
 from kernbench.trace.topology import neighbour
 
 if TYPE_CHECKING:
-    from kernbench.record.machine.chip.loop import Chip
     from kernbench.record.machine.chip.program import Prog
 
 OPPOSITE = {"next": "prev", "prev": "next"}
@@ -67,9 +67,9 @@ class Queue:
 class Ipcq:
     """Every queue of the chip, and the request handlers of the programs."""
 
-    def __init__(self, chip: Chip) -> None:
+    def __init__(self, chip: ChipLoop, n_pe: int) -> None:
         self.chip = chip
-        self.n = len(chip.pes)
+        self.n = n_pe  # the ring "next" and "prev" name PEs on (set by the loop's run)
         self.depth = chip.hw.ipcq_depth
         self.slot_bytes = chip.hw.ipcq_slot_bytes
         self.queues: dict[tuple[int, str], Queue] = {}

@@ -69,7 +69,7 @@ class Chip:
         self.shared_rows: list[tuple[int, str, str, int]] = []
         self.note_issue_wait = 0
         self.settling: list[Node] | None = None
-        self.ipcq = Ipcq(self)
+        self.ipcq = Ipcq(self, n_pe)
         self.requests: dict[type, Callable[[P.Prog, Any], Any]] = {Wait: P.wait,
                                                                   **handlers(self.ipcq)}
         self.alone = False

@@ -12,19 +12,17 @@ value lands in TCM never depends on the hardware's timing (docs/hardware-model.m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernbench.record.commands import Cmd, Wait
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.chip.pe import ChipPE
+from kernbench.record.machine.chip.protocol import ChipLoop
 from kernbench.record.machine.composite import children
 from kernbench.record.machine.pipeline import adopt
 from kernbench.schemas import ops
-from kernbench.schemas.ops import OP, Engine
-
-if TYPE_CHECKING:
-    from kernbench.record.machine.chip.loop import Chip
-    from kernbench.record.machine.chip.pe import ChipPE
+from kernbench.schemas.ops import ENGINE, OP, Engine
 
 _NON_BLOCKING = ops.NON_BLOCKING
 _PIPELINABLE = frozenset(op for op in _NON_BLOCKING if ops.ENGINE[op] is Engine.DMA_RD
@@ -35,7 +33,7 @@ class Prog:
     """One resident program: its greenlet's state and the driver protocol the lowering
     reads (``index``, ``hw``, ``writer``, ``scratch``, ``now``, ``seq``, ``loop``...)."""
 
-    def __init__(self, chip: Chip, pe: ChipPE, program: int, slot: int, clock: int,
+    def __init__(self, chip: ChipLoop, pe: ChipPE, program: int, slot: int, clock: int,
                  scratch: ScratchAllocator) -> None:
         self.chip, self.cpe, self.program, self.slot = chip, pe, program, slot
         self.pe = self.index = pe.index
@@ -191,12 +189,12 @@ def composite(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     kids = []
     for dma, dot in children(cmd, prog.pe, prog.hw.stage_bytes):
         for child in (dma, dot):
-            eng = cpe.engine_of(child.op)
+            eng = cpe.engines[ENGINE[child.op]]  # a DMA read, a dot: queued engines
             node = Node(child, prog, eng, cpe.models[child.op], t, 0)
             chip.enter(node, prog)
             node.parent = parent.op_id
             chip.claim(node)
-            eng.add(node)  # type: ignore[union-attr]
+            eng.add(node)
             kids.append(node)
             if not node.deps:
                 chip.on_ready(node)
