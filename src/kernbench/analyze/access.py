@@ -21,7 +21,7 @@ import polars as pl
 
 from kernbench.analyze.element_counts import ElementCounts
 from kernbench.analyze.footprint import Kept, footprint, pieces
-from kernbench.errors import BadInputError, closest
+from kernbench.errors import BadInputError, TraceFormatError, closest
 from kernbench.schemas import elements as ix
 from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
@@ -98,12 +98,13 @@ class Placed:
         per_print = np.array([p.moved for p in self.prints] + [0], np.int64)
         self.moved = per_print[self.which]
 
-    def pieces(self, keep: np.ndarray | None = None, lo: int = -off.LIMIT,
+    def pieces(self, only: np.ndarray | None = None, lo: int = -off.LIMIT,
                hi: int = off.LIMIT) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """(elements, weights, row) chunks of the rows (those of ``keep``), in
-        ``[lo, hi)``."""
-        which = self.which if keep is None else np.where(keep, self.which, -1)
-        return pieces(self.first, self.prints, which, lo, hi)
+        """(elements, weights, row) chunks of the rows (those of the ascending row numbers
+        ``only``: the row is then a position in ``only``), in ``[lo, hi)``."""
+        if only is None:
+            return pieces(self.first, self.prints, self.which, lo, hi)
+        return pieces(self.first[only], self.prints, self.which[only], lo, hi)
 
 
 def _placed(trace: Trace, tensors: list[dict[str, Any]], tensor: str | None, what: str
@@ -124,7 +125,7 @@ def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
     if tensor is not None:
         _check_name(tensors, tensor)
     placed = _placed(trace, tensors, tensor, "the per-element accesses' tiles")
-    total = int(placed.moved.sum())
+    total = int(placed.moved.sum(dtype=np.float64))
     limits.require(f"the per-element accesses ({total:,} rows)", total * BYTES_PER_ACCESS_ROW)
     idx, elems = [], []
     for e, w, r in placed.pieces():
@@ -173,31 +174,35 @@ def tensor_traffic(trace: Trace) -> pl.DataFrame:
     (distinct elements read × itemsize), rereads (bytes_read / bytes_used), bytes_written
     (elements written × itemsize, each time), gather_ops (gathers, scatters and atomics at
     loaded offsets: counted, not placed). Elements are counted from the footprints; the
-    distinct ones in a bitmap of one tensor at a time (a byte an element: within the
+    distinct ones read in a bitmap of one tensor at a time (a byte an element: within the
     tensor's own bytes, which the validator counted)."""
     tensors = _tensors(trace)
     placed = _placed(trace, tensors, None, "the HBM tensors' tiles")
-    name = placed.rows["tensor"].to_numpy()
-    read = placed.rows["read"].to_numpy()
-    write = placed.rows["write"].to_numpy()
-    rows: dict[str, list[Any]] = {"tensor": [], "read": [], "used": [], "written": []}
-    for t in tensors:
-        mine = name == t["name"]
-        n = off.product(tuple(t["shape"]) or (1,), f"tensor {t['name']}")
-        seen = np.zeros(n if (mine & read).any() else 0, np.bool_)
-        for e, _, _ in placed.pieces(mine & read, 0, n):
+    total = float(placed.moved.sum(dtype=np.float64))
+    if total * off.MAX_ITEMSIZE >= off.LIMIT:  # the byte sums below stay inside int64
+        raise TraceFormatError(f"{trace.path}: its ops move {total:.3g} elements of HBM "
+                               f"tensors, more bytes than a trace may address (2^62)")
+    rows = placed.rows.select("tensor", "read", "write", moved=pl.Series(placed.moved))
+    per = rows.group_by("tensor").agg(
+        read=pl.col("moved").filter(pl.col("read")).sum().cast(pl.Int64),
+        written=pl.col("moved").filter(pl.col("write")).sum().cast(pl.Int64))
+    readers = rows.with_row_index("_r").filter(pl.col("read")).group_by("tensor").agg("_r")
+    shapes = {t["name"]: tuple(t["shape"]) or (1,) for t in tensors}
+    used: dict[str, list[Any]] = {"tensor": [], "used": []}
+    for name, idx in readers.iter_rows():
+        n = off.product(shapes[name], f"tensor {name}")
+        seen = np.zeros(n, np.bool_)
+        for e, _, _ in placed.pieces(np.asarray(idx, np.int64), 0, n):
             seen[e] = True
-        rows["tensor"].append(t["name"])
-        rows["read"].append(int(placed.moved[mine & read].sum()))
-        rows["used"].append(int(np.count_nonzero(seen)))
-        rows["written"].append(int(placed.moved[mine & write].sum()))
+        used["tensor"].append(name)
+        used["used"].append(int(np.count_nonzero(seen)))
     item = pl.DataFrame({"tensor": [t["name"] for t in tensors],
                          "itemsize": [DTYPES[t["dtype"]].itemsize for t in tensors]})
-    per = pl.DataFrame(rows, schema={"tensor": pl.String, "read": pl.Int64, "used": pl.Int64,
-                                     "written": pl.Int64})
     unplaced = unplaced_ops(trace).group_by("tensor").agg(
         gather_ops=pl.len().cast(pl.Int64))
-    out = item.join(per, on="tensor", how="left").join(unplaced, on="tensor", how="left")
+    out = (item.join(per, on="tensor", how="left")
+           .join(pl.DataFrame(used, schema={"tensor": pl.String, "used": pl.Int64}),
+                 on="tensor", how="left").join(unplaced, on="tensor", how="left"))
     out = out.with_columns(pl.col("read", "used", "written", "gather_ops").fill_null(0))
     return out.select(
         "tensor", bytes_read=pl.col("read") * pl.col("itemsize"),

@@ -144,7 +144,8 @@ def _nested(shape: tuple[int, ...], strides: list[int], base: int, times: int, k
     sorted by |stride|, nest: each stride is the span of the axes inside it (they merge
     into one run) or beyond it (runs apart); None when they interleave or touch."""
     lo = base + sum(s * (n - 1) for n, s in zip(shape, strides, strict=True) if s < 0)
-    length, extent, outer = 1, 1, []
+    length, extent = 1, 1
+    outer: list[tuple[int, int]] = []  # (stride, size) of the axes the runs repeat along
     for s, n in sorted((abs(s), n) for n, s in zip(shape, strides, strict=True)):
         if not outer and s == length:
             length *= n
