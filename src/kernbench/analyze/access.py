@@ -84,10 +84,9 @@ class Placed:
     footprints (``analyze.footprint``, one per distinct attrs and shape): row ``r`` moves
     ``prints[which[r]]`` from element ``first[r]`` of its tensor, ``moved[r]`` in all."""
 
-    def __init__(self, rows: pl.DataFrame, table: ix.AccessTable, what: str) -> None:
+    def __init__(self, rows: pl.DataFrame, table: ix.AccessTable, kept: Kept) -> None:
         self.rows = rows
         keys = rows.select("attrs", "shape").unique(maintain_order=True).with_row_index("_k")
-        kept = Kept(what)
         self.prints = [footprint(json.loads(a) if a else {}, tuple(s or ()), table, kept)
                        for _, a, s in keys.iter_rows()]
         at = rows.select("attrs", "shape").join(keys, on=["attrs", "shape"], how="left",
@@ -107,12 +106,12 @@ class Placed:
         return pieces(self.first[only], self.prints, self.which[only], lo, hi)
 
 
-def _placed(trace: Trace, tensors: list[dict[str, Any]], tensor: str | None, what: str
+def _placed(trace: Trace, tensors: list[dict[str, Any]], tensor: str | None, kept: Kept
             ) -> Placed:
     rows = _hbm_rows(trace, tensors)
     if tensor is not None:
         rows = rows.filter(pl.col("tensor") == tensor)
-    return Placed(rows.sort("program", "op_id"), trace.access, what)
+    return Placed(rows.sort("program", "op_id"), trace.access, kept)
 
 
 def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
@@ -124,7 +123,7 @@ def element_accesses(trace: Trace, tensor: str | None = None) -> pl.DataFrame:
     tensors = _tensors(trace)
     if tensor is not None:
         _check_name(tensors, tensor)
-    placed = _placed(trace, tensors, tensor, "the per-element accesses' tiles")
+    placed = _placed(trace, tensors, tensor, Kept("the per-element accesses' tiles"))
     total = int(placed.moved.sum(dtype=np.float64))
     limits.require(f"the per-element accesses ({total:,} rows)", total * BYTES_PER_ACCESS_ROW)
     idx, elems = [], []
@@ -159,8 +158,10 @@ def access_map(trace: Trace, tensor: str) -> pl.DataFrame:
     t = _check_name(_tensors(trace), tensor)
     shape = tuple(t["shape"]) or (1,)
     n = off.product(shape, f"tensor {tensor}")
-    limits.require(f"the access map of {tensor} ({n:,} elements)", n * BYTES_PER_MAP_ELEMENT)
-    placed = _placed(trace, _tensors(trace), tensor, f"the access map of {tensor}'s tiles")
+    held = n * BYTES_PER_MAP_ELEMENT
+    limits.require(f"the access map of {tensor} ({n:,} elements)", held)
+    placed = _placed(trace, _tensors(trace), tensor,
+                     Kept(f"the access map of {tensor} and its tiles", held))
     rows = placed.rows
     acc = ElementCounts(n, rows["program"].to_numpy().astype(np.int64), rows["src"],
                         rows["read"].to_numpy(), rows["write"].to_numpy())
@@ -177,7 +178,9 @@ def tensor_traffic(trace: Trace) -> pl.DataFrame:
     distinct ones read in a bitmap of one tensor at a time (a byte an element: within the
     tensor's own bytes, which the validator counted)."""
     tensors = _tensors(trace)
-    placed = _placed(trace, tensors, None, "the HBM tensors' tiles")
+    shapes = {t["name"]: tuple(t["shape"]) or (1,) for t in tensors}
+    bitmap = max([off.product(s, "tensor") for s in shapes.values()] or [0])
+    placed = _placed(trace, tensors, None, Kept("the HBM tensors' tiles and a bitmap", bitmap))
     total = float(placed.moved.sum(dtype=np.float64))
     if total * off.MAX_ITEMSIZE >= off.LIMIT:  # the byte sums below stay inside int64
         raise TraceFormatError(f"{trace.path}: its ops move {total:.3g} elements of HBM "
@@ -187,7 +190,6 @@ def tensor_traffic(trace: Trace) -> pl.DataFrame:
         read=pl.col("moved").filter(pl.col("read")).sum().cast(pl.Int64),
         written=pl.col("moved").filter(pl.col("write")).sum().cast(pl.Int64))
     readers = rows.with_row_index("_r").filter(pl.col("read")).group_by("tensor").agg("_r")
-    shapes = {t["name"]: tuple(t["shape"]) or (1,) for t in tensors}
     used: dict[str, list[Any]] = {"tensor": [], "used": []}
     for name, idx in readers.iter_rows():
         n = off.product(shapes[name], f"tensor {name}")

@@ -78,11 +78,12 @@ def contiguous(n: int) -> Footprint:
 
 
 class Kept:
-    """What the footprints an analysis builds take, counted against the memory budget
-    (``kernbench.trace.limits``) before each is built."""
+    """What the footprints an analysis builds take, with the ``held`` bytes it keeps
+    beside them, counted against the memory budget (``kernbench.trace.limits``) before each
+    footprint is built."""
 
-    def __init__(self, what: str) -> None:
-        self.what, self.bytes = what, 0
+    def __init__(self, what: str, held: int = 0) -> None:
+        self.what, self.bytes = what, held
 
     def need(self, runs: int, building: int = 0) -> None:
         """Count ``runs`` more kept runs (and a build of ``building`` elements);
