@@ -1,5 +1,5 @@
 """The chip's event loop: every PE's resident programs as greenlets, and every op's start
-decided in one global time order (docs/adr/0730).
+decided in one global time order (docs/adr/0735).
 
 Two heaps drive it: the programs that can run, by ``(clock, program)``, and the decisions
 due, by time (an engine that may start an op). A program runs first when its clock is no
