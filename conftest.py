@@ -66,10 +66,12 @@ pytest_collect_file = _DocSybil(parsers=[_regions], patterns=list(DOCUMENTS),
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Heavy blocks carry the ``slow`` mark; without ``--slow`` they are deselected."""
-    heavy = [i for i in items if isinstance(i, SybilItem) and i.example.parsed.directive.heavy]
-    for item in heavy:
-        item.add_marker(pytest.mark.slow)
+    """Heavy blocks carry the ``slow`` mark; without ``--slow`` every ``slow`` item (a heavy
+    block, or a test of a documented figure at its documented size) is deselected."""
+    for item in items:
+        if isinstance(item, SybilItem) and item.example.parsed.directive.heavy:
+            item.add_marker(pytest.mark.slow)
+    heavy = [i for i in items if i.get_closest_marker("slow")]
     if heavy and not HEAVY["on"]:
         config.hook.pytest_deselected(items=heavy)
         items[:] = [i for i in items if i not in heavy]
