@@ -74,7 +74,7 @@ def draw_timeline(ax: Axes, trace: Trace,
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
     ax.set_xlabel("time (µs)")
-    title = "engine timeline per PE (busy spans; grey: kernel stalled waiting"
+    title = "engine timeline per PE\n(busy spans; grey: kernel stalled waiting"
     if drains.height:
         title += "; hatched: all issued, engines still running"
     if path is not None and path.height:
