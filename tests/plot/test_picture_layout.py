@@ -7,7 +7,6 @@ the access picture of a 1-D tensor a one-pixel strip with a 1,024-colour legend)
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl

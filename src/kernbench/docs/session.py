@@ -94,7 +94,7 @@ class DocSession:
             words = line.split("#")[0].split()
             if words[:1] != ["kernbench"] or len(words) < 2:
                 continue
-            command = main.commands.get(words[1])  # type: ignore[attr-defined]
+            command = main.commands.get(words[1])
             if command is None:
                 raise DocBlockError(f"{block.where}: `kernbench {words[1]}` is no command")
             known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
@@ -114,7 +114,8 @@ class DocSession:
     @contextlib.contextmanager
     def as_reader(self) -> Iterator[None]:
         """In-process code runs in the doc's folder, with its modules first on the path and
-        the reader's environment (no ``KERNBENCH_*`` variable of the caller)."""
+        the environment the doc's shell blocks left (no ``KERNBENCH_*`` variable of the
+        caller's)."""
         saved_env, saved_cwd, saved_path = dict(os.environ), os.getcwd(), list(sys.path)
         own = str(self.folder)
         for name, module in list(sys.modules.items()):  # a module of another doc's folder
@@ -122,8 +123,8 @@ class DocSession:
                 del sys.modules[name]
         try:
             os.chdir(self.folder)
-            for k in [k for k in os.environ if k.startswith("KERNBENCH_")]:
-                del os.environ[k]
+            os.environ.clear()  # the shell's, as the blocks before left it
+            os.environ.update({k: v for k, v in self.env.items() if not k.startswith("KBDOC_")})
             sys.path.insert(0, own)
             yield
         finally:

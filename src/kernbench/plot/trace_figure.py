@@ -233,7 +233,8 @@ def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     frames = data.engine_spans(trace), data.stall_spans(trace)
     path, by_line = critical(trace, m)
-    fig = Figure(figsize=(12, max(2.5, 0.18 * len(_rows(*frames, data.drain_spans(trace)))) + 1), layout="constrained")
+    rows = len(_rows(*frames, data.drain_spans(trace)))
+    fig = Figure(figsize=(12, max(2.5, 0.18 * rows) + 1), layout="constrained")
     draw_timeline(fig.add_subplot(), trace, frames, path)
     out["timeline"] = fig
     fig = Figure(figsize=(12, 3.5), layout="constrained")
