@@ -1,7 +1,7 @@
 """Regenerate docs/pictures/ from the blocks that draw them (``python -m kernbench.docs``).
 
 A picture of the docs is drawn by the block shown next to it, marked ``<!-- doctest:
-picture -->``: its commands write ``docs/pictures/NAME.png`` as they would from the
+picture -->``: its commands write ``docs/pictures/<name>.png`` as they would from the
 repository root. Here each such block runs in a scratch folder (after the earlier blocks of
 its page that are not heavy, as in the doc tests), and what it wrote under
 ``docs/pictures/`` is reduced to a 256-colour palette and copied into the repository. So a
