@@ -145,3 +145,19 @@ def test_python_m_kernbench_docs_redraws_a_picture_from_its_block(tmp_path):
     assert written == [root / "docs" / "pictures" / "prefill-serial-v1.png"]
     with Image.open(written[0]) as img:
         assert img.mode == "P" and img.size == (1320, 1100)  # palette-quantised, full size
+
+
+def test_every_file_a_documented_spec_names_is_shown_on_its_page():
+    """Issue 42: sweeps.md's spec named a ``rules.toml`` the page never showed (``rules file
+    'rules.toml': No such file``). A spec written by a ``file`` block names only files the
+    same page writes too."""
+    import tomllib
+
+    found = list(blocks.all_blocks(ROOT))
+    specs = [b for b in found if b.directive.file and b.lang == "toml"]
+    assert specs
+    for spec in specs:
+        named = (tomllib.loads(spec.text).get("stages") or {}).get("rules")
+        if named:
+            written = {b.directive.file for b in found if b.path == spec.path}
+            assert named in written, f"{spec.where} names {named}, which its page never shows"

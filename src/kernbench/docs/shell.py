@@ -109,7 +109,7 @@ def _split(output: str, n: int) -> list[tuple[str, int | None]]:
 
 
 def run_block(text: str, where: str, folder: Path, env: dict[str, str],
-              timeout: float = 900) -> dict[str, str]:
+              timeout: float = 3600) -> dict[str, str]:
     """Run the block's commands in ``folder`` with ``env``; raise ``DocBlockError`` on the
     first command that fails or misses a line; return the environment at the block's end."""
     cmds = commands(text)
