@@ -26,6 +26,9 @@ from kernbench.errors import DocBlockError
 #: the package under test, importable by every command a block runs
 SRC = str(Path(kernbench.__file__).resolve().parents[1])
 OPTION = re.compile(r"(?<![\w./-])(--?[A-Za-z][\w-]*)")
+#: modules a page's Python blocks imported from its folder (name -> folder), dropped from
+#: ``sys.modules`` before another page's blocks run
+IMPORTED: dict[str, str] = {}
 
 
 class DocSession:
@@ -118,9 +121,10 @@ class DocSession:
         caller's)."""
         saved_env, saved_cwd, saved_path = dict(os.environ), os.getcwd(), list(sys.path)
         own = str(self.folder)
-        for name, module in list(sys.modules.items()):  # a module of another doc's folder
-            if (getattr(module, "__file__", None) or "").startswith(str(self.folder.parent)):
-                del sys.modules[name]
+        for name, folder in list(IMPORTED.items()):  # README's mymod is not triton.md's
+            if folder != own:
+                sys.modules.pop(name, None)
+                del IMPORTED[name]
         try:
             os.chdir(self.folder)
             os.environ.clear()  # the shell's, as the blocks before left it
@@ -128,6 +132,8 @@ class DocSession:
             sys.path.insert(0, own)
             yield
         finally:
+            IMPORTED.update({name: own for name, module in list(sys.modules.items())
+                             if (getattr(module, "__file__", None) or "").startswith(own)})
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
