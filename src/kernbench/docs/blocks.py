@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kernbench.errors import BadInputError
 
@@ -55,7 +56,7 @@ class Directive:
     def parse(cls, words: str, where: str) -> Directive:
         """``heavy picture``, ``skip REASON``, ``file NAME``, ``excerpt PATH``."""
         tokens = words.split()
-        kw: dict[str, object] = {}
+        kw: dict[str, Any] = {}
         while tokens:
             word = tokens.pop(0)
             if word == "skip":
@@ -70,7 +71,7 @@ class Directive:
             else:
                 raise BadInputError(f"{where}: unknown doctest word {word!r}; "
                                     f"known: {', '.join(WORDS)}")
-        return cls(**kw)  # type: ignore[arg-type]
+        return cls(**kw)
 
 
 @dataclass(frozen=True)

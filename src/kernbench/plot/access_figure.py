@@ -30,7 +30,7 @@ from kernbench.plot.trace_figure import preset
 from kernbench.trace import Trace
 
 #: the categorical palette of programs and sites (20 colours); untouched elements are white
-PALETTE = tuple(colormaps["tab20"].colors)  # type: ignore[attr-defined]
+PALETTE = tuple(colormaps["tab20"](i) for i in range(20))
 #: up to this many programs get a colour (and a colour-bar tick) each
 FEW = len(PALETTE)
 

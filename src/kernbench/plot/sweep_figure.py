@@ -103,8 +103,8 @@ def draw_pareto(ax: Axes, points: pl.DataFrame, params: list[str],
             ms=5, label="point")
     ax.plot((front[x] * 1e-6).to_list(), (front[y] / 1024).to_list(), "o-", color="#d62728",
             ms=6, label="Pareto front")
-    xs = points[x].cast(pl.Float64)
-    mid = (float(xs.min() or 0.0) + float(xs.max() or 0.0)) / 2 * 1e-6  # type: ignore[arg-type]
+    xs = points[x].cast(pl.Float64).to_numpy()
+    mid = (float(xs.min()) + float(xs.max())) / 2 * 1e-6
     for row in front.iter_rows(named=True):
         right = row[x] * 1e-6 > mid  # a label on the right half points left: never cut
         ax.annotate(_label(row, params), (row[x] * 1e-6, row[y] / 1024), fontsize=7,
