@@ -11,9 +11,13 @@ buffer stays pending until the link has read it, so it cannot be overwritten ear
 A message addressed by PE index (SPEC §15 "Addressing", docs/adr/0750) lands in the
 receiver's queue of its source PE, with credits of its own. To a ring neighbour it goes over
 that direction's link exactly as ``"next"`` / ``"prev"``; to any other PE of the ring it is
-routed hop by hop over the ``next`` links (``trace/topology.route`` of a ``ring``): every
-link of the route serves it from when the source is visible, in the order the sends reach
-them, and it arrives ``h * link_latency`` after the slowest link has carried it.
+routed hop by hop over the ``next`` links (``trace/topology.route`` of a ``ring``): the PE
+injects its routed messages one at a time, in issue order; every link of the route serves
+one from when it is injected (its source visible), in the order the sends reach them, and it
+arrives ``h * link_latency`` after the slowest link has carried it. A send's row holds its
+injection (per direction, and one for routed messages) from when it takes the message until
+its last link is done, as on the chip (``machine/chip/ipcq.py``): with no routed traffic a
+direction's injection is its link, so direction sends are timed as they always were.
 
 Messages live in the receiver's ``ipcq`` memory space, one slot of ``ipcq_slot_kib`` per
 (queue, credit): the two direction queues first, then the queue of each source PE
@@ -67,6 +71,8 @@ class Ring:
         self.sent: dict[tuple[int, Peer], int] = {k: 0 for k in keys}
         #: each PE's links by direction (the drivers'), for messages routed across PEs
         self.links: dict[int, dict[str, LinkEngine]] = {}
+        #: when each (PE, direction or "routed") injection is free
+        self.injected: dict[tuple[int, str], int] = {}
 
     def neighbour(self, pe: int, direction: str) -> int:
         return (pe + 1) % self.size if direction == "next" else (pe - 1) % self.size
@@ -96,14 +102,18 @@ class Ring:
                 return dest, pe, direction
         return dest, pe, None
 
-    def carry(self, pe: int, dest: int, ready: int, busy: int) -> tuple[int, int, int]:
-        """A message routed from ``pe`` to ``dest``: each link of its route serves it from
-        ``ready`` (in the order sends reach it); (first link's start, the last link's end,
-        hops)."""
-        path = route("ring", self.size, pe, dest)
-        starts = [self.links[a]["next" if b == (a + 1) % self.size else "prev"]
-                  .occupy(ready, busy) for a, b in path]
-        return starts[0], max(starts) + busy, len(path)
+    def carry(self, pe: int, dest: int, link: str | None, ready: int, busy: int
+              ) -> tuple[int, int, int]:
+        """A message from ``pe`` to ``dest`` over the ``link`` direction (None: routed), its
+        source visible at ``ready``: (when ``pe`` injects it, when the slowest link of its
+        route is done with it, hops)."""
+        key = (pe, link or "routed")
+        t = max(ready, self.injected.get(key, 0))
+        # a direction's own link, or the "next" links of the one-way route
+        path = ((pe, dest),) if link is not None else route("ring", self.size, pe, dest)
+        end = max(self.links[a][link or "next"].occupy(t, busy) for a, _ in path) + busy
+        self.injected[key] = end
+        return t, end, len(path)
 
 
 def _sync(pe: PE, t: int) -> Generator[simpy.Event, Any, None]:
@@ -130,13 +140,8 @@ def run_send(req: Send, pe: PE) -> Generator[simpy.Event, Any, None]:
     attrs = f'{{"dir":"{link}","to":{dst}}}' if link else f'{{"to":{dst}}}'
     cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src, attrs=attrs)
     busy, latency = TIMING[OP.SEND](pe, cmd)
-    if link is not None:
-        start = pe.links[link].occupy(max(t_issue, visible), busy)
-        end = start + busy
-    else:  # routed: h links, h latencies
-        start, end, hops = ring.carry(pe.index, dst, max(t_issue, visible), busy)
-        latency *= hops
-    arrival = end + latency
+    start, end, hops = ring.carry(pe.index, dst, link, max(t_issue, visible), busy)
+    arrival = end + hops * latency
     ring.queues[key].put(Message(slot, arrival))
     pe.record(cmd, t_issue, start, arrival, end - start, t_issue - start_now + pe.take_wait())
     pe.note_access(cmd, arrival)

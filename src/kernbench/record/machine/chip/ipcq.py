@@ -12,7 +12,7 @@ A message addressed by PE index (SPEC §15 "Addressing", docs/adr/0750) lands in
 receiver's queue of its source PE (credits per (source, destination) pair) and in that
 queue's slots (after the two direction regions). To a neighbour on the ring of the PEs in
 use it leaves through that direction's injection queue, as ``"next"`` / ``"prev"`` would;
-to any other PE through an injection queue of its own destination, routed.
+to any other PE through the PE's queue of routed messages (one at a time, in issue order).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class Ipcq:
                             x.dtype)
         attrs = f'{{"dir":"{link}","to":{dst}}}' if link else f'{{"to":{dst}}}'
         cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src, attrs=attrs)
-        engine = prog.cpe.link(link or f"pe{dst}", dst)
+        engine = prog.cpe.link(link or "routed", dst)
         node = Node(cmd, prog, engine, None, t, prog.take_wait())
         chip.enter(node, prog)
         board = chip.board  # the source is read (RAW); credits order the slot's uses
@@ -137,7 +137,7 @@ class Ipcq:
 
     def towards(self, pe: int, dest: Peer) -> tuple[int, Peer, str | None]:
         """(receiver, its queue, the direction whose injection queue carries the message;
-        None: one of its destination's own, routed)."""
+        None: the queue of routed messages)."""
         if isinstance(dest, str):
             return neighbour(self.n, pe, dest), OPPOSITE[dest], dest
         for direction in DIRECTIONS:

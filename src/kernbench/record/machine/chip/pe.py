@@ -78,9 +78,9 @@ class ChipPE:
         if cmd.op is Op.SEND:
             # on a ring, "next" and "prev" are the links to the neighbours themselves; a
             # message to any other PE (by index) is routed
-            engine = node.engine
-            start, busy, arrival, rows = parts.carry(self.index, engine.dst, t, cmd.nbytes,
-                                                     self.ring and engine.name in DIRECT)
+            start, busy, arrival, rows = parts.carry(self.index, cmd.out.buf.pe, t,
+                                                     cmd.nbytes,
+                                                     self.ring and node.engine.name in DIRECT)
             return start + busy, arrival, rows
         busy, latency = node.model(self, cmd)
         own = t + busy
@@ -106,8 +106,9 @@ class ChipPE:
 
     def link(self, direction: str, dst: int) -> ChipEngine:
         """The in-order injection queue of this PE's messages towards ``direction`` (a ring
-        direction, or ``pe<dst>`` for messages by index to a PE that is not a neighbour):
-        one message at a time, in issue order (as ahbm-v2's per-direction link)."""
+        direction, or ``routed``: messages by PE index to a PE that is not a neighbour, each
+        to the receiver of its slot): one message at a time, in issue order (as ahbm-v2's
+        per-direction link)."""
         e = self.links_out.get(direction)
         if e is None:
             e = self.links_out[direction] = InOrder(f"link.{direction}", self.index, NEVER,
