@@ -1,6 +1,6 @@
 """Ring decode combining by PE index (ADR-0751): ``combine="direct"`` (every rank's partial
 straight to rank 0) and ``combine="binomial"`` (a binomial tree by index), for topologies
-that route a message to any PE (SPEC §15). Replayed against numpy on every machine; the
+that route a message to any PE (docs/adr/0750). Replayed against numpy on every machine; the
 figures of 8 x 4096 are in docs/attention-designs.md and ``kernbench bench``
 (``ring_decode_v3_*``)."""
 

@@ -8,7 +8,7 @@ combine="tree" (default): a reduction tree rooted at rank 0 whose two branches r
 combine="chain": the all-gather of ADR-0040: n - 1 rounds, every rank forwards the partial
   it last received and merges each one; n (n - 1) partials in all.
 
-Combines that address PEs by index (SPEC §15 "Addressing", docs/adr/0751), for topologies
+Combines that address PEs by index (docs/adr/0750, docs/adr/0751), for topologies
 where a message to any PE is routed (switch, torus2d, mesh2d, bidir_ring):
 combine="direct": every rank sends its partial straight to rank 0, which posts all n - 1
   receives first and merges them in rank order. One message time deep (the route's hops).

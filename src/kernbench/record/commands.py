@@ -37,8 +37,8 @@ new_cmd = tuple.__new__
 # -- requests that synchronise with SimPy (run by the PE driver, record/machine/ipcq.py) -----------
 #: ring directions a kernel may name; "next" lands in the neighbour's "prev" queue
 DIRECTIONS = ("next", "prev")
-#: whom a message goes to or comes from: a ring direction, or a PE index (SPEC §15
-#: "Addressing"; docs/adr/0750): a message sent by index lands in the receiver's queue of its
+#: whom a message goes to or comes from: a ring direction, or a PE index
+#: (docs/adr/0750): a message sent by index lands in the receiver's queue of its
 #: source PE, one sent to a direction in its queue of the opposite direction
 Peer = str | int
 

@@ -13,8 +13,12 @@ but madvises large arrays into 2 MiB huge pages; a ``bytearray`` writes every by
 from __future__ import annotations
 
 import mmap
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
 
@@ -23,8 +27,9 @@ class LazyBytes(mmap.mmap):
     """A zero-filled byte map whose pages are made on first touch, with ``bytearray``'s
     ``find`` of one byte value (what the valid-map checks call)."""
 
-    def find(self, sub: int | bytes, *bounds: int) -> int:  # type: ignore[override]
-        return super().find(bytes((sub,)) if isinstance(sub, int) else sub, *bounds)
+    def find(self, sub: int | Buffer, start: int = 0, stop: int | None = None, /) -> int:
+        return super().find(bytes((sub,)) if isinstance(sub, int) else sub, start,
+                            len(self) if stop is None else stop)
 
 
 def _lazy(size: int) -> LazyBytes:

@@ -19,7 +19,7 @@ import numpy as np
 from kernbench.errors import ReplayError, TraceFormatError
 from kernbench.replay.lazy import AllValid, LazyBytes, lazy_memory
 from kernbench.schemas.dtypes import DTYPES
-from kernbench.trace.ipcq import directions_bytes
+from kernbench.trace.ipcq_slots import directions_bytes
 
 #: the numpy storage dtype of each trace dtype name (bfloat16: uint16 bits), looked up once
 #: per distinct operand
@@ -50,7 +50,7 @@ def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
 
 
 def _ipcq_size(hw: Mapping[str, Any]) -> int:
-    """The two direction regions (``trace/ipcq.py``; slots by PE index: ``ipcq_bytes``)."""
+    """The two direction regions (``trace/ipcq_slots.py``; slots by PE index: ``ipcq_bytes``)."""
     return directions_bytes(int(hw.get("ipcq_depth", 2)), _kib("ipcq_slot_kib")(hw))
 
 

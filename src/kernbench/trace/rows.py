@@ -25,7 +25,7 @@ from kernbench.trace.attrs import attrs_findings, version_findings
 from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
 from kernbench.trace.findings import Findings
-from kernbench.trace.ipcq import IpcqUse
+from kernbench.trace.ipcq_slots import IpcqUse
 from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
 TENSOR_ROLES = ("input", "output", "inout")

@@ -35,7 +35,7 @@ from kernbench.trace import limits
 from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.findings import Finding, Findings
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.ipcq import IpcqUse, directions_bytes
+from kernbench.trace.ipcq_slots import IpcqUse, directions_bytes
 from kernbench.trace.parquet import batches, open_parquet, read
 from kernbench.trace.rows import MAX_VALUE, ops_findings, tensor_findings
 
@@ -88,7 +88,7 @@ class Validation:
     ops_file: pq.ParquetFile | None = None
     #: the arrays of access.parquet as the validator read them (EMPTY when there is none)
     access: AccessTable = EMPTY
-    #: pe -> the end of the highest ipcq byte its operands use (``trace/ipcq.py``): replay
+    #: pe -> the end of the highest ipcq byte its operands use (``trace/ipcq_slots.py``): replay
     #: sizes each PE's message slots by it
     ipcq_bytes: dict[int, int] = field(default_factory=dict)
 

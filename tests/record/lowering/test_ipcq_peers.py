@@ -1,4 +1,4 @@
-"""IPCQ peers (``record/lowering/comm.py``, SPEC §15 "Addressing", ADR-0750): a send or
+"""IPCQ peers (``record/lowering/comm.py``, ADR-0750): a send or
 receive names ``"next"``, ``"prev"`` or a PE index of the launch; anything else is one line
 naming the kernel's line and the value, on every machine."""
 

@@ -1,4 +1,4 @@
-"""Messages addressed by PE index (SPEC §15 "Addressing", ADR-0750) on every machine: the
+"""Messages addressed by PE index (ADR-0750) on every machine: the
 PE-by-PE closed form of ahbm-v1/v2 (``record/machine/ipcq.py``) and the chip of ahbm-v3
 (``record/machine/chip/ipcq.py``). To a ring neighbour an indexed message is timed exactly
 as ``"next"``/``"prev"``; to any other PE it is routed hop by hop and costs what it crosses;

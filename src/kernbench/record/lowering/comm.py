@@ -1,8 +1,8 @@
 """Semantic checks of the IPCQ calls: send, recv, recv_async (driver side: ipcq.py).
 
-A peer is a ring direction (``"next"``, ``"prev"``) or a PE index (SPEC §15 "Addressing",
-docs/adr/0750): ``0 <= dest <`` the PEs the launch uses (program ``p`` runs on PE ``p``),
-never the program's own PE.
+A peer is a ring direction (``"next"``, ``"prev"``) or a PE index (docs/adr/0750):
+``0 <= dest <`` the PEs the launch uses (program ``p`` runs on PE ``p``), never the
+program's own PE.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ message to its link: the link is busy for ``ceil(nbytes / link_bw)`` from when i
 and the source visible, and the message is visible ``link_latency`` later. The source
 buffer stays pending until the link has read it, so it cannot be overwritten early.
 
-A message addressed by PE index (SPEC §15 "Addressing", docs/adr/0750) lands in the
+A message addressed by PE index (docs/adr/0750) lands in the
 receiver's queue of its source PE, with credits of its own. To a ring neighbour it goes over
 that direction's link exactly as ``"next"`` / ``"prev"``; to any other PE of the ring it is
 routed hop by hop over the ``next`` links (``trace/topology.route`` of a ``ring``): the PE

@@ -1,4 +1,4 @@
-"""The ipcq space's layout (``trace/ipcq.py``, ADR-0750): two direction regions, then one
+"""The ipcq space's layout (``trace/ipcq_slots.py``, ADR-0750): two direction regions, then one
 per source PE; the validator measures what each PE's space spans (what replay allocates) and
 refuses an operand past the layout, so a hand-edited trace cannot make replay map a huge
 space."""
@@ -10,7 +10,7 @@ import pytest
 import kernbench as kb
 from kernbench.errors import TraceFormatError
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.ipcq import capacity, directions_bytes
+from kernbench.trace.ipcq_slots import capacity, directions_bytes
 from tests.conftest import rewrite_ops
 from tests.replay.test_lazy import gather_case
 
