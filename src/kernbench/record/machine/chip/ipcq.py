@@ -18,7 +18,7 @@ to any other PE through the PE's queue of routed messages (one at a time, in iss
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kernbench.errors import IpcqError
 from kernbench.record.commands import DIRECTIONS, Cmd, Peer, Recv, RecvAsync, Resolve, Send
@@ -201,7 +201,7 @@ class Ipcq:
             raise UsesIpcq
         q = self.queue(prog.pe, req.direction)
         post = Post(req, prog.clock)
-        req.out.buf.event = post  # type: ignore[assignment]
+        req.out.buf.event = cast(Any, post)
         prog.unresolved.append(req.out.buf)
         if q.messages and not q.posted:
             self._match(q, post, prog.clock)
