@@ -8,10 +8,10 @@ message to its link: the link is busy for ``ceil(nbytes / link_bw)`` from when i
 and the source visible, and the message is visible ``link_latency`` later. The source
 buffer stays pending until the link has read it, so it cannot be overwritten early.
 
-A message addressed by PE index (docs/adr/0750) lands in the
-receiver's queue of its source PE, with credits of its own. To a ring neighbour it goes over
-that direction's link exactly as ``"next"`` / ``"prev"``; to any other PE of the ring it is
-routed hop by hop over the ``next`` links (``trace/topology.route`` of a ``ring``): the PE
+A message addressed by PE index (docs/adr/0750) lands in the receiver's queue of its source
+PE, with credits of its own. To a ring neighbour it goes over that direction's link exactly
+as ``"next"`` / ``"prev"``; to any other PE of the ring it is routed hop by hop over the
+``next`` links (``trace/topology.route`` of a ``ring``): the PE
 injects its routed messages one at a time, in issue order; every link of the route serves
 one from when it is injected (its source visible), in the order the sends reach them, and it
 arrives ``h * link_latency`` after the slowest link has carried it. A send's row holds its

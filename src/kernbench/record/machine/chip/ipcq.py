@@ -8,9 +8,9 @@ parks), and a claim — a blocking ``recv``, or a posted ``recv_async`` matching
 The send's row is decided when its source is visible, in time order with every other use
 of the links it crosses; a receive's row when the message has arrived and its buffer is free.
 
-A message addressed by PE index (docs/adr/0750) lands in the
-receiver's queue of its source PE (credits per (source, destination) pair) and in that
-queue's slots (after the two direction regions). To a neighbour on the ring of the PEs in
+A message addressed by PE index (docs/adr/0750) lands in the receiver's queue of its source
+PE (credits per (source, destination) pair) and in that queue's slots (after the two
+direction regions). To a neighbour on the ring of the PEs in
 use it leaves through that direction's injection queue, as ``"next"`` / ``"prev"`` would;
 to any other PE through the PE's queue of routed messages (one at a time, in issue order).
 """
