@@ -58,7 +58,8 @@ SPACES: dict[str, SpaceSpec] = {
     "hbm": SpaceSpec("hbm", per_pe=False, size=None, check_reads=False),
     "tcm": SpaceSpec("tcm", per_pe=True, size=_kib("kernel_scratch_kib")),
     "stage": SpaceSpec("stage", per_pe=True, size=_kib("stage_kib")),
-    # the receiver's message slots: 2 directions x ipcq_depth slots of ipcq_slot_kib
+    # the receiver's message slots: 2 directions x ipcq_depth slots of ipcq_slot_kib, more
+    # on a PE that receives by PE index (``MemoryStore.ipcq_bytes``)
     "ipcq": SpaceSpec("ipcq", per_pe=True, size=_ipcq_size),
 }
 
