@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kernbench.errors import KernbenchError, TraceFormatError
+from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
 
 
 def _one_line(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -206,19 +206,27 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
 @click.option("--fail-on", "fail_on", multiple=True, metavar="KEY=±X%|±Xns",
               help="Exit 1 if metric KEY changed by more than X% or, for a time, an amount "
                    "with a unit ps/ns/us (repeatable).")
+@click.option("--pair", type=click.Choice(["id", "params"]), default=None,
+              help="Sweeps: pair points by id (same case, parameters and hardware) or by case "
+                   "and parameters whatever the hardware [default: id].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 @_reads_trace
-def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
-    """Compare trace A (before) with trace B (after), or two sweeps point by point."""
+def diff(a: str, b: str, fail_on: tuple[str, ...], pair: str | None, as_json: bool) -> None:
+    """Compare trace A (before) with trace B (after), or two sweeps point by point.
+
+    Exit 1 if a --fail-on threshold is exceeded, or if --fail-on is given and no point of
+    two sweeps was compared."""
     from kernbench.analyze import diff as run
     from kernbench.sweep import is_sweep
 
     if is_sweep(a) or is_sweep(b):
-        from kernbench.sweep.query import sweep_diff
+        from kernbench.sweep.diff import sweep_diff
 
-        return _emit(sweep_diff(a, b, fail_on=list(fail_on)), as_json)
-
+        return _emit(sweep_diff(a, b, fail_on=fail_on, pair=pair or "id"), as_json)
+    if pair is not None:
+        raise BadInputError(f"--pair {pair}: only two sweeps pair points; {a!r} and {b!r} "
+                            "are traces")
     _emit(run(a, b, fail_on=list(fail_on)), as_json)
 
 
