@@ -113,8 +113,10 @@ def summary(result: ReplayResult) -> str:
     checked = {n: o for n, o in v["outputs"].items() if o.get("checked")}
     if v.get("reference") is None:
         return f"replayed {head}, no invalid reads; not verified: {v.get('reference_note')}"
-    errs = ", ".join(f"{n} max_abs_err={o['max_abs_err']:.3g}" if o["max_abs_err"] is not None
-                     else f"{n} {o.get('message')}" for n, o in checked.items())
+    errs = ", ".join((f"{n} max_abs_err={o['max_abs_err']:.3g}" if o["max_abs_err"] is not None
+                      else f"{n} {o.get('message')}")
+                     + (f" ({o['unwritten']['text']})" if o.get("unwritten") else "")
+                     for n, o in checked.items())
     word = "verified" if result.ok else "WRONG"
     nonfinite = v.get("first_nonfinite")
     extra = (f"; first non-finite value from op {nonfinite['op_id']} ({nonfinite['name']} at "

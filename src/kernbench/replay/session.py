@@ -201,6 +201,7 @@ def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
             values.release()
             del store  # the memories go before the reference runs
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
+            _name_unwritten(trace, verdict["outputs"])
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
             verdict[FILES_KEY] = replayed_files(manifest)  # what was replayed (ADR-0538)
             writing.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
@@ -241,6 +242,18 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     verdict["ok"] = (verdict["invalid_read"] is None and verdict["error"] is None
                      and all(o["ok"] for o in verdict["outputs"].values()))
     return verdict
+
+
+def _name_unwritten(trace: Trace, report: dict[str, dict[str, Any]]) -> None:
+    """Beside each output found wrong, the elements of it that no op wrote (ADR-0811)."""
+    wrong = [name for name, o in report.items() if o.get("checked") and not o.get("ok")]
+    if not wrong:
+        return
+    from kernbench.trace.coverage import never_written
+
+    for name, note in never_written(trace.path, trace.tensors_table, trace.access,
+                                    wrong).items():
+        report[name]["unwritten"] = note
 
 
 def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> pa.Table:

@@ -1,4 +1,5 @@
-"""Indexed operands for the analyses: the byte runs an indexed HBM operand really touches.
+"""Indexed operands for the analyses and for replay's verdict (``trace/coverage.py``): the
+byte runs an indexed HBM operand really touches.
 
 An indexed row's HBM operand names a set of elements (``kernbench.schemas.elements``), not
 the contiguous ``[addr, addr + nbytes)``; the race detector sees its maximal runs of
