@@ -13,12 +13,16 @@ from kernbench.sweep.spec import SweepSpec, parse_spec, read_rules, with_overrid
 #: the milestone-gqa-headline design space, one sweep per kernel family
 BUILTIN: dict[str, str] = {
     "milestone-decode": """
-# GQA decode (Llama3-70B shapes): which K/V tile and stream win at each context length
+# GQA decode (Llama3-70B shapes): which K/V tile and stream win at each context length.
+# Lazy loads double-buffer K and V in scratch (4 x T_kv x D bf16): T_kv = 1024 would need
+# the whole 1 MiB before Q and the running state, so only the composite stream (staged
+# through the staging area) goes that far (ADR-0812)
 case = "gqa-decode"
 [grid]
 S_kv = [4096, 32768]
-T_kv = [256, 512, 1024]
-stream = ["lazy", "composite"]
+[zip]
+T_kv = [256, 512, 256, 512, 1024]
+stream = ["lazy", "lazy", "composite", "composite", "composite"]
 [best]
 metric = "latency_ps"
 per = ["S_kv"]
