@@ -92,6 +92,29 @@ def build_user_case(case: str, items: tuple[str, ...] | list[str]) -> Case:
     return build_case(case, parse_params(items, factory), factory=factory, spec=case)
 
 
+def as_case(case: Any, params: Mapping[str, Any] | None = None, who: str = "kb.record"
+            ) -> Case:
+    """A ``kb.Case`` from what a user hands ``kb.record`` or the ``kb_record`` fixture: a
+    Case (as it is), a built-in case name, ``"module:function"`` or a case factory (the
+    last three built with ``params``, typed by the factory's defaults)."""
+    params = dict(params or {})
+    if isinstance(case, Case):
+        if params:
+            raise BadInputError(f"{who}: parameters {sorted(params)} are for a case factory or "
+                                f"a case name; the kb.Case {case.name!r} is built already")
+        return case
+    if isinstance(case, str) and ":" in case:
+        from kernbench.case.factory import load_user_factory
+
+        return build_case(case, params, factory=load_user_factory(case), spec=case)
+    if isinstance(case, str):
+        return build_case(case, params)
+    if callable(case):
+        return build_case(getattr(case, "__name__", "case"), params, factory=case)
+    raise BadInputError(f"{who}: cannot record {case!r} ({type(case).__name__}); pass a "
+                        "kb.Case, a built-in case name, 'module:function' or a case factory")
+
+
 def describe_cases() -> str:
     """One block per built-in case: name, first doc line, parameters with defaults."""
     lines = []

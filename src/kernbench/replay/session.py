@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kernbench.case import Init, init_from_json
+from kernbench.case import Case, Init, init_from_json
 from kernbench.case.recorded import replaying_roles
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
@@ -150,7 +150,8 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     return out
 
 
-def replay_in_process(path: str | Path | Trace, case: str | Callable[..., Any] | None = None,
+def replay_in_process(path: str | Path | Trace,
+                      case: str | Case | Callable[..., Any] | None = None,
                       run_id: str | None = None, case_paths: Sequence[str] = (),
                       threads: int | None = None, reference: bool = True,
                       window_rows: int = BATCH_ROWS, progress: bool | None = None
@@ -171,7 +172,7 @@ def replay_in_process(path: str | Path | Trace, case: str | Callable[..., Any] |
                        window_rows, progress, started)
 
 
-def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
+def _replay(trace: Trace, case: str | Case | Callable[..., Any] | None, run_id: str,
             case_paths: Sequence[str], with_reference: bool, window_rows: int,
             progress: bool | None, started: float) -> ReplayResult:
     path = trace.path
