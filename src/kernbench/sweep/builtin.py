@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kernbench.errors import BadInputError, closest
 from kernbench.sweep.spec import SweepSpec, parse_spec, read_rules, with_overrides
 
 #: the milestone-gqa-headline design space, one sweep per kernel family
@@ -176,6 +177,16 @@ def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
         return tomllib.loads(path.read_text()), path.parent
     if arg in BUILTIN:
         return tomllib.loads(BUILTIN[arg]), None
+    if ":" not in arg:
+        from kernbench.kernels.registry import registry
+
+        cases = registry()
+        if arg not in cases:
+            raise BadInputError(
+                f"unknown case {arg!r} (nor a spec file, a built-in spec or a suite)"
+                f"{closest(arg, [*BUILTIN, *SUITES, *cases])}; built-in specs: "
+                f"{', '.join(BUILTIN)}; suites: {', '.join(SUITES)}; cases: "
+                f"{', '.join(sorted(cases))}")
     return {"case": arg}, None
 
 
