@@ -18,12 +18,13 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.analyze.check import check
+from kernbench.analyze.check import CheckReport, check
 from kernbench.analyze.frames import scan_ops
 from kernbench.analyze.report import format_table, to_json
 from kernbench.analyze.sql import SqlResult
 from kernbench.analyze.thresholds import load_rules
 from kernbench.errors import BadInputError
+from kernbench.notebook import fmt
 from kernbench.sweep.report import load_sweep
 from kernbench.sweep.store import POINTS_FILE, RULES_FILE, trace_dir
 from kernbench.trace import Trace
@@ -69,14 +70,26 @@ def sweep_check(root: str | Path, rules: str | Path | None = None) -> SweepCheck
     names = [*spec.swept, *spec.hw_columns]
     results = []
     for row in points.iter_rows(named=True):
+        found: dict[str, Any] = {}
         if row["status"] != "ok":
             ok, problems = False, f"point failed: {row['error']}"
         else:
             report = check(trace_dir(root, row["point_id"]), rules=rule_list)
-            ok, problems = report.ok, ", ".join(report.violated())
+            ok, problems = report.ok, _problems(report)
+            found = {"rules": [r.to_dict() for r in report.rules],
+                     "violations": {i.name: i.count for i in report.invariants if i.count}}
         results.append({"point_id": row["point_id"], "params": _label(row, names), "ok": ok,
-                        "problems": problems or None})
+                        "problems": problems or None, **found})
     return SweepCheckReport(str(root), results)
+
+
+def _problems(report: CheckReport) -> str:
+    """What failed, with what was measured (as single-trace ``check`` shows it): each failed
+    invariant with its number of violations, each failed rule with its actual value."""
+    return ", ".join([f"{i.name} ({i.count} violation{'s' * (i.count != 1)})"
+                      for i in report.invariants if not i.ok]
+                     + [f"rule {r.rule} (actual {fmt(r.actual)})" for r in report.rules
+                        if not r.ok])
 
 
 def sweep_tables(root: str | Path, with_ops: bool = True) -> dict[str, pl.LazyFrame]:
