@@ -21,9 +21,8 @@ import polars as pl
 from kernbench.analyze.check import CheckReport, check
 from kernbench.analyze.frames import scan_ops
 from kernbench.analyze.report import format_table, to_json
-from kernbench.analyze.sql import SqlResult
+from kernbench.analyze.sql import SqlResult, run_query
 from kernbench.analyze.thresholds import load_rules
-from kernbench.errors import BadInputError
 from kernbench.notebook import fmt
 from kernbench.sweep.report import load_sweep
 from kernbench.sweep.store import POINTS_FILE, RULES_FILE, trace_dir
@@ -107,12 +106,6 @@ def sweep_tables(root: str | Path, with_ops: bool = True) -> dict[str, pl.LazyFr
 
 
 def sweep_sql(root: str | Path, query: str) -> SqlResult:
-    """Run SQL over a sweep's ``points`` and ``ops`` tables."""
+    """Run SQL over a sweep's ``points`` and ``ops`` tables (guarded as over a trace's)."""
     uses_ops = re.search(r"\bops\b", query, re.IGNORECASE) is not None
-    ctx = pl.SQLContext(sweep_tables(root, with_ops=uses_ops))
-    try:
-        frame = ctx.execute(query, eager=True)
-    except (pl.exceptions.PolarsError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BadInputError(f"sql: {first} (tables: {', '.join(ctx.tables())})") from None
-    return SqlResult(query, frame)
+    return run_query(sweep_tables(root, with_ops=uses_ops), query)
