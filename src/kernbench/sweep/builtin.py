@@ -168,6 +168,29 @@ def sweep_dirs(path: str | Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if is_sweep(p)) if path.is_dir() else []
 
 
+def suite_parts(path: str | Path) -> list[Path]:
+    """The sweeps of a suite's output directory (``kernbench sweep milestone -o M``); empty
+    when ``path`` is a sweep itself, a trace, or holds no sweep."""
+    from kernbench.sweep.store import is_sweep
+
+    path = Path(path)
+    if is_sweep(path) or (path / "manifest.json").exists():
+        return []
+    return sweep_dirs(path)
+
+
+def refuse_suite(path: str | Path, command: str) -> None:
+    """BadInputError naming the suite's sweeps when ``path`` is a suite's directory: the
+    command reads one trace or one sweep."""
+    parts = suite_parts(path)
+    if parts:
+        raise BadInputError(
+            f"{str(path)!r} is a suite of {len(parts)} sweeps "
+            f"({', '.join(p.name for p in parts)}), not a trace or a sweep; name one sweep, "
+            f"e.g. `kernbench {command} {parts[0]} ...` (`kernbench report {path}` "
+            f"and `kernbench panel --best {path}` read the whole suite)")
+
+
 def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
     path = Path(arg)
     if arg.endswith(".toml") or path.is_file():
