@@ -115,13 +115,37 @@ def as_case(case: Any, params: Mapping[str, Any] | None = None, who: str = "kb.r
                         "kb.Case, a built-in case name, 'module:function' or a case factory")
 
 
-def describe_cases() -> str:
-    """One block per built-in case: name, first doc line, parameters with defaults."""
+#: the width ``kernbench cases`` wraps its text to
+CASES_WIDTH = 96
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, whole (a period inside
+    parentheses does not end it), with RST literals (````x````) shown as ``x``."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split()).replace("``", "")
+    depth = 0
+    for i, ch in enumerate(para):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch in ".!?" and depth <= 0 and (i + 1 == len(para) or para[i + 1] == " "):
+            return para[:i + 1]
+    return para
+
+
+def describe_cases(width: int = CASES_WIDTH) -> str:
+    """One block per built-in case: its name and the first sentence of its doc (wrapped,
+    never cut), then its parameters with defaults."""
+    import textwrap
+
+    reg = registry()
+    pad = max(map(len, reg)) + 2
     lines = []
-    for name, factory in sorted(registry().items()):
-        doc = (factory.__doc__ or "").strip().splitlines()
-        lines.append(f"{name}  {doc[0] if doc else ''}".rstrip())
+    for name, factory in sorted(reg.items()):
+        lines.append(textwrap.fill(first_sentence(factory.__doc__), width,
+                                   initial_indent=name.ljust(pad), subsequent_indent=" " * pad,
+                                   break_long_words=False, break_on_hyphens=False).rstrip())
         params = factory_params(factory)
         if params:
-            lines.append("    " + "  ".join(f"{k}={v}" for k, v in params.items()))
+            lines.append(textwrap.fill("  ".join(f"{k}={v}" for k, v in params.items()), width,
+                                       initial_indent="    ", subsequent_indent="    ",
+                                       break_long_words=False, break_on_hyphens=False))
     return "\n".join(lines)
