@@ -16,14 +16,14 @@ from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
-from kernbench.record.bounds import OpBound, check_grid, counted
 from kernbench.record.handle import HbmTensor, Pointer
-from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
-from kernbench.record.pe import PEDriver
-from kernbench.record.resident import occupancy
-from kernbench.record.tensors import write_tensors
-from kernbench.record.writer import OpWriter
+from kernbench.record.lowering.bounds import OpBound, check_grid, counted
+from kernbench.record.machine.ipcq import Ring
+from kernbench.record.machine.pe import PEDriver
+from kernbench.record.machine.resident import occupancy
+from kernbench.record.rows.tensors import write_tensors
+from kernbench.record.rows.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.hw import HwConfig, load_hw
@@ -50,11 +50,12 @@ def _check_params(case: Case) -> None:
 
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
-                 alone: bool = False) -> list[PEDriver]:
+                 alone: bool = False,
+                 on_programs: Callable[[int, int], Any] | None = None) -> list[PEDriver]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
-    occupancy dry run, record/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
-    refused (``record/bounds.py``; program 0 alone projects the whole grid)."""
+    occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
+    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
@@ -68,7 +69,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
 
     # program 0's op count projects the launch only when it runs one program per PE at a
     # time (k = 1): resident programs share the PE's seq
-    bound = OpBound(total, writer.progress, project=k == 1)
+    bound = OpBound(total, writer.progress, project=k == 1, on_programs=on_programs)
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
@@ -131,13 +132,18 @@ def _check_out(out: Path) -> None:
 
 
 def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
-           progress: Callable[[int], Any] | None = None) -> Trace:
+           progress: Callable[[int], Any] | None = None,
+           programs: Callable[[int, int], Any] | None = None) -> Trace:
     """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
-    called with the number of ops recorded so far, every batch of rows.
+    called with the number of ops recorded so far, every batch of rows; ``programs`` with
+    the programs finished so far and the grid's, every ``PROGRAM_TICK`` programs.
 
     ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
+    if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
+        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip, which this "
+                            "kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
@@ -150,7 +156,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                       lambda alone, path: _peak_alone(case, alone, path, tensors))
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
-            drivers = run_programs(case, hw, writer, tensors, k)
+            drivers = run_programs(case, hw, writer, tensors, k, on_programs=programs)
             writer.close()
             if pending is not None:
                 pending.settle()
