@@ -12,7 +12,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.analyze import check
 from kernbench.kernels.registry import build_case
-from kernbench.record import addressing as ix
+from kernbench.record.lowering import addressing as ix
 from kernbench.replay import replay
 from kernbench.replay.result import summary
 from kernbench.trace.coverage import coverage, ranges_text
