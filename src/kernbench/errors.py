@@ -67,6 +67,11 @@ class SpaceError(KernelError):
     """An operand lives in the wrong memory space (copy_to, load out=)."""
 
 
+class DocBlockError(KernbenchError, AssertionError):
+    """A documented block did not do what its page says: a command failed, or printed other
+    figures than the page shows (``kernbench.docs``; an AssertionError for the doc tests)."""
+
+
 def closest_name(name: str, known: Iterable[str]) -> str | None:
     """The known name closest to ``name`` (difflib), or None when none is close."""
     import difflib  # only on an error: every process imports this module
