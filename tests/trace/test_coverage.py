@@ -180,3 +180,15 @@ def test_ranges_text_shows_the_first_ranges_as_indices():
     ranges = np.array([[1, 2], [3, 4], [5, 9], [11, 12]])
     assert ranges_text("y", (4, 4), ranges) == \
         "y[0, 1], y[0, 3], y[1, 1]..y[2, 0], ... (4 ranges)"
+
+
+def test_coverage_counts_its_ranges_against_the_memory_budget(ragged, monkeypatch):
+    from kernbench.trace.coverage import BYTES_PER_RANGE
+    from kernbench.trace.limits import LIMIT_ENV, TraceLimitError
+
+    writes = ragged.ops.filter(pl.col("name").cast(pl.String) == "dma_write").height
+    monkeypatch.setenv(LIMIT_ENV, str((writes * BYTES_PER_RANGE - 1) / 2**30))
+    with pytest.raises(TraceLimitError, match=f"the outputs' coverage \\({writes} writes"):
+        coverage(ragged.ops, ragged.tensors, ragged.access)
+    monkeypatch.setenv(LIMIT_ENV, str((writes * BYTES_PER_RANGE + 1) / 2**30))
+    assert coverage(ragged.ops, ragged.tensors, ragged.access)[0].n_unwritten == 192

@@ -33,11 +33,14 @@ import pyarrow as pa
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ATOMICS, Op
+from kernbench.trace import limits
 from kernbench.trace.byte_runs import INDEXED, patterns
 from kernbench.trace.parquet import scan
 
 _ATOMIC = [op.value for op in ATOMICS]
 _ROLES = ("output", "inout")
+#: bytes a write range takes at the peak of the analysis (its row, the sorts, the merge)
+BYTES_PER_RANGE = 256
 #: element ranges shown in a message
 SHOWN = 3
 
@@ -117,6 +120,9 @@ def _writes(ops: pl.DataFrame, access: AccessTable) -> pl.DataFrame:
         lo=pl.col("o").struct.field("addr"),
         hi=pl.col("o").struct.field("addr") + numel.fill_null(1).cast(pl.Int64) * isz)
     runs = patterns(hbm.filter(INDEXED).drop("o"), access)
+    n_runs = int(runs["lo"].list.len().sum() or 0) if runs.height else 0
+    limits.require(f"the outputs' coverage ({plain.height:,} writes and {n_runs:,} byte runs "
+                   "of indexed stores)", (plain.height + n_runs) * BYTES_PER_RANGE)
     if runs.height:
         runs = (runs.join(hbm.select("op_id", "program", atomic=atomic), on="op_id")
                 .explode("lo", "hi").filter(pl.col("lo").is_not_null())
