@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
         ScratchScopeError,
         TraceFormatError,
     )
+    from kernbench.kernels.recording import record
     from kernbench.kernels.registry import build_case, registry
     from kernbench.record.kernel import kernel
-    from kernbench.record.recorder import record
     from kernbench.replay import ReplayResult, replay
     from kernbench.replay.pool import ReplayPool
     from kernbench.trace.directory import Trace
@@ -46,7 +46,7 @@ _LAZY: dict[str, str] = {
     "HwConfig": "kernbench.trace.hw",
     "load_hw": "kernbench.trace.hw",
     "kernel": "kernbench.record.kernel",
-    "record": "kernbench.record.recorder",
+    "record": "kernbench.kernels.recording",
     "replay": "kernbench.replay",
     "ReplayResult": "kernbench.replay",
     "ReplayPool": "kernbench.replay.pool",

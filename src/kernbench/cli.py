@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kernbench.errors import KernbenchError, TraceFormatError
+from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
 
 
 def _one_line(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,6 +126,13 @@ def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         try:
             return fn(*args, **kwargs)
+        except TraceFormatError:  # not a trace: a suite's directory is named as such
+            from kernbench.sweep.builtin import refuse_suite
+
+            for key in ("trace", "a", "b"):
+                if key in kwargs:
+                    refuse_suite(kwargs[key], fn.__name__)
+            raise
         except (KernbenchError, click.exceptions.Exit, click.ClickException):
             raise
         except MemoryError:
@@ -204,7 +211,6 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
     mismatch, over the size limit KERNBENCH_MAX_MEMORY_GB)."""
     from kernbench.analyze import check as run
     from kernbench.sweep import is_sweep
-
     if is_sweep(trace):  # a sweep: every point, naming the failing ones
         from kernbench.sweep.query import sweep_check
 
@@ -219,19 +225,26 @@ def check(trace: str, rules: str | None, as_json: bool) -> None:
 @click.option("--fail-on", "fail_on", multiple=True, metavar="KEY=±X%|±Xns",
               help="Exit 1 if metric KEY changed by more than X% or, for a time, an amount "
                    "with a unit ps/ns/us (repeatable).")
+@click.option("--pair", type=click.Choice(["id", "params"]), default=None,
+              help="Sweeps: pair points by id (same case, parameters and hardware) or by case "
+                   "and parameters whatever the hardware [default: id].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_one_line
 @_reads_trace
-def diff(a: str, b: str, fail_on: tuple[str, ...], as_json: bool) -> None:
-    """Compare trace A (before) with trace B (after), or two sweeps point by point."""
+def diff(a: str, b: str, fail_on: tuple[str, ...], pair: str | None, as_json: bool) -> None:
+    """Compare trace A (before) with trace B (after), or two sweeps point by point.
+
+    Exit 1 if a --fail-on threshold is exceeded, or if --fail-on is given and no point of
+    two sweeps was compared."""
     from kernbench.analyze import diff as run
     from kernbench.sweep import is_sweep
-
     if is_sweep(a) or is_sweep(b):
-        from kernbench.sweep.query import sweep_diff
+        from kernbench.sweep.diff import sweep_diff
 
-        return _emit(sweep_diff(a, b, fail_on=list(fail_on)), as_json)
-
+        return _emit(sweep_diff(a, b, fail_on=fail_on, pair=pair or "id"), as_json)
+    if pair is not None:
+        raise BadInputError(f"--pair {pair}: only two sweeps pair points; {a!r} and {b!r} "
+                            "are traces")
     _emit(run(a, b, fail_on=list(fail_on)), as_json)
 
 
@@ -249,6 +262,8 @@ def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
            html_out: str | None) -> None:
     """The metrics of a trace (or the points of a sweep), as a table, JSON, or an HTML page
     with pictures."""
+    from kernbench.sweep.builtin import suite_parts
+
     if html_out is not None:
         from kernbench.plot.html import html_report
 
@@ -256,6 +271,11 @@ def report(trace: str, as_json: bool, sort: str | None, pareto: str | None,
     from kernbench.analyze import report as run
     from kernbench.sweep import is_sweep
 
+    parts = suite_parts(trace)
+    if parts:  # a suite's directory: each sweep's report
+        from kernbench.sweep.report import suite_report
+
+        return _emit(suite_report(parts, trace, sort=sort, pareto=pareto), as_json)
     if is_sweep(trace) or sort or pareto:
         from kernbench.sweep.report import sweep_report
 
@@ -276,7 +296,6 @@ def plot(trace: str, out: str, access: str | None) -> None:
     """Draw a trace (engine timeline, scratch, stalls by line, roofline) or a sweep
     (metrics against parameters, Pareto front)."""
     from kernbench.plot import plot as run
-
     _emit(run(trace, out, access=access))
 
 
@@ -288,7 +307,6 @@ def plot(trace: str, out: str, access: str | None) -> None:
 def export(trace: str, out: str) -> None:
     """Write a Perfetto (Chrome JSON) timeline of a trace."""
     from kernbench.analyze import export_perfetto
-
     _emit(export_perfetto(trace, out))
 
 
@@ -302,7 +320,6 @@ def sql(trace: str, query: str, as_json: bool) -> None:
     """Run SQL over the tables ops, operands, tensors and values (a sweep: points, ops)."""
     from kernbench.analyze import sql as run
     from kernbench.sweep import is_sweep
-
     if is_sweep(trace):
         from kernbench.sweep.query import sweep_sql
 

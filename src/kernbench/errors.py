@@ -72,9 +72,15 @@ class DocBlockError(KernbenchError, AssertionError):
     figures than the page shows (``kernbench.docs``; an AssertionError for the doc tests)."""
 
 
-def closest(name: str, known: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (difflib), or None when none is close."""
     import difflib  # only on an error: every process imports this module
 
     match = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    return match[0] if match else None
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
+    match = closest_name(name, known)
+    return f"; did you mean {match!r}?" if match else ""

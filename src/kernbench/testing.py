@@ -97,26 +97,6 @@ def _path(trace: Any) -> Path:
     return Path(path)
 
 
-def _case(case: Any, params: dict[str, Any]) -> Any:
-    """A ``kb.Case`` from a Case, a factory, ``"module:function"`` or a registered name."""
-    from kernbench.case import Case
-    from kernbench.kernels.registry import build_case
-    from kernbench.replay.verdict import load_factory
-
-    if isinstance(case, Case):
-        if params:
-            raise TypeError("kb_record: params are for case factories, not a built kb.Case")
-        return case
-    if isinstance(case, str) and ":" in case:
-        return build_case(case, params, factory=load_factory(case))
-    if isinstance(case, str):
-        return build_case(case, params)
-    if callable(case):
-        return build_case(getattr(case, "__name__", "case"), params, factory=case)
-    raise TypeError(f"kb_record: cannot record {case!r}; pass a kb.Case, a case factory, "
-                    "'module:function' or a built-in case name")
-
-
 def _unique(used: set[str], name: str | None, case_name: str) -> str:
     """The trace directory name of one ``kb_record`` call: ``name`` as given (it must not
     repeat within the test), else the case name, numbered ``-2``, ``-3``... when it repeats."""
@@ -143,9 +123,10 @@ def kb_record(tmp_path: Path) -> Callable[..., Any]:
 
     def record(case: Any, *, hw: Any = None, name: str | None = None,
                **params: Any) -> Any:
+        from kernbench.kernels.registry import as_case
         from kernbench.record.recorder import record as do_record
 
-        built = _case(case, params)
+        built = as_case(case, params, who="kb_record")
         return do_record(built, tmp_path / f"{_unique(used, name, built.name)}.ktrace", hw=hw)
 
     return record

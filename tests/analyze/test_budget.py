@@ -10,8 +10,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kernbench.analyze import access, byte_runs, race
+from kernbench.analyze import access, race
 from kernbench.cli import main
+from kernbench.trace import byte_runs
 
 SOFTMAX = Path(__file__).parents[2] / "traces" / "v2" / "softmax.ktrace"
 

@@ -96,8 +96,19 @@ def test_resolve_metric_aliases_and_errors() -> None:
     keys = {"latency_ps": 1, "stall_ps": 2}
     assert resolve_metric("latency", keys) == "latency_ps"
     assert resolve_metric("stall_ps", keys) == "stall_ps"
-    with pytest.raises(KeyError, match="unknown metric 'latenc'; similar: latency_ps"):
+    with pytest.raises(KeyError, match="unknown metric 'latenc'; did you mean 'latency_ps'"
+                                       r"\?; similar: latency_ps"):
         resolve_metric("latenc", keys)
+
+
+def test_metric_names_did_you_mean():
+    keys = {"latency_ps": 1, "stall_ps": 2, "dma_read_bytes": 3}
+    with pytest.raises(KeyError, match=r"unknown metric 'latncy'; did you mean 'latency_ps'\?"):
+        resolve_metric("latncy", keys)  # the alias "latency" is close: its key is named
+    with pytest.raises(KeyError, match=r"did you mean 'dma_read_bytes'\?"):
+        resolve_metric("dma_reed_bytes", keys)
+    with pytest.raises(KeyError, match=r"unknown metric 'zzz'; known: "):
+        resolve_metric("zzz", keys)
 
 
 def test_not_a_trace(tmp_path) -> None:

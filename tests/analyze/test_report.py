@@ -41,7 +41,7 @@ def test_metrics_report_text_and_json(traces) -> None:
 def test_check_report_json(traces) -> None:
     doc = json.loads(check(traces("softmax")).to_json())
     assert doc["ok"] is True and doc["n_violations"] == 0
-    assert [i["name"] for i in doc["invariants"]][-1] == "data_race"
+    assert [i["name"] for i in doc["invariants"]][-2:] == ["data_race", "outputs_covered"]
     assert all(i["violations"] == [] for i in doc["invariants"])
 
 

@@ -50,3 +50,25 @@ def test_tensors_and_values(traces, tmp_path: Path) -> None:
 def test_bad_query_is_bad_input(traces) -> None:
     with pytest.raises(BadInputError, match="sql: .*tables: operands, ops, tensors"):
         sql(traces("scale-exp"), "SELECT nope FROM ops")
+
+
+def test_sql_count_star_is_named_count(traces) -> None:
+    path = traces("scale-exp")
+    got = sql(path, "SELECT name, COUNT(*) FROM ops GROUP BY name ORDER BY COUNT(*), name")
+    assert got.frame.columns == ["name", "count"]
+    want = Trace.open(path).ops["name"].cast(str).value_counts()
+    assert dict(got.frame.iter_rows()) == dict(want.iter_rows())
+    # an alias, or a query that says len itself, keeps its own names
+    assert sql(path, "SELECT COUNT(*) AS n FROM ops").frame.columns == ["n"]
+    assert sql(path, "SELECT COUNT(*) AS len FROM ops").frame.columns == ["len"]
+
+
+def test_sweep_sql_count_star_and_its_guard(tmp_path) -> None:
+    from kernbench.sweep import resolve_spec, run_sweep
+    from kernbench.sweep.query import sweep_sql
+
+    run_sweep(resolve_spec("scale-exp", ["tile=512,1024"]), tmp_path / "S", workers=1)
+    got = sweep_sql(tmp_path / "S", "SELECT point_id, COUNT(*) FROM ops GROUP BY point_id")
+    assert got.frame.columns == ["point_id", "count"] and sorted(got.frame["count"]) == [48, 96]
+    with pytest.raises(BadInputError, match="'read_csv' reads files or URLs"):
+        sweep_sql(tmp_path / "S", "SELECT * FROM read_csv('/etc/hostname')")

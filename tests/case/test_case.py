@@ -85,3 +85,34 @@ def test_storage_view_reads_the_bytes_make_gives_and_make_never_shares(tensor_dt
     out = np.zeros((6, 4), dt.storage)
     init.make_into(out, dt, zeroed=True)
     assert out.tobytes() == expected.tobytes()
+
+
+def test_cases_show_whole_first_sentences_wrapped():
+    from kernbench.kernels.registry import CASES_WIDTH, describe_cases, first_sentence
+
+    text = describe_cases()
+    assert max(map(len, text.splitlines())) <= CASES_WIDTH
+    blocks: dict[str, str] = {}
+    name = None
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            name, _, rest = line.partition(" ")
+            blocks[name] = rest.strip()
+        elif line.startswith("     ") and name is not None:  # a wrapped description line
+            blocks[name] += " " + line.strip()
+    reg = registry()
+    assert set(blocks) == set(reg)
+    for n, factory in reg.items():
+        assert blocks[n] == first_sentence(factory.__doc__), n
+        assert blocks[n].endswith(".")
+    assert blocks["gqa-prefill"].endswith('"pipelined" overlaps Q·Kᵀ with softmax.')
+    assert blocks["stream-sum"].endswith("ahead into persistent buffers.")
+
+
+def test_first_sentence_keeps_periods_inside_parentheses():
+    from kernbench.kernels.registry import first_sentence
+
+    doc = "Ring over ``n`` PEs (e.g. 8. or 16.) for one\n    group. Second sentence.\n\nMore."
+    assert first_sentence(doc) == "Ring over n PEs (e.g. 8. or 16.) for one group."
+    assert first_sentence("No period at all") == "No period at all"
+    assert first_sentence(None) == ""

@@ -46,7 +46,7 @@ def v2_kernel(x, y, c):
     ix.atomic("add", c.tensor, np.arange(4), 1.0, src="v2.py:9")
 
 
-def _reference(x: np.ndarray) -> dict[str, np.ndarray]:
+def _reference(x: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
     y = np.zeros(16, np.float32)
     y[:8] = x[0:32:4] + np.where(np.arange(8) < 6, x[8:16], -1.0) + x[PERM + 16]
     y[8:12] = x[:4]
@@ -57,7 +57,8 @@ def _reference(x: np.ndarray) -> dict[str, np.ndarray]:
 def base_case() -> kb.Case:
     return kb.Case(name="v2-hostile", kernel=v2_kernel, grid=(1,),
                    tensors={"x": kb.tensor((32,), "float32", init=kb.data(X)),
-                            "y": kb.tensor((16,), "float32", role="output"),
+                            # y[12], y[14], y[15] keep their initial zeros: inout
+                            "y": kb.tensor((16,), "float32", role="inout"),
                             "c": kb.tensor((4,), "float32", role="output")},
                    reference=_reference)
 

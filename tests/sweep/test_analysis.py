@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import polars as pl
@@ -141,3 +142,23 @@ def test_report_and_cli_on_sweeps(gemm_sweep, tmp_path):
     assert res.exit_code == 0 and "Pareto front" in res.output
     res = runner.invoke(main, ["report", str(tmp_path), "--sort", "latency"])
     assert res.exit_code == 2 and "not a sweep" in res.output
+
+
+def test_check_sweep_shows_the_measured_value(gemm_sweep, tmp_path):
+    """A failed rule of a sweep point shows its actual value, as single-trace check does."""
+    points = pl.read_parquet(gemm_sweep / "points.parquet").sort("latency_ps")
+    slowest = points.row(-1, named=True)
+    rules = tmp_path / "r.toml"
+    rules.write_text(f'[[rule]]\nmetric = "latency"\nop = "<"\nvalue = {slowest["latency_ps"]}\n')
+    res = CliRunner().invoke(main, ["check", str(gemm_sweep), "--rules", str(rules)])
+    assert res.exit_code == 1
+    want = f"rule latency < {slowest['latency_ps']} (actual {slowest['latency_ps']})"
+    line = next(x for x in res.output.splitlines() if x.startswith(slowest["point_id"]))
+    assert line.rstrip().endswith(want)
+    single = CliRunner().invoke(main, ["check", str(gemm_sweep / "points" / (
+        slowest["point_id"] + ".ktrace")), "--rules", str(rules)])
+    assert f"{slowest['latency_ps']}  FAIL" in single.output  # the same figure
+    doc = json.loads(CliRunner().invoke(main, ["check", str(gemm_sweep), "--rules", str(rules),
+                                               "--json"]).output)
+    bad = next(p for p in doc["points"] if p["point_id"] == slowest["point_id"])
+    assert bad["rules"][0]["actual"] == slowest["latency_ps"] and not bad["rules"][0]["ok"]

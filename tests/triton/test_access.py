@@ -297,7 +297,7 @@ def test_access_map_and_traffic_equal_a_per_element_reference(replayed, tmp_path
                                                               chunk, monkeypatch) -> None:
     """Also with the rows expanded a few elements at a time (``footprint.CHUNK``): counts
     carried across chunks."""
-    from kernbench.analyze import footprint
+    from kernbench.trace import footprint
 
     monkeypatch.setattr(footprint, "CHUNK", chunk)
     trace = (_repeats(tmp_path) if which == "repeats" else

@@ -20,13 +20,13 @@ import numpy as np
 import polars as pl
 
 from kernbench.analyze.element_counts import ElementCounts
-from kernbench.analyze.footprint import Kept, footprint, pieces
 from kernbench.errors import BadInputError, TraceFormatError, closest
 from kernbench.schemas import elements as ix
 from kernbench.schemas import offsets as off
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 from kernbench.trace import Trace, limits
+from kernbench.trace.footprint import Kept, footprint, pieces
 
 _ATOMIC_NAMES = frozenset(op.value for op in ATOMICS)
 #: op name -> (reads its HBM operand, writes it, the operand is the output)
@@ -81,7 +81,7 @@ def _hbm_rows(trace: Trace, tensors: list[dict[str, Any]]) -> pl.DataFrame:
 
 class Placed:
     """Rows that move placed HBM elements (``_hbm_rows``, in the given order) with their
-    footprints (``analyze.footprint``, one per distinct attrs and shape): row ``r`` moves
+    footprints (``trace.footprint``, one per distinct attrs and shape): row ``r`` moves
     ``prints[which[r]]`` from element ``first[r]`` of its tensor, ``moved[r]`` in all."""
 
     def __init__(self, rows: pl.DataFrame, table: ix.AccessTable, kept: Kept) -> None:

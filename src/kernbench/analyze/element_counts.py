@@ -1,7 +1,7 @@
 """Per-element counts of one HBM tensor, accumulated chunk by chunk (``access_map``): reads,
 writes, touches, distinct programs and the first row to touch each element (ADR-0820).
 
-The chunks are ``analyze.footprint.pieces`` of rows sorted by (program, op_id): the first
+The chunks are ``trace.footprint.pieces`` of rows sorted by (program, op_id): the first
 row to touch an element is the lowest index, and a program seen again for an element can
 only be the last one it was seen with, so neither needs the pairs of earlier chunks.
 """

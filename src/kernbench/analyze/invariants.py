@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from kernbench.analyze.byte_runs import INDEXED, patterns
 from kernbench.analyze.frames import ITEMSIZE, hw_of, load_ops, operands, shape_elements
 from kernbench.analyze.metrics import lane_expr
 from kernbench.analyze.race import hazards
@@ -20,6 +19,8 @@ from kernbench.errors import BadInputError
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import ATOMICS, CAPACITY_ONE, Kind, Op
 from kernbench.trace import Trace
+from kernbench.trace.byte_runs import INDEXED, patterns
+from kernbench.trace.coverage import coverage
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.scalars import as_int
 from kernbench.trace.validate import RULES, Validation
@@ -196,6 +197,20 @@ def data_race(d: TraceData) -> pl.DataFrame:
     return _violations(hazards(d.ops, _access(d)), "op_id", "other_op_id", pl.col("message"))
 
 
+def outputs_covered(d: TraceData) -> pl.DataFrame:
+    """Every element of every ``output`` tensor is written, and no element of an output or
+    ``inout`` tensor is written by two different programs (atomics and a program rewriting
+    its own elements excepted; ``kernbench.trace.coverage``, ADR-0811)."""
+    if d.trace is None:
+        return pl.DataFrame(schema=VIOLATION)
+    found = coverage(d.ops, d.trace.tensors, _access(d))
+    rows = [(None, None, f"{c.role} {c.name}: {c.unwritten_text()}")
+            for c in found if len(c.unwritten)]
+    rows += [(*(c.shared_ops or (None, None)), f"{c.role} {c.name}: {c.shared_text()}")
+             for c in found if len(c.shared)]
+    return pl.DataFrame(rows, schema=VIOLATION, orient="row")
+
+
 def _access(d: TraceData) -> AccessTable:
     return d.trace.access if d.trace is not None and d.validation is not None else EMPTY
 
@@ -216,6 +231,8 @@ INVARIANTS: dict[str, Invariant] = {inv.name: inv for inv in (
     Invariant("nbytes_shapes", "nbytes and num_elements consistent with shapes",
               nbytes_shapes),
     Invariant("data_race", "no data hazard (race detector)", data_race),
+    Invariant("outputs_covered", "every output element written, none by two programs",
+              outputs_covered),
 )}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.frames import hw_of, open_trace, scan_ops
+from kernbench.errors import closest_name
 from kernbench.notebook import MetricsDict
 from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
 from kernbench.trace import Trace
@@ -222,6 +223,9 @@ def resolve_metric(name: str, available: dict[str, object] | list[str]) -> str:
     for candidate in (name, f"{name}_ps"):
         if candidate in keys:
             return candidate
+    aliases = {k.removesuffix("_ps"): k for k in keys if k.endswith("_ps")}
+    match = closest_name(name, [*keys, *aliases])  # "latncy" -> latency -> latency_ps
+    guess = f"; did you mean {aliases.get(match, match)!r}?" if match else ""
     close = [k for k in keys if name in k][:8]
     hint = f"; similar: {', '.join(close)}" if close else f"; known: {', '.join(keys)}"
-    raise KeyError(f"unknown metric {name!r}{hint}")
+    raise KeyError(f"unknown metric {name!r}{guess}{hint}")

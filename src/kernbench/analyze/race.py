@@ -38,12 +38,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from kernbench.analyze.byte_runs import BYTES_PER_ACCESS, exact_accesses
 from kernbench.analyze.frames import operands
 from kernbench.analyze.ordering import Clocks, clocks
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Kind, Op
 from kernbench.trace import limits
+from kernbench.trace.byte_runs import BYTES_PER_ACCESS, exact_accesses
 from kernbench.trace.scalars import as_int
 
 READ, WRITE, KILL = 0, 1, 2
@@ -89,7 +89,7 @@ _FINDING = pl.Schema({"hazard": pl.String, "op_id": pl.Int64, "other_op_id": pl.
 def accesses(ops: pl.DataFrame, access: AccessTable = EMPTY) -> pl.DataFrame:
     """One row per byte range an op reads, writes or kills (composite parents excluded:
     their children carry the data movement; indexed HBM operands as their runs, atomics'
-    HBM accesses left out: ``analyze/byte_runs.py``)."""
+    HBM accesses left out: ``trace/byte_runs.py``)."""
     base = ops.select("op_id", "pe", "seq", "kind", "name", "t_start_ps", "t_end_ps",
                       unit=order_unit(ops))
     opnd = (operands(ops).collect()

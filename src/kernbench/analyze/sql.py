@@ -100,7 +100,14 @@ def sql(trace_or_path: Trace | str | Path, query: str) -> SqlResult:
     reach anything else."""
     trace = open_trace(trace_or_path)
     warnings: list[str] = []
-    frames = tables(trace, warnings)
+    return run_query(tables(trace, warnings), query, warnings)
+
+
+def run_query(frames: dict[str, pl.LazyFrame], query: str, warnings: list[str] | None = None
+              ) -> SqlResult:
+    """``query`` over ``frames`` (a trace's tables, or a sweep's), guarded; BadInputError if
+    it does not run or could reach anything else."""
+    warnings = warnings or []
     guard(query, sorted(frames))
     ctx = pl.SQLContext(frames)
     try:
@@ -110,4 +117,18 @@ def sql(trace_or_path: Trace | str | Path, query: str) -> SqlResult:
         why = f"; {warnings[0]}" if warnings else ""
         raise BadInputError(f"sql: {first[:300]} (tables: {', '.join(ctx.tables())}{why})"
                             ) from None
-    return SqlResult(query, frame, warnings=tuple(warnings))
+    return SqlResult(query, count_named(frame, query), warnings=tuple(warnings))
+
+
+_COUNT_STAR = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.I)
+_LEN = re.compile(r"\blen\b", re.I)
+
+
+def count_named(frame: pl.DataFrame, query: str) -> pl.DataFrame:
+    """polars names an unaliased ``COUNT(*)`` column ``len``: call it ``count`` (unless the
+    query itself says ``len`` somewhere or a ``count`` column exists)."""
+    code = _code(query)
+    if ("len" in frame.columns and "count" not in frame.columns
+            and _COUNT_STAR.search(code) and not _LEN.search(code)):
+        return frame.rename({"len": "count"})
+    return frame

@@ -73,6 +73,10 @@ def parse_params(items: tuple[str, ...] | list[str],
     for item in items:
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
+        if sep and key.startswith("hw."):
+            raise BadInputError(f"parameter {item!r}: hardware fields are not case parameters; "
+                                "record on a TOML file of fields with --hw FILE (or sweep them "
+                                "with kernbench sweep -p hw.FIELD=V1,V2)")
         if not sep or not key.isidentifier():
             raise BadInputError(f"parameter {item!r} is not KEY=VALUE")
         want = types.get(key)

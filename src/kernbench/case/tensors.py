@@ -171,9 +171,25 @@ class TensorSpec:
         return self.numel * self.dtype.itemsize
 
 
-def tensor(shape: tuple[int, ...] | list[int], dtype: str | DType, *, init: Init | None = None,
-           role: str = "input") -> TensorSpec:
-    """Declare an HBM tensor of a case."""
+def _init(init: Init | np.ndarray | None, shape: tuple[int, ...]) -> Init:
+    """``init`` as an Init: None is zeros, an array (or nested list) is ``kb.data`` of it."""
+    if init is None:
+        return Init("zeros")
+    if not isinstance(init, Init):
+        if not isinstance(init, np.ndarray | list | tuple) and not hasattr(init, "__array__"):
+            raise BadInputError(f"kb.tensor init {init!r} is not kb.randn(), kb.zeros(), "
+                                "kb.arange(), kb.data(array) or an array")
+        init = data(init)
+    if init.kind == "data" and init.array is not None and init.array.shape != shape:
+        raise BadInputError(f"kb.tensor init array has shape {init.array.shape}, the "
+                            f"tensor {shape}")
+    return init
+
+
+def tensor(shape: tuple[int, ...] | list[int], dtype: str | DType, *,
+           init: Init | np.ndarray | None = None, role: str = "input") -> TensorSpec:
+    """Declare an HBM tensor of a case. ``init``: ``kb.randn()``, ``kb.zeros()`` (the
+    default), ``kb.arange()``, ``kb.data(array)``, or the array itself."""
     if role not in ROLES:
         raise BadInputError(f"tensor role {role!r} is not one of {ROLES}")
     try:
@@ -183,4 +199,4 @@ def tensor(shape: tuple[int, ...] | list[int], dtype: str | DType, *, init: Init
     shape = tuple(int(s) for s in shape)
     if any(s <= 0 for s in shape):
         raise BadInputError(f"tensor shape {shape} has a non-positive dimension")
-    return TensorSpec(shape, dt, init or Init("zeros"), role)
+    return TensorSpec(shape, dt, _init(init, shape), role)

@@ -92,13 +92,60 @@ def build_user_case(case: str, items: tuple[str, ...] | list[str]) -> Case:
     return build_case(case, parse_params(items, factory), factory=factory, spec=case)
 
 
-def describe_cases() -> str:
-    """One block per built-in case: name, first doc line, parameters with defaults."""
+def as_case(case: Any, params: Mapping[str, Any] | None = None, who: str = "kb.record"
+            ) -> Case:
+    """A ``kb.Case`` from what a user hands ``kb.record`` or the ``kb_record`` fixture: a
+    Case (as it is), a built-in case name, ``"module:function"`` or a case factory (the
+    last three built with ``params``, typed by the factory's defaults)."""
+    params = dict(params or {})
+    if isinstance(case, Case):
+        if params:
+            raise BadInputError(f"{who}: parameters {sorted(params)} are for a case factory or "
+                                f"a case name; the kb.Case {case.name!r} is built already")
+        return case
+    if isinstance(case, str) and ":" in case:
+        from kernbench.case.factory import load_user_factory
+
+        return build_case(case, params, factory=load_user_factory(case), spec=case)
+    if isinstance(case, str):
+        return build_case(case, params)
+    if callable(case):
+        return build_case(getattr(case, "__name__", "case"), params, factory=case)
+    raise BadInputError(f"{who}: cannot record {case!r} ({type(case).__name__}); pass a "
+                        "kb.Case, a built-in case name, 'module:function' or a case factory")
+
+
+#: the width ``kernbench cases`` wraps its text to
+CASES_WIDTH = 96
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, whole (a period inside
+    parentheses does not end it), with RST literals (````x````) shown as ``x``."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split()).replace("``", "")
+    depth = 0
+    for i, ch in enumerate(para):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch in ".!?" and depth <= 0 and (i + 1 == len(para) or para[i + 1] == " "):
+            return para[:i + 1]
+    return para
+
+
+def describe_cases(width: int = CASES_WIDTH) -> str:
+    """One block per built-in case: its name and the first sentence of its doc (wrapped,
+    never cut), then its parameters with defaults."""
+    import textwrap
+
+    reg = registry()
+    pad = max(map(len, reg)) + 2
     lines = []
-    for name, factory in sorted(registry().items()):
-        doc = (factory.__doc__ or "").strip().splitlines()
-        lines.append(f"{name}  {doc[0] if doc else ''}".rstrip())
+    for name, factory in sorted(reg.items()):
+        lines.append(textwrap.fill(first_sentence(factory.__doc__), width,
+                                   initial_indent=name.ljust(pad), subsequent_indent=" " * pad,
+                                   break_long_words=False, break_on_hyphens=False).rstrip())
         params = factory_params(factory)
         if params:
-            lines.append("    " + "  ".join(f"{k}={v}" for k, v in params.items()))
+            lines.append(textwrap.fill("  ".join(f"{k}={v}" for k, v in params.items()), width,
+                                       initial_indent="    ", subsequent_indent="    ",
+                                       break_long_words=False, break_on_hyphens=False))
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from kernbench.replay.child import case_spec, run_child
 from kernbench.replay.result import ReplayResult
 
 if TYPE_CHECKING:
+    from kernbench.case import Case
     from kernbench.replay.pool import ReplayPool
 
 __all__ = ["replay", "ReplayResult", "ReplayPool", "replay_in_process", "load_result"]
@@ -36,17 +37,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def replay(path: str | Path, case: str | Callable[..., Any] | None = None,
+def replay(path: str | Path, case: str | Case | Callable[..., Any] | None = None,
            in_process: bool = False, threads: int | None = None,
            progress: bool | None = None, outputs: bool = True,
            pool: ReplayPool | None = None) -> ReplayResult:
     """Phase 2: replay the trace at ``path`` and compare its outputs with the reference.
 
-    ``case`` is a case factory or ``"module:function"`` (for cases that are not built in);
-    by default the manifest's case name is looked up in the built-in registry. The module is
-    found here (this process's sys.path, then the current directory) and the child is told
-    where. A factory that cannot be imported by name from another process (a lambda, a local
-    function, one defined in ``__main__``) is replayed in this process instead.
+    ``case`` is a ``kb.Case``, a case factory or ``"module:function"`` (for cases that are
+    not built in); by default the manifest's case name is looked up in the built-in registry.
+    The module is found here (this process's sys.path, then the current directory) and the
+    child is told where. A factory that cannot be imported by name from another process (a
+    lambda, a local function, one defined in ``__main__``) is replayed in this process
+    instead; so is a ``kb.Case`` (its own reference), unless a factory importable by name
+    built it (the child rebuilds it from the recorded parameters).
     ``threads``: BLAS threads of the replay (default 1); ``progress``: show progress on the
     terminal (None: only when this process's stderr is one). ``outputs`` False: the result
     carries the verdict only, no output arrays (the command line needs no more).

@@ -17,7 +17,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,18 +76,27 @@ def extra_sys_path(trace: Path) -> list[str]:
     return out
 
 
-def case_spec(case: str | Callable[..., Any] | None) -> tuple[str | None, Sequence[str]] | None:
+def case_spec(case: Any) -> tuple[str | None, Sequence[str]] | None:
     """How a child is told the case: ``(spec, where its module is)`` (``(None, ())`` for no
     case), or None when the factory cannot be imported by name from another process (a
-    lambda, a local function, one defined in ``__main__``: it is replayed in this process)."""
+    lambda, a local function, one defined in ``__main__``: it is replayed in this process).
+    A ``kb.Case`` goes by the factory that built it when that imports back by name, else it
+    is replayed in this process."""
     if case is None:
         return None, ()
     if isinstance(case, str):
         spec: str | None = case
     else:
-        from kernbench.case.factory import factory_spec
+        from kernbench.case.factory import factory_spec, load_factory
 
-        spec = factory_spec(case)
+        named = getattr(case, "factory", None)  # a kb.Case: the factory that built it
+        if not callable(case) and isinstance(named, str):
+            try:
+                spec = factory_spec(load_factory(named))
+            except KernbenchError:
+                spec = None
+        else:
+            spec = factory_spec(case) if callable(case) else None
     if spec is None:
         return None
     from kernbench.case.factory import locate

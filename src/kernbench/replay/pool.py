@@ -23,11 +23,14 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kernbench.errors import BadInputError
 from kernbench.replay.child import BOOT, PACKAGE_DIR, case_spec, extra_sys_path, interpret
 from kernbench.replay.result import ReplayResult, new_run_id
+
+if TYPE_CHECKING:
+    from kernbench.case import Case
 
 __all__ = ["ReplayPool"]
 #: traces a worker replays before it is replaced (bounds what one process accumulates)
@@ -164,14 +167,17 @@ class ReplayPool:
         with self._cond:
             return [w.proc.pid for w in self._idle]
 
-    def replay(self, path: str | Path, case: str | Callable[..., Any] | None = None,
+    def replay(self, path: str | Path, case: str | Case | Callable[..., Any] | None = None,
                threads: int | None = None, progress: bool | None = None,
                outputs: bool = True) -> ReplayResult:
         """Replay ``path`` on a warm worker (``kb.replay``'s arguments and result; a factory
         that cannot be imported by name from another process is refused)."""
         named = case_spec(case)
         if named is None:
-            raise BadInputError(f"case {case!r} cannot be imported by name from a replay "
+            what = (f"case {case!r}" if callable(case) else  # else a kb.Case
+                    f"the kb.Case {getattr(case, 'name', '?')!r} (built by no factory "
+                    "importable by name)")
+            raise BadInputError(f"{what} cannot be imported by name from a replay "
                                 "worker (a lambda, a local function or one in __main__); "
                                 "pass 'module:function' or use kb.replay(..., in_process=True)")
         return self.run(path, *named, threads=threads, progress=progress, outputs=outputs)

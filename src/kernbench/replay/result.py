@@ -136,8 +136,10 @@ def summary(result: ReplayResult) -> str:
     if v.get("reference") is None:
         return f"replayed {head}, no invalid reads; not verified: {v.get('reference_note')}"
     checked = {n: o for n, o in v["outputs"].items() if o.get("checked")}
-    errs = ", ".join(f"{n} max_abs_err={o['max_abs_err']:.3g}" if o["max_abs_err"] is not None
-                     else f"{n} {o.get('message')}" for n, o in checked.items())
+    errs = ", ".join((f"{n} max_abs_err={o['max_abs_err']:.3g}" if o["max_abs_err"] is not None
+                      else f"{n} {o.get('message')}")
+                     + (f" ({o['unwritten']['text']})" if o.get("unwritten") else "")
+                     for n, o in checked.items())
     if status == UNVERIFIED:
         missing = ", ".join(n for n, o in v["outputs"].items() if not o.get("checked"))
         return (f"replayed {head}, no invalid reads; not verified: the reference "

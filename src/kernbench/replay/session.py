@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kernbench.case import Init, init_from_json
+from kernbench.case import Case, Init, init_from_json
 from kernbench.case.recorded import replaying_roles
 from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.replay import pipeline
@@ -153,7 +153,8 @@ def final_outputs(store: MemoryStore, tensors: list[HbmTensor]) -> dict[str, np.
     return out
 
 
-def replay_in_process(path: str | Path | Trace, case: str | Callable[..., Any] | None = None,
+def replay_in_process(path: str | Path | Trace,
+                      case: str | Case | Callable[..., Any] | None = None,
                       run_id: str | None = None, case_paths: Sequence[str] = (),
                       threads: int | None = None, reference: bool = True,
                       window_rows: int = BATCH_ROWS, progress: bool | None = None
@@ -174,7 +175,7 @@ def replay_in_process(path: str | Path | Trace, case: str | Callable[..., Any] |
                        window_rows, progress, started)
 
 
-def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
+def _replay(trace: Trace, case: str | Case | Callable[..., Any] | None, run_id: str,
             case_paths: Sequence[str], with_reference: bool, window_rows: int,
             progress: bool | None, started: float) -> ReplayResult:
     path = trace.path
@@ -205,6 +206,7 @@ def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
             values.release()
             del store  # the memories go before the reference runs
             verdict = _verdict(outcome, values, reference, outputs, tensors, inputs, run_id)
+            _name_unwritten(trace, verdict["outputs"])
             verdict["replay_s"] = round(time.perf_counter() - started, 6)
             verdict[FILES_KEY] = replayed_files(manifest)  # what was replayed (ADR-0538)
             writing.write_table(outputs_table(outputs, tensors), tmp / "outputs.parquet",
@@ -245,6 +247,18 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
     verdict["status"] = verdict_status(verdict)
     verdict["ok"] = verdict["status"] == VERIFIED  # the outputs match the reference (ADR-0830)
     return verdict
+
+
+def _name_unwritten(trace: Trace, report: dict[str, dict[str, Any]]) -> None:
+    """Beside each output found wrong, the elements of it that no op wrote (ADR-0811)."""
+    wrong = [name for name, o in report.items() if o.get("checked") and not o.get("ok")]
+    if not wrong:
+        return
+    from kernbench.trace.coverage import never_written
+
+    for name, note in never_written(trace.path, trace.tensors_table, trace.access,
+                                    wrong).items():
+        report[name]["unwritten"] = note
 
 
 def outputs_table(outputs: dict[str, np.ndarray], tensors: list[HbmTensor]) -> pa.Table:

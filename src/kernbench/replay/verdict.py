@@ -96,34 +96,45 @@ def case_hint(manifest: Mapping[str, Any]) -> str:
     return "pass --case MODULE:FUNC to check against a reference"
 
 
-def resolve_reference(manifest: Mapping[str, Any], case: str | Callable[..., Any] | None,
+def resolve_reference(manifest: Mapping[str, Any], case: str | Case | Callable[..., Any] | None,
                       tensor_rows: Sequence[Mapping[str, Any]] | None = None,
                       case_paths: Sequence[str] = ()) -> Reference:
-    """The reference for a trace: the named factory, else the built-in case of that name.
+    """The reference for a trace: the given case, the named factory, else the built-in case
+    of that name.
 
-    The factory is built with the recorded params it takes (the factory's ``case_params``,
-    else the kernel's params); with ``tensor_rows`` the rebuilt case must match the recorded
-    one (BadInputError saying what differs). The built-in registry is consulted only for a
-    case not recorded as a user factory's, and only when the recorded kernel is the built-in's.
+    A factory is built with the recorded params it takes (the factory's ``case_params``,
+    else the kernel's params); a ``Case`` is taken as it is. With ``tensor_rows`` the case
+    must match the recorded one (BadInputError saying what differs). The built-in registry
+    is consulted only for a case not recorded as a user factory's, and only when the
+    recorded kernel is the built-in's.
     """
     params = manifest.get("case_params")
     if params is not None and not isinstance(params, dict):
         raise BadInputError(f"manifest case_params {_short(params)} is not an object")
-    if case is not None:
+    label: str | None = None
+    if isinstance(case, Case):
+        label, built = f"case {case.name!r}", case
+    elif case is not None:
         label = case if isinstance(case, str) else (
-            factory_spec(case) or getattr(case, "__qualname__", repr(case)))
+            factory_spec(case) or str(getattr(case, "__qualname__", repr(case))))
         factory = load_factory(case, case_paths) if isinstance(case, str) else case
         if params is None and isinstance(manifest.get("params"), dict):
             params = manifest["params"]
         built = _build(factory, params, f"--case {label}")
+    if case is not None:
         diffs = mismatch(manifest, tensor_rows, built) if tensor_rows is not None else []
         if diffs:
-            raise BadInputError(f"--case {label} does not rebuild the recorded case: "
-                                + "; ".join(diffs))
+            what = f"the given {label} is not" if isinstance(case, Case) else (
+                f"--case {label} does not rebuild")
+            raise BadInputError(f"{what} the recorded case: " + "; ".join(diffs))
     else:
         name = manifest.get("case")
-        if (manifest.get("builtin") is False or not isinstance(name, str)
-                or name not in REFERENCES):
+        if isinstance(name, str) and name in REFERENCES and manifest.get("builtin") is False:
+            return Reference(None, None, f"case {name!r} was recorded from a case of your own, "
+                                         "not the built-in case of that name; "
+                                         + case_hint(manifest))
+        if manifest.get("builtin") is False or not isinstance(name, str) or (
+                name not in REFERENCES):
             return Reference(None, None, f"case {_short(name)} is not a built-in case; "
                                          + case_hint(manifest))
         recorded = manifest.get("kernel")

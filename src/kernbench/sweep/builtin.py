@@ -8,17 +8,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kernbench.errors import BadInputError, closest
 from kernbench.sweep.spec import SweepSpec, parse_spec, read_rules, with_overrides
 
 #: the milestone-gqa-headline design space, one sweep per kernel family
 BUILTIN: dict[str, str] = {
     "milestone-decode": """
-# GQA decode (Llama3-70B shapes): which K/V tile and stream win at each context length
+# GQA decode (Llama3-70B shapes): which K/V tile and stream win at each context length.
+# Lazy loads double-buffer K and V in scratch (4 x T_kv x D bf16): T_kv = 1024 would need
+# the whole 1 MiB before Q and the running state, so only the composite stream (staged
+# through the staging area) goes that far (ADR-0812)
 case = "gqa-decode"
 [grid]
 S_kv = [4096, 32768]
-T_kv = [256, 512, 1024]
-stream = ["lazy", "composite"]
+[zip]
+T_kv = [256, 512, 256, 512, 1024]
+stream = ["lazy", "lazy", "composite", "composite", "composite"]
 [best]
 metric = "latency_ps"
 per = ["S_kv"]
@@ -163,6 +168,29 @@ def sweep_dirs(path: str | Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if is_sweep(p)) if path.is_dir() else []
 
 
+def suite_parts(path: str | Path) -> list[Path]:
+    """The sweeps of a suite's output directory (``kernbench sweep milestone -o M``); empty
+    when ``path`` is a sweep itself, a trace, or holds no sweep."""
+    from kernbench.sweep.store import is_sweep
+
+    path = Path(path)
+    if is_sweep(path) or (path / "manifest.json").exists():
+        return []
+    return sweep_dirs(path)
+
+
+def refuse_suite(path: str | Path, command: str) -> None:
+    """BadInputError naming the suite's sweeps when ``path`` is a suite's directory: the
+    command reads one trace or one sweep."""
+    parts = suite_parts(path)
+    if parts:
+        raise BadInputError(
+            f"{str(path)!r} is a suite of {len(parts)} sweeps "
+            f"({', '.join(p.name for p in parts)}), not a trace or a sweep; name one sweep, "
+            f"e.g. `kernbench {command} {parts[0]} ...` (`kernbench report {path}` "
+            f"and `kernbench panel --best {path}` read the whole suite)")
+
+
 def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
     path = Path(arg)
     if arg.endswith(".toml") or path.is_file():
@@ -172,6 +200,16 @@ def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
         return tomllib.loads(path.read_text()), path.parent
     if arg in BUILTIN:
         return tomllib.loads(BUILTIN[arg]), None
+    if ":" not in arg:
+        from kernbench.kernels.registry import registry
+
+        cases = registry()
+        if arg not in cases:
+            raise BadInputError(
+                f"unknown case {arg!r} (nor a spec file, a built-in spec or a suite)"
+                f"{closest(arg, [*BUILTIN, *SUITES, *cases])}; built-in specs: "
+                f"{', '.join(BUILTIN)}; suites: {', '.join(SUITES)}; cases: "
+                f"{', '.join(sorted(cases))}")
     return {"case": arg}, None
 
 

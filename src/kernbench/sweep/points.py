@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.case import CaseFactory, factory_params
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, closest
 from kernbench.kernels.registry import registry
 from kernbench.sweep.spec import Scalar, SweepSpec
 from kernbench.trace.hw import HwConfig, default_hw, load_hw
@@ -43,7 +43,8 @@ def resolve_factory(case: str) -> CaseFactory:
         return load_factory(case)
     reg = registry()
     if case not in reg:
-        raise BadInputError(f"unknown case {case!r}; known: {', '.join(sorted(reg))}")
+        raise BadInputError(f"unknown case {case!r}{closest(case, reg)}; known: "
+                            f"{', '.join(sorted(reg))}")
     return reg[case]
 
 

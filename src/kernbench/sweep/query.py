@@ -3,8 +3,7 @@
 - ``check SWEEP``: the invariants (and rules: ``--rules``, else the sweep's own) on every
   point's trace, one trace at a time; exit 1 naming the failing points (a point that failed
   to run is a failing point).
-- ``diff A B``: the two points tables joined by point id (same case, params and hardware);
-  ``--fail-on`` thresholds apply to every common point.
+- ``diff A B``: ``kernbench.sweep.diff``.
 - ``sql SWEEP``: ``points`` is the points table; ``ops`` spans every point's trace with a
   ``point_id`` column, scanned lazily (each trace's ``ops.parquet`` through polars
   ``scan_parquet``), never loaded all at once.
@@ -19,14 +18,12 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.analyze.check import check
-from kernbench.analyze.diff import Threshold
+from kernbench.analyze.check import CheckReport, check
 from kernbench.analyze.frames import scan_ops
-from kernbench.analyze.metrics import resolve_metric
 from kernbench.analyze.report import format_table, to_json
-from kernbench.analyze.sql import SqlResult
+from kernbench.analyze.sql import SqlResult, run_query
 from kernbench.analyze.thresholds import load_rules
-from kernbench.errors import BadInputError
+from kernbench.notebook import fmt
 from kernbench.sweep.report import load_sweep
 from kernbench.sweep.store import POINTS_FILE, RULES_FILE, trace_dir
 from kernbench.trace import Trace
@@ -72,88 +69,26 @@ def sweep_check(root: str | Path, rules: str | Path | None = None) -> SweepCheck
     names = [*spec.swept, *spec.hw_columns]
     results = []
     for row in points.iter_rows(named=True):
+        found: dict[str, Any] = {}
         if row["status"] != "ok":
             ok, problems = False, f"point failed: {row['error']}"
         else:
             report = check(trace_dir(root, row["point_id"]), rules=rule_list)
-            ok, problems = report.ok, ", ".join(report.violated())
+            ok, problems = report.ok, _problems(report)
+            found = {"rules": [r.to_dict() for r in report.rules],
+                     "violations": {i.name: i.count for i in report.invariants if i.count}}
         results.append({"point_id": row["point_id"], "params": _label(row, names), "ok": ok,
-                        "problems": problems or None})
+                        "problems": problems or None, **found})
     return SweepCheckReport(str(root), results)
 
 
-@dataclass(frozen=True)
-class SweepDiffReport:
-    a: str
-    b: str
-    rows: list[dict[str, Any]]  # per common point: ids, params, metric a/b/change
-    only_a: list[str]
-    only_b: list[str]
-    exceeded: list[str]  # "point_id: threshold (a -> b)"
-    metrics: list[str]
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.exceeded else 0
-
-    def to_text(self) -> str:
-        parts = [f"diff {self.a} -> {self.b}: {len(self.rows)} common points, "
-                 f"{len(self.only_a)} only in A, {len(self.only_b)} only in B"]
-        if self.rows:
-            headers = list(self.rows[0])
-            parts.append(format_table(headers, [list(r.values()) for r in self.rows]))
-        for label, ids in (("only in A", self.only_a), ("only in B", self.only_b)):
-            if ids:
-                parts.append(f"{label}: {', '.join(ids)}")
-        if self.exceeded:
-            parts.append("fail-on exceeded:\n" + "\n".join(f"  {e}" for e in self.exceeded))
-        return "\n\n".join(parts) + "\n"
-
-    def to_json(self) -> str:
-        return to_json(self.__dict__ | {"exit_code": self.exit_code})
-
-
-def sweep_diff(a: str | Path, b: str | Path, fail_on: list[str] | None = None
-               ) -> SweepDiffReport:
-    """Compare sweep ``a`` (before) with sweep ``b`` (after), point by point."""
-    spec, pa_ = load_sweep(a)
-    _, pb = load_sweep(b)
-    thresholds = [Threshold.parse(f) for f in fail_on or []]
-    common_cols = [c for c in pa_.columns if c in pb.columns]
-    keys: list[str] = []
-    for t in thresholds:
-        try:
-            keys.append(resolve_metric(t.key, common_cols))
-        except KeyError as exc:
-            raise BadInputError(f"--fail-on {t}: {exc.args[0]}") from None
-    shown = list(dict.fromkeys(["latency_ps", *keys]))
-    shown = [k for k in shown if k in common_cols]
-    names = [*spec.swept, *spec.hw_columns]
-    ia, ib = set(pa_["point_id"]), set(pb["point_id"])
-    rb = {r["point_id"]: r for r in pb.iter_rows(named=True)}
-    rows, exceeded = [], []
-    for ra in pa_.iter_rows(named=True):
-        other = rb.get(ra["point_id"])
-        if other is None:
-            continue
-        row: dict[str, Any] = {"point_id": ra["point_id"], "params": _label(ra, names),
-                               "status": f"{ra['status']}->{other['status']}"}
-        for k in shown:
-            va, vb = ra.get(k), other.get(k)
-            row[f"{k} a"], row[f"{k} b"] = va, vb
-            row[f"{k} %"] = (None if va is None or vb is None or not va
-                             else round((vb - va) / abs(va) * 100, 4))
-        for t, k in zip(thresholds, keys, strict=True):
-            va, vb = ra.get(k), other.get(k)
-            if va is None or vb is None:
-                if ra["status"] == "ok" and other["status"] != "ok":
-                    exceeded.append(f"{ra['point_id']} ({row['params']}): failed in B")
-                continue
-            if t.exceeded(float(va), float(vb)):
-                exceeded.append(f"{ra['point_id']} ({row['params']}): {t} ({k} {va} -> {vb})")
-        rows.append(row)
-    return SweepDiffReport(str(a), str(b), rows, sorted(ia - ib), sorted(ib - ia),
-                           list(dict.fromkeys(exceeded)), shown)
+def _problems(report: CheckReport) -> str:
+    """What failed, with what was measured (as single-trace ``check`` shows it): each failed
+    invariant with its number of violations, each failed rule with its actual value."""
+    return ", ".join([f"{i.name} ({i.count} violation{'s' * (i.count != 1)})"
+                      for i in report.invariants if not i.ok]
+                     + [f"rule {r.rule} (actual {fmt(r.actual)})" for r in report.rules
+                        if not r.ok])
 
 
 def sweep_tables(root: str | Path, with_ops: bool = True) -> dict[str, pl.LazyFrame]:
@@ -171,12 +106,6 @@ def sweep_tables(root: str | Path, with_ops: bool = True) -> dict[str, pl.LazyFr
 
 
 def sweep_sql(root: str | Path, query: str) -> SqlResult:
-    """Run SQL over a sweep's ``points`` and ``ops`` tables."""
+    """Run SQL over a sweep's ``points`` and ``ops`` tables (guarded as over a trace's)."""
     uses_ops = re.search(r"\bops\b", query, re.IGNORECASE) is not None
-    ctx = pl.SQLContext(sweep_tables(root, with_ops=uses_ops))
-    try:
-        frame = ctx.execute(query, eager=True)
-    except (pl.exceptions.PolarsError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BadInputError(f"sql: {first} (tables: {', '.join(ctx.tables())})") from None
-    return SqlResult(query, frame)
+    return run_query(sweep_tables(root, with_ops=uses_ops), query)

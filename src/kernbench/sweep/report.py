@@ -120,6 +120,30 @@ class SweepReport:
                         "points": self.points.to_dicts()})
 
 
+@dataclass(frozen=True)
+class SuiteReport:
+    """``kernbench report SUITE``: the report of each sweep of a suite's directory."""
+
+    path: str
+    parts: tuple[SweepReport, ...]
+    exit_code: int = 0
+
+    def to_text(self) -> str:
+        return (f"suite {self.path}: {len(self.parts)} sweeps\n\n"
+                + "\n".join(p.to_text() for p in self.parts))
+
+    def to_json(self) -> str:
+        return to_json({"suite": self.path, "sweeps": [
+            {"sweep": p.path, "title": p.title, "points": p.points.to_dicts()}
+            for p in self.parts]})
+
+
+def suite_report(parts: list[Path], root: str | Path, sort: str | None = None,
+                 pareto: str | None = None) -> SuiteReport:
+    """``kernbench report SUITE``: ``sweep_report`` of every sweep in ``parts``."""
+    return SuiteReport(str(root), tuple(sweep_report(p, sort, pareto) for p in parts))
+
+
 def sweep_report(root: str | Path, sort: str | None = None,
                  pareto: str | None = None) -> SweepReport:
     """``kernbench report SWEEP [--sort METRIC] [--pareto M1,M2]``."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.case.params import parse_value
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, closest
 from kernbench.trace.hw import ENGINE_ISSUE, PRESETS, HwConfig
 from kernbench.trace.tomlfile import read_toml
 
@@ -143,8 +143,8 @@ def _stages(data: Mapping[str, Any], base: Path | None) -> tuple[bool, bool, str
     stages = _table(data, "stages")
     unknown = sorted(set(stages) - _STAGES)
     if unknown:
-        raise BadInputError(f"sweep spec: unknown [stages] keys {unknown}; known: "
-                            f"{sorted(_STAGES)}")
+        raise BadInputError(f"sweep spec: unknown [stages] keys {unknown}"
+                            f"{closest(unknown[0], sorted(_STAGES))}; known: {sorted(_STAGES)}")
     for flag in ("record", "replay", "check"):
         if not isinstance(stages.get(flag, False), bool):
             raise BadInputError(f"sweep spec: stages.{flag} must be true or false")
@@ -176,7 +176,8 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
     """A SweepSpec from a parsed TOML document (``base``: where relative paths start)."""
     unknown = sorted(set(data) - _TOP)
     if unknown:
-        raise BadInputError(f"sweep spec: unknown keys {unknown}; known: {sorted(_TOP)}")
+        raise BadInputError(f"sweep spec: unknown keys {unknown}{closest(unknown[0], sorted(_TOP))}"
+                            f"; known: {sorted(_TOP)}")
     case = data.get("case")
     if not isinstance(case, str) or not case:
         raise BadInputError(f"sweep spec: case must be a case name or module:function, "
@@ -189,11 +190,13 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
     presets = _values("hw.preset", hw_table.pop("preset")) if "preset" in hw_table else ()
     for p in presets:
         if p not in PRESETS:
-            raise BadInputError(f"sweep spec: unknown hw preset {p!r}; known: {sorted(PRESETS)}")
+            raise BadInputError(f"sweep spec: unknown hw preset {p!r}{closest(str(p), PRESETS)}; "
+                                f"known: {sorted(PRESETS)}")
     hw = _axes("hw", hw_table)
     for k, values in hw:
         if k not in HW_FIELDS:
-            raise BadInputError(f"sweep spec: unknown hw field {k!r}; known: {list(HW_FIELDS)}")
+            raise BadInputError(f"sweep spec: unknown hw field {k!r}{closest(k, HW_FIELDS)}; "
+                                f"known: {list(HW_FIELDS)}")
         if k in ENGINE_FIELDS:  # the one text field: a policy name
             bad = [v for v in values if v not in ENGINE_ISSUE]
             if bad:
@@ -211,7 +214,9 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
     replay, check, rules_text = _stages(data, base)
     best = _table(data, "best")
     if sorted(set(best) - _BEST):
-        raise BadInputError(f"sweep spec: unknown [best] keys {sorted(set(best) - _BEST)}")
+        extra = sorted(set(best) - _BEST)
+        raise BadInputError(f"sweep spec: unknown [best] keys {extra}"
+                            f"{closest(extra[0], sorted(_BEST))}")
     metric = best.get("metric", "latency_ps")
     per = best.get("per", [])
     if not isinstance(metric, str) or not isinstance(per, list) or not all(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, closest
 from kernbench.trace.tomlfile import read_toml
 
 #: the two engine-issue policies of one PE machine (docs/hardware-model.md)
@@ -138,11 +138,13 @@ class HwConfig:
         data = dict(data)
         base_name = data.pop("base", "ahbm-v1")
         if base_name not in PRESETS:
-            raise BadInputError(f"{where}: unknown base preset {base_name!r}")
+            raise BadInputError(f"{where}: unknown base preset {base_name!r}"
+                                f"{closest(base_name, PRESETS)}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise BadInputError(f"{where}: unknown hw fields {unknown}")
+            raise BadInputError(f"{where}: unknown hw fields {unknown}"
+                                f"{closest(unknown[0], sorted(known))}")
         base = PRESETS[base_name].to_dict()
         base.update(data)
         return cls(**base)
@@ -184,7 +186,7 @@ def load_hw(spec: HwConfig | str | Path | None) -> HwConfig:
     if not path.is_file():
         raise BadInputError(
             f"unknown hw {str(spec)!r}: not a preset ({', '.join(PRESETS)}) nor a TOML file"
-        )
+            f"{closest(str(spec), PRESETS)}")
     data = read_toml(path, "hw file")
     data = data.get("hw", data)
     data.setdefault("name", path.stem)

@@ -164,7 +164,7 @@ def chain(x, *, n: int, stages: int):
 def test_a_load_is_never_hoisted_above_a_store_to_its_bytes(tmp_path):
     n = 6
     case = kb.Case("chain", chain, (1,), {"x": kb.tensor(((n + 1) * 64,), "float32",
-                                                        init=kb.zeros(), role="output")},
+                                                        init=kb.zeros(), role="inout")},
                    {"n": n, "stages": 3},
                    reference=lambda **_: {"x": np.repeat(np.arange(n + 1, dtype=np.float32), 64)})
     trace = kb.record(case, tmp_path / "chain.ktrace")

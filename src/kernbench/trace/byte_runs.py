@@ -1,4 +1,5 @@
-"""Indexed operands for the analyses: the byte runs an indexed HBM operand really touches.
+"""Indexed operands for the analyses and for replay's verdict (``trace/coverage.py``): the
+byte runs an indexed HBM operand really touches.
 
 An indexed row's HBM operand names a set of elements (``kernbench.schemas.elements``), not
 the contiguous ``[addr, addr + nbytes)``; the race detector sees its maximal runs of
@@ -14,11 +15,11 @@ import json
 
 import polars as pl
 
-from kernbench.analyze.footprint import Kept, footprint
 from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
 from kernbench.trace import limits
+from kernbench.trace.footprint import Kept, footprint
 
 #: bytes the race detector takes per access row (a byte range of an operand, or a piece of
 #: one cut at every other range's ends) at its peak: ~480 measured on a 140k-op trace
@@ -33,7 +34,7 @@ INDEXED = pl.col("name").is_in(_ELEMENT_NAMES) & pl.col("attrs").str.contains(
 def _runs(attrs_text: str, shape: tuple[int, ...], itemsize: int, table: ix.AccessTable,
           kept: Kept) -> tuple[list[int], list[int], int]:
     """(run starts, run ends) in bytes from the operand address, and the moved elements:
-    from the operand's footprint (closed form for a strided tile, ``analyze.footprint``)."""
+    from the operand's footprint (closed form for a strided tile, ``trace.footprint``)."""
     try:
         fp = footprint(json.loads(attrs_text), shape, table, kept)
     except (ValueError, TypeError):

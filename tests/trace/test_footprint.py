@@ -1,4 +1,4 @@
-"""``kernbench.analyze.footprint``: an operand's runs of distinct elements and how often each
+"""``kernbench.trace.footprint``: an operand's runs of distinct elements and how often each
 moves, against numpy's ``unique`` of the tile's offsets built element by element; the
 closed form builds nothing for a stride-0 or nested tile; ``pieces`` expands many rows in
 bounded chunks, clipped to a window, as the naive concatenation does."""
@@ -10,9 +10,9 @@ import itertools
 import numpy as np
 import pytest
 
-from kernbench.analyze import footprint as fp
 from kernbench.errors import TraceFormatError
 from kernbench.schemas import elements as ix
+from kernbench.trace import footprint as fp
 
 
 def _naive(shape, strides, base=0, mask=None):
