@@ -139,8 +139,8 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
     if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
-        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip (SPEC §15), "
-                            "which this kernbench cannot record yet")
+        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip "
+                            "(docs/hardware-model.md), which this kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
