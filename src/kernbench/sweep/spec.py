@@ -199,7 +199,7 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
             bad = [v for v in values if v not in TEXT_FIELDS[k]]
             if bad:
                 raise BadInputError(f"sweep spec: hw.{k} values must be in {TEXT_FIELDS[k]}, "
-                                    f"got {bad}{closest(bad[0], TEXT_FIELDS[k])}")
+                                    f"got {bad}{closest(str(bad[0]), TEXT_FIELDS[k])}")
         elif any(isinstance(v, bool | str) for v in values):
             raise BadInputError(f"sweep spec: hw.{k} values must be numbers, got {list(values)}")
     names = [k for k, _ in grid] + [k for k, _ in zipped]

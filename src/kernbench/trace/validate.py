@@ -32,6 +32,7 @@ from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
+from kernbench.trace.contention import read_shared
 from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.findings import Finding, Findings
 from kernbench.trace.hw import HwConfig
@@ -87,6 +88,8 @@ class Validation:
     ops_file: pq.ParquetFile | None = None
     #: the arrays of access.parquet as the validator read them (EMPTY when there is none)
     access: AccessTable = EMPTY
+    #: shared.parquet as the validator read and checked it (None when there is none)
+    shared: pa.Table | None = None
 
     @property
     def ok(self) -> bool:
@@ -195,6 +198,7 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     regions, tensor_bytes = tensor_findings(tensors, n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
+    shared = read_shared(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
     major = int(str(manifest["schema_version"]).split(".")[0])
     ops = None
@@ -206,5 +210,5 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
                      major)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, tuple(found.rows), ops, tensors, opf, access)
+    return Validation(counts, tuple(found.rows), ops, tensors, opf, access, shared)
 
