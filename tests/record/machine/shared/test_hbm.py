@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,6 +56,18 @@ def test_a_transfer_is_done_when_its_slowest_channel_is():
     assert stack.bytes == 1_536
 
 
+def test_a_whole_stripe_names_the_lowest_of_the_channels_that_end_last():
+    hw = _hw(hbm_total_gbps=64, hbm_channels=4, hbm_interleave_bytes=256)  # 16 ns a block
+    stack = HbmStack(hw)
+    assert stack.transfer(0, 256, 256) == (16_000, 16_000, 1)  # channel 1 busy to 16 ns
+    assert stack.transfer(0, 0, 256) == (16_000, 16_000, 0)  # channel 0 too
+    # a whole stripe: channels 0 and 1 end at 32 ns, 2 and 3 at 16 ns; 0 is named
+    assert stack.transfer(0, 0, 1024) == (32_000, 16_000, 0)
+    assert [stack.free(c) for c in range(4)] == [32_000, 32_000, 16_000, 16_000]
+    # later, the stack idle: every channel ends together, and channel 0 is named
+    assert stack.transfer(40_000, 4096, 1024) == (56_000, 56_000, 0)
+
+
 def test_disjoint_streams_share_the_stack_at_its_total():
     """N transfers of S bytes at once, each over every channel: together they take
     N * S / hbm_total_gbps, whatever the per-PE ports would allow."""
@@ -77,26 +90,72 @@ def test_serve_shares_is_a_transfer_of_several_runs():
 
 def test_an_unlimited_stack_costs_nothing():
     stack = HbmStack(PRESETS["ahbm-v2"])
-    assert stack.unlimited and stack.servers == []
+    assert stack.unlimited
     assert stack.transfer(7, 0, 1 << 20) == (7, 7, NO_CHANNEL)
     assert HbmStack(V3).transfer(7, 0, 0) == (7, 7, NO_CHANNEL)
 
 
 def test_channels_are_named_as_the_contention_file_names_them():
     assert HbmStack(V3).resource(3) == "hbm.ch3"
-    assert [s.name for s in HbmStack(V3).servers][:2] == ["hbm.ch0", "hbm.ch1"]
+
+
+def test_transfers_out_of_time_order_are_refused():
+    stack = HbmStack(V3)
+    stack.transfer(100, 0, 64)
+    with pytest.raises(AssertionError, match="hbm: transfer at 99 ps after one at 100 ps"):
+        stack.transfer(99, 0, 64)
 
 
 TRANSFERS = st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 1 << 16),
                                st.integers(0, 20_000)), max_size=25)
+#: aligned whole stripes (the stack's O(1) path) mixed with anything else
+ALIGNED = st.lists(st.tuples(st.integers(0, 3_000), st.integers(0, 64).map(lambda s: s * 4096),
+                             st.sampled_from([4096, 8192, 3 * 4096, 100, 5_000])), max_size=25)
+
+
+class Reference:
+    """The definition: one Server per channel, each serving its channel_bytes share."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        rate = Fraction(str(hw.hbm_total_gbps)) / hw.hbm_channels
+        self.servers = [LoggedServer(rate) for _ in range(hw.hbm_channels)]
+        self.hw = hw
+
+    def transfer(self, t: int, addr: int, n: int) -> tuple[int, int, int]:
+        shares = channel_bytes(addr, n, self.hw.hbm_interleave_bytes, self.hw.hbm_channels)
+        done, channel, most = t, NO_CHANNEL, 0
+        for c, share in enumerate(shares):
+            if share:
+                end = self.servers[c].serve(t, share)
+                if end > done:
+                    done, channel = end, c
+                most = max(most, share)
+        return done, t + self.servers[0].cost(most), channel
 
 
 def _run(hw: HwConfig, transfers: list[tuple[int, int, int]]):
-    stack, t, answers = HbmStack(hw, server=LoggedServer), 0, []
+    stack, ref, t, answers = HbmStack(hw), Reference(hw), 0, []
     for dt, addr, n in transfers:
         t += dt
-        answers.append(stack.transfer(t, addr, n))
-    return stack, answers
+        got = stack.transfer(t, addr, n)
+        assert got == ref.transfer(t, addr, n)
+        assert [stack.free(c) for c in range(hw.hbm_channels)] == [
+            s.free for s in ref.servers]
+        answers.append(got)
+    return stack, ref, answers
+
+
+@given(st.integers(1, 20_000).map(lambda x: x / 10), st.integers(1, 8),
+       st.sampled_from([64, 256, 1000]), TRANSFERS)
+def test_the_stack_answers_as_one_fifo_server_per_channel(gbps, channels, block, transfers):
+    hw = _hw(hbm_total_gbps=gbps, hbm_channels=channels, hbm_interleave_bytes=block)
+    _run(hw, transfers)
+
+
+@given(st.sampled_from([8, 16]), ALIGNED)
+def test_whole_stripes_and_odd_transfers_mixed_answer_as_the_servers_do(channels, transfers):
+    hw = _hw(hbm_channels=channels, hbm_interleave_bytes=4096 // channels)
+    _run(hw, transfers)
 
 
 @given(st.integers(1, 20_000).map(lambda x: x / 10), st.integers(1, 8),
@@ -104,11 +163,12 @@ def _run(hw: HwConfig, transfers: list[tuple[int, int, int]]):
 def test_every_channel_conserves_and_never_idles_while_a_transfer_waits(
         gbps, channels, block, transfers):
     hw = _hw(hbm_total_gbps=gbps, hbm_channels=channels, hbm_interleave_bytes=block)
-    stack, answers = _run(hw, transfers)
+    stack, ref, answers = _run(hw, transfers)
     rate = Fraction(str(gbps)) / channels
-    for server in stack.servers:
+    for server in ref.servers:  # the stack answered exactly as these did
         assert conserving(server.log, rate) and work_conserving(server.log)
-    assert stack.bytes == sum(n for _, _, n in transfers)
+    assert stack.bytes == sum(n for _, _, n in transfers) == sum(s.bytes for s in ref.servers)
+    assert stack.busy_ps == sum(s.busy_ps for s in ref.servers)
     for (done, ideal, channel), (_, _, n) in zip(answers, transfers, strict=True):
         assert done >= ideal and (channel == NO_CHANNEL) == (n == 0)
-    assert _run(hw, transfers)[1] == answers  # the same requests, the same answers
+    assert _run(hw, transfers)[2] == answers  # the same requests, the same answers
