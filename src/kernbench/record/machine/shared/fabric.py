@@ -7,7 +7,9 @@ not one after the other); the source buffer is read until the last of them has s
 (``occupied_until``), and the message arrives ``h * link_latency_ns`` later. With no
 other traffic that is ``t + ceil(n * 1000 / link_gbps) + h * link_latency`` (the closed
 form: ``h`` latencies plus the bytes at the slowest link's share). A message to its own PE
-crosses no link and arrives at ``t``.
+crosses no link and arrives at ``t``. ``dst`` is a PE, or ``"next"``/``"prev"`` as
+``tl.send`` takes them: on a ring those cross their own neighbour link
+(``trace.topology.route_named``).
 
 Every link starts serving at ``t``, even a link the message's head reaches only after the
 links before it: the per-hop latency is added once, at the end. That keeps a route's cost
@@ -21,7 +23,7 @@ from kernbench.record.machine.shared.server import Server
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.topology import Link, link_name, links, route, route_named
 
-#: the ``binding_link`` of a message no link delayed (to its own PE)
+#: the ``binding_link`` of a message that crosses no link (to its own PE)
 NO_LINK: Link | None = None
 
 
