@@ -46,13 +46,6 @@ def test_a_request_of_no_bytes_ends_at_once_and_leaves_the_part_as_it_was():
     assert (s.free, s.bytes) == (5_000, 5)
 
 
-def test_a_request_earlier_than_the_last_is_refused():
-    s = Server(1, "hbm.ch0")
-    s.serve(100, 1)
-    with pytest.raises(AssertionError, match=r"hbm.ch0: request at 99 ps after one at 100"):
-        s.serve(99, 1)
-
-
 def test_the_log_holds_each_request_and_a_plain_server_keeps_none():
     s = LoggedServer(2)
     s.serve(0, 4)

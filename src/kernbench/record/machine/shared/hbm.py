@@ -64,7 +64,7 @@ class HbmStack:
     """The chip's HBM: ``transfer(t, addr, nbytes) -> (done, ideal, channel)``."""
 
     __slots__ = ("unlimited", "block", "channels", "span", "num", "den", "raw", "lift",
-                 "floor", "top", "top_channel", "last", "bytes", "busy_ps", "_patterns")
+                 "floor", "top", "top_channel", "bytes", "busy_ps", "_patterns")
 
     def __init__(self, hw: HwConfig) -> None:
         self.unlimited = not hw.hbm_total_gbps
@@ -76,7 +76,6 @@ class HbmStack:
         self.raw = [0] * self.channels  # channel c is free at max(raw[c] + lift, floor)
         self.lift = self.floor = 0
         self.top = self.top_channel = 0  # the largest raw, and its lowest channel
-        self.last = 0  # the last transfer's t
         self.bytes = self.busy_ps = 0  # moved by the stack; its channels' busy time, summed
         self._patterns = BoundedMemo()
 
@@ -109,7 +108,8 @@ class HbmStack:
         """Move ``[addr, addr + nbytes)`` from ``t``: ``(done, ideal, channel)``, where
         ``done`` is when the last channel has served its share, ``ideal`` the same with
         no other traffic, and ``channel`` the channel that finished last (the lowest of
-        a tie; ``NO_CHANNEL`` when unlimited or empty). Transfers come in time order."""
+        a tie; ``NO_CHANNEL`` when unlimited or empty). Transfers come in time order (the
+        caller's contract, as for ``Server``)."""
         if self.unlimited or nbytes <= 0:
             return t, t, NO_CHANNEL
         key = (addr % self.span, nbytes)
@@ -129,10 +129,6 @@ class HbmStack:
         return self._serve(t, self._pattern(shares))
 
     def _serve(self, t: int, pattern: Pattern) -> tuple[int, int, int]:
-        if t < self.last:
-            raise AssertionError(f"hbm: transfer at {t} ps after one at {self.last} ps; "
-                                 "transfers must come in time order")
-        self.last = t
         uniform, pairs, most, total = pattern
         self.busy_ps += total
         if uniform >= 0:  # every channel: free = max(free, t) + uniform
