@@ -123,3 +123,16 @@ def test_more_rows_than_the_ops_can_wait_for_are_refused_before_reading(copy):
                                   wait_ps=[1] * n))
     with pytest.raises(TraceLimitError, match=f"{n:,} rows, over the {n - 1:,}"):
         Trace.open(path).validated()
+
+
+def test_a_recording_on_shared_hardware_lists_its_waits_and_v2_lists_none(tmp_path):
+    case = build_case("gemm", {"N": 256})
+    v3 = kb.record(case, tmp_path / "v3.ktrace", hw="ahbm-v3")
+    v2 = kb.record(case, tmp_path / "v2.ktrace", hw="ahbm-v2")
+    assert "shared.parquet" in v3.manifest["files"] and (v3.path / "shared.parquet").exists()
+    assert "shared.parquet" not in v2.manifest["files"]
+    assert not (v2.path / "shared.parquet").exists()
+    rows = Trace.open(v3.path).shared
+    assert rows.height and rows["wait_ps"].min() > 0
+    assert set(rows["part"]) <= {"issue", "hbm", "tcm", "link"}
+    assert rows["op_id"].max() < v3.n_ops
