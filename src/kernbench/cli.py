@@ -156,7 +156,8 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @click.option("--case", "case", default=None, metavar="MODULE:FUNC",
               help="Case factory giving the reference [default: the built-in case].")
 @click.option("--require-reference", is_flag=True,
-              help="Exit 1 when there is no reference to verify against (for CI).")
+              help="Exit 1 unless verified: no reference, or one that compared not every "
+                   "output, fails too (for CI).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="BLAS threads in the replay process [default: 1].")
 @_one_line
@@ -352,8 +353,9 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
               help="Only show the best point of each sweep in SWEEP (e.g. the output of "
                    "`kernbench sweep milestone`).")
 @click.option("--hw", default=None, metavar="NAME|FILE",
-              help="Record on this preset or TOML file; the headline rows also on ahbm-v1, "
-                   "side by side [default: ahbm-v1 only].")
+              help="Record on this preset or TOML file, and the headline rows also on "
+                   "ahbm-v1, side by side, when it is another [default: ahbm-v2, or "
+                   "$KERNBENCH_HW, as record].")
 @_one_line
 def panel(mode: str, out: str | None, best: str | None, hw: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""
