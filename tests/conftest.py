@@ -75,3 +75,29 @@ def rewrite_ops(path: Path, edit) -> None:
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["files"]["ops.parquet"] = file_sha256(path / "ops.parquet")
     (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def add_shared(path: Path, rows: list[tuple[int, str, str, int]] | None = None,
+               table: Any = None) -> None:
+    """Give a trace a ``shared.parquet`` listed in its manifest with its sha256, as a
+    recording on hardware with a shared part would: ``rows`` ``(op_id, part, resource,
+    wait_ps)`` through the writer, or a raw pyarrow ``table`` written as it is."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from kernbench.record.rows.shared import SharedWriter
+    from kernbench.trace import file_sha256
+
+    path = Path(path)
+    target = path / "shared.parquet"
+    if table is not None:
+        pq.write_table(table, target)
+    else:
+        writer = SharedWriter(target)
+        for row in rows or []:
+            writer.add(*row)
+        assert writer.close()
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["shared.parquet"] = file_sha256(target)
+    (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))

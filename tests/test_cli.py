@@ -58,6 +58,42 @@ def test_bad_input_prints_one_line_and_exits_2(tmp_path, args, needle):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("text,needle", [
+    ('topology = "blob"\n', "hw field topology must be one of"),
+    ("hbm_channels = 0\n", "hw field hbm_channels must be positive, got 0"),
+    ("tcm_gbps = -1\n", "hw field tcm_gbps must be a non-negative number, got -1"),
+    ("issue_ns = nan\n", "hw field issue_ns must be finite, got nan"),
+])
+def test_a_bad_hw_file_is_one_line_naming_the_field_and_value(tmp_path, text, needle):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    out = tmp_path / "x.ktrace"
+    result = CliRunner().invoke(main, ["record", "small-ops", "--hw", str(bad), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and not out.exists()
+
+
+def test_the_manifest_records_every_shared_field(tmp_path):
+    chip = tmp_path / "chip.toml"
+    chip.write_text("hbm_channels = 8\nhbm_interleave_bytes = 512\n")  # no part shared yet
+    out = tmp_path / "t.ktrace"
+    result = CliRunner().invoke(main, ["record", "scale-exp", "-p", "tile=1024", "--hw",
+                                       str(chip), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    hw = json.loads((out / "manifest.json").read_text())["hw"]
+    assert (hw["hbm_channels"], hw["hbm_interleave_bytes"]) == (8, 512)
+    assert {k: hw[k] for k in ("hbm_total_gbps", "tcm_gbps", "topology", "issue_ns",
+                               "engine_arbitration")} == {
+        "hbm_total_gbps": 0, "tcm_gbps": 0, "topology": "ring", "issue_ns": 0,
+        "engine_arbitration": "in_order"}
+    (out / "manifest.json").write_text((out / "manifest.json").read_text().replace(
+        '"topology": "ring"', '"topology": "blob"'))
+    bad = CliRunner().invoke(main, ["report", str(out)])
+    assert bad.exit_code == 2 and "hw field topology must be one of" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1
+
+
 def test_unwritable_output_is_bad_input(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

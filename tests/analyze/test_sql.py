@@ -48,7 +48,7 @@ def test_tensors_and_values(traces, tmp_path: Path) -> None:
 
 
 def test_bad_query_is_bad_input(traces) -> None:
-    with pytest.raises(BadInputError, match="sql: .*tables: operands, ops, tensors"):
+    with pytest.raises(BadInputError, match="sql: .*tables: operands, ops, shared, tensors"):
         sql(traces("scale-exp"), "SELECT nope FROM ops")
 
 

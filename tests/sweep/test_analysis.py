@@ -68,6 +68,30 @@ def test_sql_joins_points_and_ops(gemm_sweep):
         sweep_sql(gemm_sweep, "SELECT * FROM nowhere")
 
 
+def test_sql_shared_spans_every_point_with_point_id(gemm_sweep, tmp_path):
+    from kernbench.sweep.query import sweep_sql
+    from tests.conftest import add_shared
+
+    root = tmp_path / "G"
+    shutil.copytree(gemm_sweep, root)
+    ids = sorted(pl.read_parquet(root / "points.parquet")["point_id"].to_list())
+    add_shared(root / "points" / f"{ids[1]}.ktrace", [(2, "hbm", "hbm.ch5", 300),
+                                                      (2, "tcm", "tcm.pe0", 40)])
+    res = sweep_sql(root, "SELECT point_id, part, SUM(wait_ps) AS w FROM shared "
+                          "GROUP BY point_id, part ORDER BY part")
+    assert res.frame.rows() == [(ids[1], "hbm", 300), (ids[1], "tcm", 40)]
+    empty = sweep_sql(root, "SELECT COUNT(*) AS n FROM shared s JOIN points p USING "
+                            f"(point_id) WHERE p.point_id = '{ids[0]}'")
+    assert empty.frame.item() == 0
+
+
+def test_sweep_sql_reads_no_file_a_query_names(gemm_sweep):
+    from kernbench.sweep.query import sweep_sql
+
+    with pytest.raises(BadInputError, match="'read_csv' reads files or URLs"):
+        sweep_sql(gemm_sweep, "SELECT * FROM read_csv('/etc/passwd')")
+
+
 def test_report_sort_puts_the_best_first(gemm_sweep):
     rep = sweep_report(gemm_sweep, sort="latency")
     lat = rep.points["latency_ps"].to_list()

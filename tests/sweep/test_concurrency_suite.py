@@ -37,7 +37,7 @@ def test_every_point_is_one_cell_of_engine_issue_x_programs_x_params(name):
     assert got == want and len(points) == len(want)
 
 
-def test_engine_issue_is_the_one_text_hw_axis_and_takes_only_policy_names():
+def test_engine_issue_is_a_text_hw_axis_and_takes_only_policy_names():
     base = {"case": "gemm", "hw": {"engine_issue": ["blocking", "overlapping"]}}
     with pytest.raises(BadInputError, match=r"hw.engine_issue values must be in .*'overlapping'"):
         parse_spec(base)

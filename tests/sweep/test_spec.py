@@ -123,3 +123,30 @@ def test_builtin_milestone_specs_expand(name):
     spec = resolve_spec(name)
     points = list(expand(spec))
     assert len(points) == spec.n_points() >= 3
+
+
+def test_every_shared_hw_field_sweeps_from_the_command_line():
+    spec = resolve_spec("gemm", ["hw.hbm_total_gbps=409.6,819.2", "hw.hbm_channels=8",
+                                 "hw.hbm_interleave_bytes=512", "hw.tcm_gbps=2048",
+                                 "hw.topology=switch,torus2d", "hw.issue_ns=20",
+                                 "hw.engine_arbitration=in_order,ready_first"])
+    points = list(expand(spec))
+    assert len(points) == 8
+    seen = {(p.hw_dict["hbm_total_gbps"], p.hw_dict["topology"],
+             p.hw_dict["engine_arbitration"]) for p in points}
+    assert len(seen) == 8 and all(p.hw_dict["hbm_channels"] == 8 for p in points)
+    assert all(p.hw_dict["issue_ns"] == 20 and p.hw_dict["tcm_gbps"] == 2048 for p in points)
+    assert "hw.topology" in dict(points[0].columns)
+
+
+@pytest.mark.parametrize("param,needle", [
+    ("hw.topology=blob", r"hw.topology values must be in .*got \['blob'\]"),
+    ("hw.topology=torus", "did you mean 'torus2d'"),
+    ("hw.engine_arbitration=fifo", r"hw.engine_arbitration values must be in"),
+    ("hw.hbm_channels=0", "hw field hbm_channels must be positive, got 0"),
+    ("hw.hbm_interleave_bytes=1.5", "hbm_interleave_bytes must be a whole number, got 1.5"),
+    ("hw.tcm_gbps=fast", r"hw.tcm_gbps values must be numbers"),
+])
+def test_a_bad_shared_hw_value_in_a_sweep_is_one_line(param, needle):
+    with pytest.raises(BadInputError, match=needle):
+        list(expand(resolve_spec("gemm", [param])))

@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import VALUES
+from kernbench.schemas.arrow import SHARED, VALUES
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
@@ -25,6 +25,7 @@ ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
 #: dictionary-encoded op columns, read as strings so comparisons need no categories
 DICT_COLUMNS = ("kind", "name", "engine", "src")
 VALUES_FILE = Path("replay") / "values.parquet"
+SHARED_FILE = "shared.parquet"
 
 
 def open_trace(trace_or_path: Trace | str | Path, strict: bool = True) -> Trace:
@@ -55,6 +56,22 @@ def _strings(frame: _Frame, names: tuple[str, ...]) -> _Frame:
 def scan_ops(trace: Trace) -> pl.LazyFrame:
     """Lazy scan of ``ops.parquet`` after checking its footer (``kernbench.trace.parquet``)."""
     return _strings(scan(trace.path / "ops.parquet", "kernbench-ops"), DICT_COLUMNS)
+
+
+def load_shared(trace: Trace) -> pl.DataFrame:
+    """How long each shared part delayed an op (``shared.parquet`` as the validator read
+    it; no rows when the trace has none), ``part`` as a string."""
+    return _strings(pl.DataFrame(trace.shared_table), ("part",))
+
+
+def scan_shared(trace: Trace) -> pl.LazyFrame:
+    """Lazy scan of ``shared.parquet`` after checking its footer, like ``scan_ops`` (no
+    rows when the trace has none), ``part`` as a string."""
+    if SHARED_FILE in (trace.manifest.get("files") or {}):
+        frame = scan(trace.path / SHARED_FILE, "kernbench-shared")
+    else:
+        frame = pl.DataFrame(SHARED.empty_table()).lazy()
+    return _strings(frame, ("part",))
 
 
 def load_ops(trace: Trace) -> pl.DataFrame:

@@ -2,8 +2,10 @@
 
 Tables: ``ops`` (the op log; ``inputs`` is a list of operand structs and ``output`` a
 struct, so ``output.addr`` works), ``operands`` (one flat row per operand: op_id, role,
-idx, space, mem_pe, addr, nbytes, shape, dtype, transposed), ``tensors``, and ``values``
-when the trace was replayed. Queries read data only; nothing in a trace is executed.
+idx, space, mem_pe, addr, nbytes, shape, dtype, transposed), ``tensors``, ``shared`` (how
+long each shared part of the chip delayed an op: op_id, part, resource, wait_ps; no rows
+when nothing waited or the hardware shares nothing), and ``values`` when the trace was
+replayed. Queries read data only; nothing in a trace is executed.
 
 Only the registered frames are reachable: a query naming a table function or any function
 that reads files or URLs (``read_csv``, ``read_parquet``, ``scan_*``, ...) is refused before
@@ -20,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.analyze.frames import load_values, open_trace, operands, scan_ops
+from kernbench.analyze.frames import load_shared, load_values, open_trace, operands, scan_ops
 from kernbench.analyze.report import format_table, to_json
 from kernbench.errors import BadInputError
 from kernbench.trace import Trace
@@ -69,7 +71,7 @@ def tables(trace: Trace, warnings: list[str] | None = None) -> dict[str, pl.Lazy
     one is left out with a line in ``warnings``)."""
     ops = scan_ops(trace)
     out = {"ops": ops, "operands": operands(ops),
-           "tensors": trace.tensors.lazy()}
+           "tensors": trace.tensors.lazy(), "shared": load_shared(trace).lazy()}
     values = load_values(trace, warnings if warnings is not None else [])
     if values is not None:
         out["values"] = values.lazy()

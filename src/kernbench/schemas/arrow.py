@@ -104,9 +104,26 @@ ACCESS = _with_meta(pa.schema([
     pa.field("data", pa.binary(), nullable=False),
 ]), "kernbench-access")
 
+#: the shared parts an op can wait for (``shared.parquet``'s ``part``), in dictionary order:
+#: the control processor's issue, the HBM stack, the PE's TCM port, a link
+SHARED_PARTS = ("issue", "hbm", "tcm", "link")
+
+#: shared.parquet: how long each shared part delayed an op, only where it did (wait_ps > 0;
+#: an op may have several rows): for ``issue``, how much later than its program wanted the
+#: op was issued; for ``hbm``, ``tcm`` and ``link``, how much later than its own cost the op
+#: ended. ``resource`` names the part's instance: ``issue.pe0``, ``hbm.ch3``, ``tcm.pe2``,
+#: ``link.pe3->pe4``. Written only by traces recorded on hardware with a shared part.
+SHARED = _with_meta(pa.schema([
+    pa.field("op_id", pa.int64(), nullable=False),
+    pa.field("part", _dict_str, nullable=False),
+    pa.field("resource", pa.string(), nullable=False),
+    pa.field("wait_ps", pa.int64(), nullable=False),
+]), "kernbench-shared")
+
 SCHEMAS: dict[str, pa.Schema] = {
     "kernbench-ops": OPS,
     "kernbench-access": ACCESS,
+    "kernbench-shared": SHARED,
     "kernbench-tensors": TENSORS,
     "kernbench-values": VALUES,
     "kernbench-outputs": OUTPUTS,

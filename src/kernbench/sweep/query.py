@@ -6,7 +6,8 @@
 - ``diff A B``: ``kernbench.sweep.diff``.
 - ``sql SWEEP``: ``points`` is the points table; ``ops`` spans every point's trace with a
   ``point_id`` column, scanned lazily (each trace's ``ops.parquet`` through polars
-  ``scan_parquet``), never loaded all at once.
+  ``scan_parquet``), never loaded all at once; ``shared`` likewise spans every point's
+  waits on the chip's shared parts (``shared.parquet``; no rows for a point without one).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.check import CheckReport, check
-from kernbench.analyze.frames import scan_ops
+from kernbench.analyze.frames import scan_ops, scan_shared
 from kernbench.analyze.report import format_table, to_json
 from kernbench.analyze.sql import SqlResult, run_query
 from kernbench.analyze.thresholds import load_rules
@@ -91,21 +92,30 @@ def _problems(report: CheckReport) -> str:
                         if not r.ok])
 
 
-def sweep_tables(root: str | Path, with_ops: bool = True) -> dict[str, pl.LazyFrame]:
-    """``points`` and (lazily) ``ops`` of every ok point, with a ``point_id`` column."""
+def sweep_tables(root: str | Path, with_ops: bool = True, with_shared: bool = False
+                 ) -> dict[str, pl.LazyFrame]:
+    """``points`` and (lazily) ``ops`` and ``shared`` of every ok point, with a
+    ``point_id`` column."""
     root = Path(root)
     _, points = load_sweep(root)
     out = {"points": pl.scan_parquet(root / POINTS_FILE)}
-    if with_ops:
-        ids = points.filter(pl.col("status") == "ok")["point_id"].to_list()
-        frames = [scan_ops(Trace.open(trace_dir(root, pid)))
-                  .with_columns(pl.lit(pid, pl.String).alias("point_id")) for pid in ids]
+    ids = points.filter(pl.col("status") == "ok")["point_id"].to_list()
+    traces = {pid: Trace.open(trace_dir(root, pid)) for pid in ids} if (
+        with_ops or with_shared) else {}
+    tables = {"ops": (with_ops, scan_ops), "shared": (with_shared, scan_shared)}
+    for name, (wanted, frame) in tables.items():
+        frames = [frame(t).with_columns(pl.lit(pid, pl.String).alias("point_id"))
+                  for pid, t in traces.items()] if wanted else []
         if frames:
-            out["ops"] = pl.concat(frames, how="vertical")
+            out[name] = pl.concat(frames, how="vertical")
     return out
 
 
 def sweep_sql(root: str | Path, query: str) -> SqlResult:
-    """Run SQL over a sweep's ``points`` and ``ops`` tables (guarded as over a trace's)."""
-    uses_ops = re.search(r"\bops\b", query, re.IGNORECASE) is not None
-    return run_query(sweep_tables(root, with_ops=uses_ops), query)
+    """Run SQL over a sweep's ``points``, ``ops`` and ``shared`` tables (guarded as over a
+    trace's)."""
+    def names(table: str) -> bool:
+        return re.search(rf"\b{table}\b", query, re.IGNORECASE) is not None
+
+    return run_query(sweep_tables(root, with_ops=names("ops"), with_shared=names("shared")),
+                     query)

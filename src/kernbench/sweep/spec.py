@@ -20,7 +20,7 @@ from typing import Any
 
 from kernbench.case.params import parse_value
 from kernbench.errors import BadInputError, closest
-from kernbench.trace.hw import ENGINE_ISSUE, PRESETS, HwConfig
+from kernbench.trace.hw import CHOICES, PRESETS, HwConfig
 from kernbench.trace.tomlfile import read_toml
 
 Scalar = int | float | str | bool
@@ -30,8 +30,9 @@ _TOP = frozenset({"case", "grid", "zip", "hw", "stages", "best"})
 _STAGES = frozenset({"record", "replay", "check", "rules"})
 _BEST = frozenset({"metric", "per"})
 HW_FIELDS = tuple(f.name for f in dataclasses.fields(HwConfig) if f.name != "name")
-#: hw fields whose values are text (``engine_issue``: blocking or async)
-ENGINE_FIELDS = frozenset({"engine_issue"})
+#: hw fields whose values are text, each from its list (``engine_issue``: blocking or async,
+#: ``engine_arbitration``, ``topology``)
+TEXT_FIELDS = CHOICES
 #: columns of points.parquet a swept parameter may not be named
 RESERVED = frozenset({"point_id", "case", "status", "error", "replay_ok", "check_ok",
                       "check_violations", "wall_s", "record_wall_s", "replay_wall_s",
@@ -197,11 +198,11 @@ def parse_spec(data: Mapping[str, Any], base: Path | None = None) -> SweepSpec:
         if k not in HW_FIELDS:
             raise BadInputError(f"sweep spec: unknown hw field {k!r}{closest(k, HW_FIELDS)}; "
                                 f"known: {list(HW_FIELDS)}")
-        if k in ENGINE_FIELDS:  # the one text field: a policy name
-            bad = [v for v in values if v not in ENGINE_ISSUE]
+        if k in TEXT_FIELDS:  # a policy or topology name
+            bad = [v for v in values if v not in TEXT_FIELDS[k]]
             if bad:
-                raise BadInputError(f"sweep spec: hw.{k} values must be in {ENGINE_ISSUE}, "
-                                    f"got {bad}")
+                raise BadInputError(f"sweep spec: hw.{k} values must be in {TEXT_FIELDS[k]}, "
+                                    f"got {bad}{closest(str(bad[0]), TEXT_FIELDS[k])}")
         elif any(isinstance(v, bool | str) for v in values):
             raise BadInputError(f"sweep spec: hw.{k} values must be numbers, got {list(values)}")
     names = [k for k, _ in grid] + [k for k, _ in zipped]

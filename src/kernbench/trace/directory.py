@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY
+from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY, SHARED
 from kernbench.schemas.elements import AccessTable
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
@@ -26,8 +26,11 @@ if TYPE_CHECKING:  # the validator is imported when a trace is first read
     from kernbench.trace.validate import Validation
 
 DATA_FILES = ("ops.parquet", "tensors.parquet")
-#: data files a trace has only when it uses them (listed in the manifest's ``files`` then)
-OPTIONAL_FILES = ("access.parquet",)
+#: data files a trace has only when it uses them (listed in the manifest's ``files`` then):
+#: the arrays of indexed ops, and the waits on the chip's shared parts
+OPTIONAL_FILES = ("access.parquet", "shared.parquet")
+#: the lowest manifest version that may list an optional file (any, if not named here)
+FIRST_VERSION = {"access.parquet": 2}
 __all__ = ["DATA_FILES", "OPTIONAL_FILES", "Trace", "atomic_dir", "file_sha256",
            "read_manifest", "verify_files"]
 
@@ -97,9 +100,10 @@ def check_version_files(path: Path, manifest: dict[str, Any], major: int) -> Non
     version-2 file, and no optional data file is present without being listed (ADR-0539)."""
     files = manifest.get("files") or {}
     for name in OPTIONAL_FILES:
-        if name in files and major < 2:
+        first = FIRST_VERSION.get(name, 1)
+        if name in files and major < first:
             raise TraceFormatError(f"{path}: the manifest says schema_version {major} but "
-                                   f"lists {name}, a version-2 file")
+                                   f"lists {name}, a version-{first} file")
         if name not in files and os.path.lexists(path / name):
             raise TraceFormatError(f"{path / name}: present but not listed in the manifest's "
                                    "files; the trace was modified or is corrupt")
@@ -184,6 +188,20 @@ class Trace:
         if read is None:
             read = read_table(self.path / "tensors.parquet", "kernbench-tensors")
         return _own_metadata(read)
+
+    @cached_property
+    def shared_table(self) -> pa.Table:
+        """``shared.parquet`` as the validator read it: how long each shared part delayed
+        an op (no rows when the trace has none: nothing waited, or the hardware shares
+        nothing)."""
+        read = self.validated().validation.shared
+        return SHARED.empty_table() if read is None else _own_metadata(read)
+
+    @property
+    def shared(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.DataFrame(self.shared_table)
 
     @property
     def access(self) -> AccessTable:

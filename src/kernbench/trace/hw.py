@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,13 +14,15 @@ from kernbench.trace.tomlfile import read_toml
 
 #: the two engine-issue policies of one PE machine (docs/hardware-model.md)
 ENGINE_ISSUE = ("blocking", "async")
-#: how an engine picks among the issued ops of a PE's resident programs (docs/hardware-model.md)
+#: how an engine picks among the issued ops of a PE's resident programs
 ENGINE_ARBITRATION = ("in_order", "ready_first")
 #: the link topologies a ``send`` is routed on (``trace/topology.py``)
 TOPOLOGIES = ("ring", "bidir_ring", "mesh2d", "torus2d", "switch")
+#: the most HBM channels a chip may have (a stack has 16 to 64; eight stacks, 512)
+MAX_HBM_CHANNELS = 4096
 _TEXT_FIELDS = frozenset({"name", "engine_issue", "engine_arbitration", "topology"})
-#: the fields whose value picks from a list, and the list
-_CHOICES = {"engine_issue": ENGINE_ISSUE, "engine_arbitration": ENGINE_ARBITRATION,
+#: the fields whose value picks from a list, and the list (the text fields but ``name``)
+CHOICES = {"engine_issue": ENGINE_ISSUE, "engine_arbitration": ENGINE_ARBITRATION,
             "topology": TOPOLOGIES}
 
 
@@ -86,6 +89,8 @@ class HwConfig:
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise BadInputError(
                     f"hw field {f.name} must be a non-negative number, got {value!r}")
+            if not math.isfinite(value):  # TOML writes inf and nan
+                raise BadInputError(f"hw field {f.name} must be finite, got {value!r}")
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
                          "dma_burst_bytes",
                          "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib",
@@ -95,14 +100,19 @@ class HwConfig:
                 raise BadInputError(
                     f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
 
-        for field, choices in _CHOICES.items():
-            if getattr(self, field) not in choices:
+        for field, choices in CHOICES.items():
+            value = getattr(self, field)
+            if not isinstance(value, str) or value not in choices:
+                hint = closest(value, choices) if isinstance(value, str) else ""
                 raise BadInputError(f"hw field {field} must be one of {choices}, got "
-                                    f"{getattr(self, field)!r}")
-        for whole in ("hbm_channels", "hbm_interleave_bytes"):
-            if not isinstance(getattr(self, whole), int):
+                                    f"{value!r}{hint}")
+        for f in dataclasses.fields(self):  # a count, a size or a cycle count
+            if f.type == "int" and not isinstance(getattr(self, f.name), int):
                 raise BadInputError(
-                    f"hw field {whole} must be a whole number, got {getattr(self, whole)!r}")
+                    f"hw field {f.name} must be a whole number, got {getattr(self, f.name)!r}")
+        if self.hbm_channels > MAX_HBM_CHANNELS:  # one Server each: a bound, not a hang
+            raise BadInputError(f"hw field hbm_channels must be at most {MAX_HBM_CHANNELS}, "
+                                f"got {self.hbm_channels!r}")
         if not isinstance(self.name, str):
             raise BadInputError(f"hw field name must be a string, got {self.name!r}")
 
@@ -124,8 +134,8 @@ class HwConfig:
 
     @property
     def shared(self) -> bool:
-        """Whether a shared part of the chip is modelled (docs/hardware-model.md): then the
-        chip-wide machine times the recording (``record/machine/chip``); else each PE runs alone in
+        """Whether a shared part of the chip is modelled: then the chip-wide
+        machine times the recording (``record/machine/chip``); else each PE runs alone in
         closed form, exactly as ahbm-v1 and ahbm-v2 always have."""
         return (self.hbm_total_gbps > 0 or self.tcm_gbps > 0 or self.topology != "ring"
                 or self.issue_ns > 0 or self.engine_arbitration != "in_order")
@@ -144,7 +154,7 @@ class HwConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise BadInputError(f"{where}: unknown hw fields {unknown}"
-                                f"{closest(unknown[0], sorted(known))}")
+                                f"{closest(unknown[0], known)}")
         base = PRESETS[base_name].to_dict()
         base.update(data)
         return cls(**base)
@@ -154,8 +164,8 @@ PRESETS: dict[str, HwConfig] = {
     "ahbm-v1": HwConfig(),
     "ahbm-v2": HwConfig(name="ahbm-v2", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32),
-    # ahbm-v2 with its shared parts priced (docs/hardware-model.md; each value's source in
-    # docs/hardware-model.md, "What the shared parts cost")
+    # ahbm-v2 with its shared parts priced (each value's source: docs/hardware-model.md,
+    # "What the shared parts cost")
     "ahbm-v3": HwConfig(name="ahbm-v3", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32, hbm_total_gbps=819.2, hbm_channels=16,
                         hbm_interleave_bytes=256, tcm_gbps=2048, topology="torus2d",

@@ -1,4 +1,5 @@
-"""Link topologies (docs/hardware-model.md): which links a message from one PE to another crosses.
+"""Link topologies: which links a message from one PE to another crosses
+(docs/hardware-model.md, "What the shared parts cost").
 
 Nodes are the PEs ``0 .. n - 1`` (and, on a ``switch``, the switch itself, node ``n``); a
 link is the ordered pair of nodes it joins, one direction of a wire. A route is the
@@ -7,10 +8,11 @@ the destination with the lowest id. ``ring`` keeps today's neighbour links in bo
 directions, but routes a message addressed by PE index along the ``next`` links only (a
 one-way ring); ``bidir_ring`` routes either way. ``mesh2d`` and ``torus2d`` lay the PEs out
 row-major on ``grid(n)``. ``next`` and ``prev`` name the PEs ``p + 1`` and ``p - 1`` (mod
-``n``); on a ring they are one hop away.
+``n``); on a ring or a bidirectional ring they are one hop away, over the link of that
+direction (``route_named``); elsewhere a message to them is routed like any other.
 
-Both the machine (``record/machine``) and the analyses (a link's bytes for the roofline)
-route through this one function.
+Both the machine (``record/machine/shared/fabric.py``) and the analyses (a link's bytes for
+the roofline) route through these two functions.
 """
 
 from __future__ import annotations
@@ -107,6 +109,19 @@ def route(topology: str, n: int, src: int, dst: int) -> tuple[Link, ...]:
         path.append((node, nxt))
         node = nxt
     return tuple(path)
+
+
+def route_named(topology: str, n: int, src: int, direction: str) -> tuple[Link, ...]:
+    """The links a message ``tl.send("next" | "prev", ...)`` from PE ``src`` crosses: on a
+    ring or a bidirectional ring the one neighbour link of that direction (so ``prev``
+    goes back on a ring, as on ahbm-v1 and ahbm-v2), elsewhere the route to that PE."""
+    if direction not in ("next", "prev"):
+        raise BadInputError(f"unknown direction {direction!r}: 'next' or 'prev'")
+    dst = neighbour(n, src, direction)
+    if topology in ("ring", "bidir_ring"):
+        route(topology, n, src, dst)  # the same checks of src
+        return () if dst == src else ((src, dst),)
+    return route(topology, n, src, dst)
 
 
 def neighbour(n: int, pe: int, direction: str) -> int:

@@ -32,6 +32,7 @@ from kernbench.errors import BadInputError, TraceFormatError
 from kernbench.schemas.arrow import SCHEMAS
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
+from kernbench.trace.contention import read_shared
 from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.findings import Finding, Findings
 from kernbench.trace.hw import HwConfig
@@ -91,6 +92,8 @@ class Validation:
     #: pe -> the end of the highest ipcq byte its operands use (``trace/ipcq_slots.py``): replay
     #: sizes each PE's message slots by it
     ipcq_bytes: dict[int, int] = field(default_factory=dict)
+    #: shared.parquet as the validator read and checked it (None when there is none)
+    shared: pa.Table | None = None
 
     @property
     def ok(self) -> bool:
@@ -200,6 +203,7 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     regions, tensor_bytes = tensor_findings(tensors, n_pe, found)
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
+    shared = read_shared(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
     major = int(str(manifest["schema_version"]).split(".")[0])
     ops = None
@@ -217,5 +221,6 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     limits.require(f"{o_path}: the ipcq slots of messages sent by PE index (with their valid "
                    "maps)", 2 * sum(max(0, e - base) for e in ipcq.extent.values()))
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, tuple(found.rows), ops, tensors, opf, access, ipcq.extent)
+    return Validation(counts, tuple(found.rows), ops, tensors, opf, access, ipcq.extent,
+                      shared)
 

@@ -1,6 +1,6 @@
 """The one door every Parquet file kernbench writes goes through (``trace/parquet.py`` is the
-one it is read through): a trace's ``ops``, ``access``, ``tensors``, replay's ``values`` and
-``outputs``, a sweep's ``points`` and the panel's table.
+one it is read through): a trace's ``ops``, ``access``, ``shared``, ``tensors``, replay's
+``values`` and ``outputs``, a sweep's ``points`` and the panel's table.
 
 Each file has a ``Profile`` in ``PROFILES``: its compression, level, dictionary columns and
 statistics, chosen here once. The schema metadata (the ``kernbench`` format and version) is
@@ -47,6 +47,7 @@ _OPS = Profile(dictionary=("kind", "name", "engine", "src", "attrs",
 PROFILES: dict[str, Profile] = {
     "ops": _OPS,
     "access": Profile(statistics=False),
+    "shared": Profile(statistics=False),
     "tensors": Profile(),
     # array contents: no dictionary and no min/max statistics of megabyte-long values (each
     # costs seconds at 100 MB), and lz4, which squeezes zeros and passes random floats

@@ -40,6 +40,7 @@ from kernbench.record.rows.columns import (
     dictionary,
     used,
 )
+from kernbench.record.rows.shared import SharedWriter
 from kernbench.schemas.arrow import (
     BITCAST_ATTR,
     MANIFEST_VERSION_INDEXED,
@@ -106,6 +107,9 @@ class OpWriter:
         self._writing: Future | None = None
         #: the arrays indexed rows refer to (access.parquet beside ops.parquet, on first use)
         self.access = AccessWriter(self.path.with_name("access.parquet"))
+        #: the waits on the chip's shared parts (shared.parquet beside ops.parquet, written
+        #: at close when an op waited: only on hardware with a shared part)
+        self.shared = SharedWriter(self.path.with_name("shared.parquet"))
         #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
         #: record/lowering/addressing.py sets it for the latter)
         self.indexed = False
@@ -231,9 +235,11 @@ class OpWriter:
         self._pool.shutdown()
         self._pq.close()
         self.access.close()
+        self.shared.close()
 
     def abort(self) -> None:
         self.access.abort()
+        self.shared.abort()
         self.cmds.clear()
         del self.times[:]
         self._reset_columns()

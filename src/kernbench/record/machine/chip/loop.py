@@ -66,7 +66,7 @@ class Chip:
         self.running: P.Prog | None = None
         self.switch_at = NEVER
         self.live = 0  # programs started and not finished
-        self.shared_rows: list[tuple[int, str, str, int]] = []
+        self.shared = writer.shared  # each op's waits on the shared parts (shared.parquet)
         self.note_issue_wait = 0
         self.settling: list[Node] | None = None
         self.ipcq = Ipcq(self, n_pe)
@@ -220,8 +220,8 @@ class Chip:
         self.rows.append(node)
         prog.live += 1
         if self.note_issue_wait:
-            self.shared_rows.append((node.op_id, "issue", f"issue.pe{pe.index}",
-                                     self.note_issue_wait))
+            self.shared.add(node.op_id, "issue", f"issue.pe{pe.index}",
+                            self.note_issue_wait)
             self.note_issue_wait = 0
 
     def claim(self, node: Node) -> None:
@@ -270,7 +270,7 @@ class Chip:
                 e.free = done
                 e.busy_total += done - t
                 for row in shared:
-                    self.shared_rows.append((node.op_id, *row))
+                    self.shared.add(node.op_id, *row)
                 if e.waiting:
                     self._room(e, node.queue, t)
                 if OBSERVE is not None:

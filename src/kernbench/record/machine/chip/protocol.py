@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from kernbench.record.machine.chip.board import Board
 from kernbench.record.machine.chip.engines import ChipEngine
 from kernbench.record.machine.chip.node import Node
+from kernbench.record.rows.shared import SharedWriter
 from kernbench.record.rows.writer import OpWriter
 from kernbench.trace.hw import HwConfig
 
@@ -24,7 +25,7 @@ class ChipLoop(Protocol):
     note_issue_wait: int  # the issue port's stall of the op being entered
     alone: bool  # the occupancy dry run (program 0 by itself)
     requests: dict[type, Callable[[Any, Any], Any]]
-    shared_rows: list[tuple[int, str, str, int]]
+    shared: SharedWriter  # each op's waits on the shared parts (shared.parquet)
 
     def enter(self, node: Node, prog: Any) -> None: ...
     def claim(self, node: Node) -> None: ...
