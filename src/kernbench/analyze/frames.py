@@ -11,13 +11,14 @@ from typing import TypeVar
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import VALUES
+from kernbench.schemas.arrow import SCHEMAS, VALUES
 from kernbench.schemas.dtypes import DTYPES
-from kernbench.trace import Trace
+from kernbench.trace import Trace, limits
 from kernbench.trace.hw import HwConfig
-from kernbench.trace.parquet import open_parquet, scan
+from kernbench.trace.parquet import READ_ERRORS, open_parquet, read_table, scan
 from kernbench.trace.replayed import replay_status
 
 #: element size in bytes of every dtype name a trace may hold
@@ -25,6 +26,13 @@ ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
 #: dictionary-encoded op columns, read as strings so comparisons need no categories
 DICT_COLUMNS = ("kind", "name", "engine", "src")
 VALUES_FILE = Path("replay") / "values.parquet"
+#: what delayed each op on hardware with a shared part (SPEC §15; optional, sparse)
+SHARED_FILE = "shared.parquet"
+SHARED_FORMAT = "kernbench-shared"
+#: the shared parts an op can wait for, in the order a path row's time is split among them
+SHARED_PARTS = ("issue", "hbm", "tcm", "link")
+SHARED_SCHEMA = pl.Schema({"op_id": pl.Int64(), "part": pl.String(), "resource": pl.String(),
+                           "wait_ps": pl.Int64()})
 
 
 def open_trace(trace_or_path: Trace | str | Path, strict: bool = True) -> Trace:
@@ -136,3 +144,37 @@ def operands(ops: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         *[o.struct.field(f) for f in fields[2:]],
     ).select("op_id", "role", "idx", "space", "mem_pe", "addr", "nbytes", "shape", "dtype",
              "transposed")
+
+
+def load_shared(trace: Trace) -> pl.DataFrame:
+    """``shared.parquet`` (SPEC §15: op_id, part, resource, wait_ps; rows only where an op
+    waited for a shared part), or an empty frame of that schema on hardware without one.
+    A part outside ``SHARED_PARTS`` or a negative wait is a TraceFormatError."""
+    path = trace.path / SHARED_FILE
+    if not path.exists() and not path.is_symlink():
+        return pl.DataFrame(schema=SHARED_SCHEMA)
+    if SHARED_FORMAT in SCHEMAS:  # the format's own door, once the trace format has it
+        table = read_table(path, SHARED_FORMAT)
+    else:
+        try:  # until then: its columns, the size bounded as the door bounds every file
+            pf = pq.ParquetFile(path)
+            meta = pf.metadata
+            limits.require(f"{path} (uncompressed)", sum(
+                meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)))
+            table = pf.read(columns=list(SHARED_SCHEMA))
+        except READ_ERRORS as exc:
+            msg = " ".join(str(exc).split())[:200]
+            raise TraceFormatError(f"{path}: not a readable shared-parts file ({msg})") from None
+    frame = _strings(pl.DataFrame(table.select(list(SHARED_SCHEMA))), ("part", "resource"))
+    try:
+        frame = frame.cast(dict(SHARED_SCHEMA))  # type: ignore[arg-type]
+    except pl.exceptions.PolarsError as exc:
+        raise TraceFormatError(f"{path}: unusable column types ({exc})") from None
+    bad = frame.filter(~pl.col("part").is_in(SHARED_PARTS) | (pl.col("wait_ps") < 0)
+                       | pl.any_horizontal(pl.all().is_null()))
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise TraceFormatError(f"{path}: op {row['op_id']} waits {row['wait_ps']!r} ps for "
+                               f"part {row['part']!r}; parts are {', '.join(SHARED_PARTS)} "
+                               "and waits are non-negative")
+    return frame
