@@ -167,7 +167,7 @@ def load_shared(trace: Trace) -> pl.DataFrame:
             raise TraceFormatError(f"{path}: not a readable shared-parts file ({msg})") from None
     frame = _strings(pl.DataFrame(table.select(list(SHARED_SCHEMA))), ("part", "resource"))
     try:
-        frame = frame.cast(dict(SHARED_SCHEMA))  # type: ignore[arg-type]
+        frame = frame.cast(SHARED_SCHEMA)
     except pl.exceptions.PolarsError as exc:
         raise TraceFormatError(f"{path}: unusable column types ({exc})") from None
     bad = frame.filter(~pl.col("part").is_in(SHARED_PARTS) | (pl.col("wait_ps") < 0)
