@@ -43,13 +43,13 @@ def test_an_issue_stalled_on_a_queue_full_of_another_programs_ops_is_behind_them
     assert [e for _, e, _, _ in chain(path)] == ["start", "engine", "behind", "issue"]
     row = path.filter(pl.col("edge") == "behind").row(0, named=True)
     assert (row["op_id"], row["behind_program"], row["behind_src"]) == (2, 0, "k.py:2")
-    assert row["wait_ps"] == row["behind_ps"] == 100  # its stall, on the path
+    # its stall is on the path; op 1 itself holds the path no time (it started as released)
+    assert (row["wait_ps"], row["behind_ps"]) == (100, 0)
     s = summary(path, 600)
     assert s["behind"] == [{"src": "k.py:3", "engine": "math", "behind_src": "k.py:2",
-                            "programs": 1, "ops": 1, "behind_ps": 100, "path_ps": 0,
-                            "share": 0.0}]
-    assert {r["src"]: r["behind_ps"] for r in s["by_line"]}["k.py:3"] == 100
-    assert {r["engine"]: r["behind_ps"] for r in s["by_engine"]}["math"] == 100
+                            "programs": 1, "ops": 1, "behind_ps": 0, "wait_ps": 100,
+                            "path_ps": 0, "share": 0.0}]
+    assert {r["src"]: r["wait_ps"] for r in s["by_line"]}["k.py:3"] == 100
 
 
 @pytest.fixture(scope="module", params=[2, 8], ids=["queue2", "queue8"])
@@ -86,6 +86,11 @@ def test_v2_resident_programs_path_names_the_program_it_waited_behind(resident: 
     listed = {(b["src"], b["behind_src"]) for b in rep.critical["behind"]}
     assert listed == set(behind.select("src", "behind_src").iter_rows())
     assert sum(b["behind_ps"] for b in rep.critical["behind"]) == int(behind["behind_ps"].sum())
+    # each is the path time of the op waited behind: the op just before it on the path
+    before = path["path_ps"].shift(1)
+    assert (path.filter(pl.col("edge") == "behind")["behind_ps"].to_list()
+            == before.filter(path["edge"] == "behind").to_list())
+    assert int(path["behind_ps"].sum()) <= trace.t_end_ps
     assert "head-of-line waits" in rep.to_text()
 
 

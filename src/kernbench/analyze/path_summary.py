@@ -55,8 +55,9 @@ def _behind(path: pl.DataFrame, top: int) -> pl.DataFrame:
     hol = (path.filter(pl.col("edge") == "behind")
            .group_by("src", "engine", "behind_src")
            .agg(programs=pl.col("behind_program").n_unique().cast(pl.Int64), ops=pl.len(),
-                behind_ps=pl.col("behind_ps").sum(), path_ps=pl.col("path_ps").sum())
-           .sort("behind_ps", "path_ps", "src", "behind_src",
+                behind_ps=pl.col("behind_ps").sum(), wait_ps=pl.col("wait_ps").sum(),
+                path_ps=pl.col("path_ps").sum())
+           .sort("behind_ps", "wait_ps", "src", "behind_src",
                  descending=[True, True, False, False]))
     return _fold(hol, "src", top)
 

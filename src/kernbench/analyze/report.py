@@ -177,7 +177,8 @@ CRITICAL_TABLES = (("by engine", "by_engine", ("engine", "path_ps", "share", "op
                     ("resource", "part", "path_ps", "share", "ops")),
                    ("head-of-line waits (an op behind another program's op on its engine or "
                     "queue)", "behind",
-                    ("src", "engine", "behind_src", "programs", "ops", "behind_ps", "path_ps")))
+                    ("src", "engine", "behind_src", "programs", "ops", "behind_ps", "wait_ps",
+                     "path_ps")))
 WAIT_COLUMNS = (*PART_COLUMNS, "behind_ps")
 #: tables shown even when empty
 _ALWAYS = frozenset({"by_engine", "by_line", "by_part"})
