@@ -119,6 +119,7 @@ def test_a_recorded_trace_with_shared_waits_reports_them_by_part(serial_v1: Path
     load = path.filter(pl.col("name") == "dma_read").row(0, named=True)
     store = path.filter(pl.col("name") == "dma_write").row(-1, named=True)
     wait = min(load["busy_ps"], 3000)
+    assert "critical path by part" not in report(trace_dir).to_text()  # v1: no shared part
     write_shared(trace_dir, [(load["op_id"], "hbm", "hbm.ch0", wait),
                              (store["op_id"], "hbm", "hbm.ch5", 1000)])
     r = report(trace_dir)

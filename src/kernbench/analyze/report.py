@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.critical import critical_path
-from kernbench.analyze.frames import open_trace, scan_ops
+from kernbench.analyze.frames import hw_of, open_trace, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
 from kernbench.analyze.path_parts import PART_COLUMNS
 from kernbench.analyze.path_summary import summary
@@ -160,9 +160,10 @@ def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     trace = open_trace(trace_or_path)
     m = metrics(trace)
     replay, warnings = replay_line(trace)
+    critical = summary(critical_path(trace), int(m["latency_ps"]))
+    critical["shared_parts"] = hw_of(trace).shared  # the by-part table is shown then
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
-                         op_breakdown(trace).to_dicts(),
-                         summary(critical_path(trace), int(m["latency_ps"])),
+                         op_breakdown(trace).to_dicts(), critical,
                          replay=replay, warnings=warnings,
                          tensors=tensor_traffic(trace).to_dicts())
 
@@ -180,8 +181,9 @@ CRITICAL_TABLES = (("by engine", "by_engine", ("engine", "path_ps", "share", "op
                     ("src", "engine", "behind_src", "programs", "ops", "behind_ps", "wait_ps",
                      "path_ps")))
 WAIT_COLUMNS = (*PART_COLUMNS, "behind_ps")
-#: tables shown even when empty
-_ALWAYS = frozenset({"by_engine", "by_line", "by_part"})
+#: tables shown even when empty (by part: on hardware with a shared part, or when any is
+#: on the path)
+_ALWAYS = frozenset({"by_engine", "by_line"})
 
 
 def critical_tables(c: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
@@ -189,6 +191,9 @@ def critical_tables(c: dict[str, Any]) -> list[tuple[str, list[str], list[list[A
     out = []
     for title, key, cols in CRITICAL_TABLES:
         rows = c.get(key, [])
+        if key == "by_part" and not (c.get("shared_parts") or any(
+                r["path_ps"] for r in rows if r["part"] != "engine")):
+            continue
         if not rows and key not in _ALWAYS:
             continue
         extra = [w for w in WAIT_COLUMNS if w not in cols and any(r.get(w) for r in rows)]
