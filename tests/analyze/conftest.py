@@ -154,7 +154,7 @@ def composite_ops() -> pl.DataFrame:
 
 
 def write_shared(path: Path, rows: list[tuple[int, str, str, int]]) -> None:
-    """Add a ``shared.parquet`` (SPEC §15: op_id, part, resource, wait_ps) of ``rows`` to
+    """Add a ``shared.parquet`` (op_id, part, resource, wait_ps) of ``rows`` to
     the trace at ``path`` and list it in its manifest, as the chip-wide machine writes one on
     hardware with a shared part."""
     schema = pa.schema([

@@ -1,4 +1,4 @@
-"""Shared parts on the critical path (SPEC §15, ADR-0741): an op log with a known
+"""Shared parts on the critical path (ADR-0741): an op log with a known
 ``shared.parquet`` whose path spends a closed-form time waiting for HBM, TCM, links and
 issue, by engine and by source line; the path still tiles the latency; and a recorded trace
 with such a file through ``report``, ``--json`` and the HTML report."""

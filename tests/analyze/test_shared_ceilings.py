@@ -1,4 +1,4 @@
-"""The roofline's shared ceilings (SPEC §15): the HBM stack, each PE's TCM, each link; and
+"""The roofline's shared ceilings (ADR-0742): the HBM stack, each PE's TCM, each link; and
 ``efficiency`` against the one that binds. Checked against byte counts taken from the op log
 independently, on recorded traces whose manifest hardware has the shared part set; on
 ahbm-v1 and ahbm-v2 nothing but the new keys exists."""

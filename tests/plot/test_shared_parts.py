@@ -1,4 +1,4 @@
-"""The pictures of why a kernel is slow on hardware with shared parts (SPEC §15) and with
+"""The pictures of why a kernel is slow on hardware with shared parts (ADR-0741, ADR-0742) and with
 resident programs (issue 41): the by-line chart splits each line's time on the critical path
 into its engines' work and its waits for each shared part and names the program a line
 waited behind; the roofline draws the shared ceilings. Checked on the figure's artists."""

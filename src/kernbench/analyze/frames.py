@@ -26,7 +26,7 @@ ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
 #: dictionary-encoded op columns, read as strings so comparisons need no categories
 DICT_COLUMNS = ("kind", "name", "engine", "src")
 VALUES_FILE = Path("replay") / "values.parquet"
-#: what delayed each op on hardware with a shared part (SPEC §15; optional, sparse)
+#: what delayed each op on hardware with a shared part (ADR-0741; optional, sparse)
 SHARED_FILE = "shared.parquet"
 SHARED_FORMAT = "kernbench-shared"
 #: the shared parts an op can wait for, in the order a path row's time is split among them
@@ -147,7 +147,7 @@ def operands(ops: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
 
 
 def load_shared(trace: Trace) -> pl.DataFrame:
-    """``shared.parquet`` (SPEC §15: op_id, part, resource, wait_ps; rows only where an op
+    """``shared.parquet`` (op_id, part, resource, wait_ps; rows only where an op
     waited for a shared part), or an empty frame of that schema on hardware without one.
     A part outside ``SHARED_PARTS`` or a negative wait is a TraceFormatError."""
     path = trace.path / SHARED_FILE

@@ -134,7 +134,7 @@ def _hbm_bytes(ops: pl.DataFrame) -> int:
 
 
 def _binding(m: Metrics, shared: Metrics, latency: int) -> Metrics:
-    """The shared ceilings' keys, and what binds once they count (SPEC §15): ``efficiency``
+    """The shared ceilings' keys, and what binds once they count (ADR-0742): ``efficiency``
     against the largest of the busiest engine's busy time and every shared ceiling's time
     (``efficiency_bound``, ``efficiency_bound_ps``), the roofline against the largest ideal
     time. A shared ceiling binds only when strictly larger, so without one (ahbm-v1, v2:

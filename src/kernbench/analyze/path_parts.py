@@ -1,5 +1,5 @@
 """How a critical-path op's time splits among its engine and the shared parts it waited for
-(SPEC §15, ADR-0741).
+(ADR-0741).
 
 ``shared.parquet`` says how much each shared part delayed an op. An ``hbm``, ``tcm`` or
 ``link`` wait made the op end later than its own cost: its ``busy_ps`` includes it, as the

@@ -1,4 +1,4 @@
-"""The roofline's shared ceilings (SPEC §15): the time the chip's shared parts need for a
+"""The roofline's shared ceilings (ADR-0742): the time the chip's shared parts need for a
 trace's traffic at full speed, next to the per-engine ceilings of ``analyze.metrics``.
 
 - ``hbm_stack``: every HBM byte the DMA engines moved, over ``hbm_total_gbps``;
