@@ -11,6 +11,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kernbench as kb
 from kernbench.analyze import critical_path, report
@@ -158,3 +160,24 @@ def test_without_shared_waits_the_path_has_no_part_time() -> None:
     path = path_of(fake_ops([dict(name="exp", t=0, busy=10, ins=[], out=operand("tcm", 0, 64))]))
     assert path.select("hbm_ps", "tcm_ps", "link_ps", "issue_ps").rows() == [(0, 0, 0, 0)]
     assert path["resources"].to_list() == [[]]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["hbm", "tcm", "link", "issue"]),
+                          st.integers(1, 2000)), max_size=8),
+       st.sampled_from([0, 20]))
+def test_any_shared_waits_split_the_path_without_changing_its_tiling(
+        waits: list[tuple[int, str, int]], issue_ps: int) -> None:
+    """Waits of any size (larger than the op's busy time too) on any op: every path op's
+    parts are non-negative and at most its time on the path, and the parts with the engines'
+    own work add up to the latency."""
+    ops, _ = _chain()
+    rows = [(op, part, f"{part}.x{i % 2}", ps) for i, (op, part, ps) in enumerate(waits)]
+    path = path_of(ops, True, shared(rows), issue_ps=issue_ps)
+    assert int(path["path_ps"].sum()) == 1850
+    parts = path.select(pl.sum_horizontal("hbm_ps", "tcm_ps", "link_ps", "issue_ps"))
+    assert (parts.to_series() <= path["path_ps"]).all()
+    assert (path.select("hbm_ps", "tcm_ps", "link_ps", "issue_ps").min_horizontal() >= 0).all()
+    s = summary(path, 1850)
+    assert sum(r["path_ps"] for r in s["by_part"]) == 1850
+    assert min(r["path_ps"] for r in s["by_part"]) >= 0
