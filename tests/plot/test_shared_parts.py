@@ -129,6 +129,7 @@ def test_trace_figure_with_shared_parts_renders_the_path_chart_with_its_parts(tm
              for t in ax.get_legend().get_texts()}
     titles = [ax.get_title() for ax in fig.axes]
     assert any(t.startswith("on the critical path") for t in titles)
+    assert fig.get_suptitle().endswith("bottleneck hbm_stack")  # what efficiency is against
     _, s = critical(trace, m)
     assert s is not None
     hbm = next(p["path_ps"] for p in s["by_part"] if p["part"] == "hbm")

@@ -251,7 +251,7 @@ def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     latency = int(m["latency_ps"]) / US
     fig.suptitle(f"{trace.manifest.get('case')}  ·  latency {latency:.3f} µs  ·  "
                  f"efficiency {float(m['efficiency']):.3f}  ·  bottleneck "
-                 f"{m['bottleneck_engine']}", fontsize=11)
+                 f"{m.get('efficiency_bound') or m['bottleneck_engine']}", fontsize=11)
     return fig
 
 
