@@ -50,7 +50,8 @@ def _check_params(case: Case) -> None:
 
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
-                 alone: bool = False) -> list[PEDriver]:
+                 alone: bool = False,
+                 on_programs: Callable[[int, int], Any] | None = None) -> list[PEDriver]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
     occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
@@ -68,7 +69,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
 
     # program 0's op count projects the launch only when it runs one program per PE at a
     # time (k = 1): resident programs share the PE's seq
-    bound = OpBound(total, writer.progress, project=k == 1)
+    bound = OpBound(total, writer.progress, project=k == 1, on_programs=on_programs)
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
@@ -131,16 +132,18 @@ def _check_out(out: Path) -> None:
 
 
 def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
-           progress: Callable[[int], Any] | None = None) -> Trace:
+           progress: Callable[[int], Any] | None = None,
+           programs: Callable[[int, int], Any] | None = None) -> Trace:
     """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
-    called with the number of ops recorded so far, every batch of rows.
+    called with the number of ops recorded so far, every batch of rows; ``programs`` with
+    the programs finished so far and the grid's, every ``PROGRAM_TICK`` programs.
 
     ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
     if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
-        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip (SPEC §15), "
-                            "which this kernbench cannot record yet")
+        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip, which this "
+                            "kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
@@ -153,7 +156,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                       lambda alone, path: _peak_alone(case, alone, path, tensors))
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
-            drivers = run_programs(case, hw, writer, tensors, k)
+            drivers = run_programs(case, hw, writer, tensors, k, on_programs=programs)
             writer.close()
             if pending is not None:
                 pending.settle()

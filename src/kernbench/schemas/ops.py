@@ -81,6 +81,7 @@ class Family(StrEnum):
     GATHER = "gather"  # HBM elements at offsets loaded in TCM -> TCM (lazy)
     SCATTER = "scatter"  # TCM values -> HBM elements at offsets loaded in TCM
     ATOMIC = "atomic"  # HBM read-modify-write at offsets; returns the old values (lazy)
+    PHILOX = "philox"  # one word of Philox-4x32 of (seed, c0, c1, c2, c3) (schemas/philox.py)
 
 
 class Dt(StrEnum):
@@ -91,6 +92,7 @@ class Dt(StrEnum):
     BOOL = "bool"
     INT32 = "int32"
     FLOAT32 = "float32"
+    UINT32 = "uint32"
     ATTR = "attr"  # attrs["dtype"]
     GIVEN = "given"  # chosen by the kernel (the tensor's, or out_dtype=); not inferable
 
@@ -168,6 +170,7 @@ class Op(StrEnum):
     ARGMAX = "argmax"
     ARGMIN = "argmin"
     ATOMIC_CAS = "atomic_cas"
+    PHILOX = "philox"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +218,7 @@ _SEMANTICS: dict[Family, Callable[..., sm.Semantics]] = {
     Family.SOFTMAX: lambda n, f, r, d: sm.Softmax(n, r),
     Family.BROADCAST: lambda n, f, r, d: sm.Broadcast(n),
     Family.COPY: lambda n, f, r, d: sm.Copy(n),
+    Family.PHILOX: lambda n, f, r, d: sm.Philox(n),
 }
 
 
@@ -328,6 +332,9 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.ATOMIC_CAS, Family.ATOMIC, Dt.GIVEN, -1,
           "HBM old = x; x = v if old == cmp (bitwise) else old; returns old (lazy)", cas,
           kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE),
+    # priced as 8 lane operations per element and round (ADR-0860): the recorder's work
+    _spec(Op.PHILOX, Family.PHILOX, Dt.UINT32, 5,
+          "word attrs.word of Philox-4x32-n_rounds at counter (c0, c1, c2, c3) under seed"),
 )}
 
 #: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is
