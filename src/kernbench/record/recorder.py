@@ -19,6 +19,8 @@ from kernbench.errors import BadInputError, IpcqError, KernbenchError
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
+from kernbench.record.machine.chip import launch as chip_launch
+from kernbench.record.machine.chip.launch import run_chip
 from kernbench.record.machine.ipcq import Ring
 from kernbench.record.machine.pe import PEDriver
 from kernbench.record.machine.resident import occupancy
@@ -51,18 +53,18 @@ def _check_params(case: Case) -> None:
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
                  alone: bool = False,
-                 on_programs: Callable[[int, int], Any] | None = None) -> list[PEDriver]:
+                 on_programs: Callable[[int, int], Any] | None = None) -> list[int]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
     occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
-    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid)."""
+    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid).
+    Hardware with a shared part is timed by the chip (``record/machine/chip``), anything
+    else PE by PE in closed form. The scratch peak of each PE."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
     grid = tuple(int(g) for g in case.grid)
     total = check_grid(grid)
-    env = simpy.Environment()
-    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
 
     def program() -> None:
         fn(*ptrs, **params)
@@ -73,6 +75,10 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
+    if hw.shared or chip_launch.ALWAYS:
+        return run_chip(hw, writer, grid, run, k, n_programs, alone)
+    env = simpy.Environment()
+    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
     if not alone:
         ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
         for d in drivers:
@@ -106,17 +112,17 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                 "record on hardware with more PEs (n_pe)")
         raise IpcqError(f"deadlock: no PE can make progress ({where}){hint}",
                         getattr(stuck[0].blocked_at, "src", None))
-    return drivers
+    return [max(d.scratch.peak, d.peak) for d in drivers]
 
 
 def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor]) -> int:
     """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
     writer = OpWriter(path)
     try:
-        drivers = run_programs(case, hw, writer, tensors, alone=True)
+        peaks = run_programs(case, hw, writer, tensors, alone=True)
     finally:
         writer.abort()
-    return max(drivers[0].scratch.peak, drivers[0].peak)
+    return peaks[0]
 
 
 def _check_out(out: Path) -> None:
@@ -141,9 +147,6 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
-    if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
-        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip, which this "
-                            "kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
@@ -156,7 +159,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                       lambda alone, path: _peak_alone(case, alone, path, tensors))
         writer = OpWriter(tmp / "ops.parquet", progress=progress)
         try:
-            drivers = run_programs(case, hw, writer, tensors, k, on_programs=programs)
+            peaks = run_programs(case, hw, writer, tensors, k, on_programs=programs)
             writer.close()
             if pending is not None:
                 pending.settle()
@@ -179,7 +182,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "hw": hw.to_dict(),
             "n_ops": writer.n_ops,
             "t_end_ps": writer.t_end_ps,
-            "scratch_peak_bytes": max(max(d.scratch.peak, d.peak) for d in drivers),
+            "scratch_peak_bytes": max(peaks),
             "programs_per_pe": k,
             "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
                       if n in DATA_FILES or (tmp / n).is_file()},
