@@ -2,15 +2,17 @@
 (ADR-0741).
 
 ``shared.parquet`` says how much each shared part delayed an op. An ``hbm``, ``tcm`` or
-``link`` wait made the op end later than its own cost: its ``busy_ps`` includes it, as the
-last ``W`` ps of ``[t_start, t_start + busy)`` (``W``: the op's waits summed, at most its
-busy), laid out in part order (hbm, tcm, link) then by resource. A path op's span
-``[t_from, t_to)`` gives each wait the part of it that the span covers. An ``issue`` wait made
-the op issue later than its program wanted: the path reaches it through an ``issue_port``
-edge from the PE's previous issue, and the predecessor's span from its own issue on is the
-control processor's time issuing it, so it is the ``issue`` part of that predecessor (of its
-engine and line). What is left of a span is its engine's. The parts are disjoint pieces of
-the span, so the path still tiles the latency.
+``link`` wait made the op end later than its own cost: its ``busy_ps`` includes it, so the
+waits are the ``W`` ps before ``t_start + busy`` (``W``: the op's waits summed; a message
+that queued for its first link before it started waits longer than its busy time, and the
+rest lies before its start), laid out in part order (hbm, tcm, link) then by resource. A
+path op's span ``[t_from, t_to)`` gives each wait the part of it that the span covers.
+
+An ``issue`` wait made the op issue later than its program wanted: the path reaches it
+through an ``issue_port`` edge from the PE's previous issue, and the predecessor's span from
+its own issue on is the control processor's time issuing it, so it is the ``issue`` part of
+that predecessor (of its engine and line). What is left of a span is its engine's. The parts
+are disjoint pieces of the span, so the path still tiles the latency.
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ def _extensions(path: pl.DataFrame, shared: pl.DataFrame) -> pl.DataFrame:
              .group_by("op_id", "part", "resource").agg(pl.col("wait_ps").sum())
              .with_columns(order=pl.col("part").replace_strict(_ORDER, return_dtype=pl.Int64)))
     rows = path.select("k", "op_id", "t_from_ps", "hi",
-                       end=pl.col("t_start_ps") + pl.col("busy_ps"), busy="busy_ps")
+                       end=pl.col("t_start_ps") + pl.col("busy_ps"))
     x = (rows.join(waits, on="op_id").sort("k", "order", "resource")
          .with_columns(before=pl.col("wait_ps").cum_sum().over("k") - pl.col("wait_ps"),
                        total=pl.col("wait_ps").sum().over("k")))
-    first = pl.col("end") - pl.min_horizontal("total", "busy")  # where the extension begins
+    first = pl.col("end") - pl.col("total")  # where the extension begins
     lo = pl.min_horizontal(first + pl.col("before"), pl.col("end"))
     hi = pl.min_horizontal(first + pl.col("before") + pl.col("wait_ps"), pl.col("end"))
     return x.select("k", "part", "resource",
