@@ -87,14 +87,19 @@ def _walk(g: pl.DataFrame, graph: Graph) -> dict[str, list[int] | list[str]]:
 
 def _behind(g: pl.DataFrame, walk: dict[str, Any]) -> dict[str, np.ndarray]:
     """Head-of-line waits (ADR-0740): a path op whose engine or queue edge comes from an op of
-    another program of its PE is ``behind`` it. Per path op: its edge, the other op's row
+    another program of its PE, released exactly when the op started (or issued), is
+    ``behind`` it. Per path op: its edge, the other op's row
     (-1) and ``behind_ps``: the time the path spends in that other op (the path op just
     before; each path op is one op's predecessor at most, so these never add up to more than
     the latency)."""
     rows, pred = np.asarray(walk["i"], np.int64), np.asarray(walk["pred"], np.int64)
     edge = np.asarray(walk["edge"], dtype=object)
     prog = g["pe"].cast(pl.Int64).to_numpy() * (1 << 32) + g["program"].cast(pl.Int64).to_numpy()
-    holding = np.isin(edge, list(_HOLDING)) & (pred >= 0)
+    # the event the edge released: a held engine, the start; a full queue, the issue
+    at = np.where(edge == "queue", g["t_issue_ps"].to_numpy()[rows],
+                  g["t_start_ps"].to_numpy()[rows])
+    exact = np.asarray(walk["from"], np.int64) == at  # released exactly then: it bound the op
+    holding = np.isin(edge, list(_HOLDING)) & (pred >= 0) & exact
     other = holding & (prog[rows] != prog[np.maximum(pred, 0)])
     span = np.asarray(walk["to"], np.int64) - np.asarray(walk["from"], np.int64)
     before, before_row = np.zeros_like(span), np.full_like(rows, -1)
