@@ -108,6 +108,8 @@ def test_the_link_ceiling_is_the_busiest_link_of_the_sends_routes(edit_trace) ->
 def test_a_send_by_direction_takes_its_neighbour_link_and_one_by_index_is_routed() -> None:
     prev = '{"dir":"prev","to":0}'
     assert send_links("ring", 8, 1, prev) == ((1, 0),)
+    # "next" of PE 3 on the ring of the 4 PEs in use is PE 0: still its neighbour link
+    assert send_links("ring", 8, 3, '{"dir":"next","to":0}') == ((3, 0),)
     assert send_links("ring", 8, 1, '{"to":0}') == tuple((p, (p + 1) % 8) for p in range(1, 8))
     assert send_links("switch", 8, 1, prev) == ((1, 8), (8, 0))
     assert send_links("mesh2d", 8, 3, '{"dir":"next","to":4}') == ((3, 2), (2, 1), (1, 0),

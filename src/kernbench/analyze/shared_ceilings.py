@@ -29,6 +29,7 @@ from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.topology import Link, link_name, links, neighbour, route
 
+_RINGS = ("ring", "bidir_ring")
 #: the shared ceilings, by name: the metric key of each one's time (ps)
 SHARED_CEILINGS: dict[str, str] = {"hbm_stack": "roofline_ps_hbm_stack",
                                    "tcm": "roofline_ps_tcm", "links": "roofline_ps_links"}
@@ -51,11 +52,12 @@ def tcm_bytes_per_pe(trace: Trace, pe: int | None = None) -> dict[int, int]:
 
 def send_links(topology: str, n: int, src: int, attrs: str) -> tuple[Link, ...]:
     """The links a send row (its PE ``src``, its ``attrs``) crosses: a send addressed by
-    direction (``dir``) goes over its neighbour link when the topology has one; one addressed
-    by PE index is routed (``trace.topology.route``)."""
+    direction (``dir``) goes over its neighbour link on a ring (the ring of the PEs in use, as
+    the machine builds it) or when the topology has that link; any other is routed
+    (``trace.topology.route``)."""
     a = json.loads(attrs or "{}")
     dst = int(a["to"]) if "to" in a else neighbour(n, src, str(a.get("dir", "next")))
-    if a.get("dir") and (src, dst) in links(topology, n):
+    if a.get("dir") and (topology in _RINGS or (src, dst) in links(topology, n)):
         return ((src, dst),)
     return route(topology, n, src, dst)
 
