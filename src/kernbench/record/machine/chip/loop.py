@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from greenlet import greenlet
 
@@ -106,7 +106,7 @@ class Chip:
                              f"(slot size {size} bytes, k = {k} resident programs per PE, "
                              "from program 0's scratch peak)") if k > 1 else ""
         prog = P.Prog(self, pe, program, slot, at, scratch)
-        ctx = prog.ctx = KernelContext(prog, program, self.grid)  # type: ignore[arg-type]
+        ctx = prog.ctx = KernelContext(cast(Any, prog), program, self.grid)
         ctx.issue = prog.issue
         ctx.by_op = pe.by_op
         g = prog.greenlet = ProgramGreenlet(self.body, parent=self.main)
