@@ -21,9 +21,16 @@ import kernbench as kb
 
 os.environ["KERNBENCH_HW"] = "ahbm-v1"
 
-settings.register_profile("suite", max_examples=50, deadline=None)
-settings.register_profile("thorough", max_examples=500, deadline=None)
+SUITE_EXAMPLES = 50
+settings.register_profile("suite", max_examples=SUITE_EXAMPLES, deadline=None)
+settings.register_profile("thorough", max_examples=10 * SUITE_EXAMPLES, deadline=None)
 settings.load_profile(os.environ.get("KERNBENCH_HYPOTHESIS", "suite"))
+
+
+def examples(suite: int) -> int:
+    """``max_examples`` for a property slower than most: ``suite`` under the suite profile,
+    scaled with the profile loaded (ten times under ``thorough``). Never a fixed count."""
+    return max(1, suite * settings.default.max_examples // SUITE_EXAMPLES)
 
 
 @pytest.fixture

@@ -13,7 +13,10 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def records() -> dict[str, Path]:
-    return {m.group(1): p for p in ADR.iterdir() if (m := RECORD.match(p.name))}
+    """Every record by number; there are many (a loop over them is never a loop over none)."""
+    found = {m.group(1): p for p in ADR.iterdir() if (m := RECORD.match(p.name))}
+    assert len(found) > 50, f"{ADR} holds {len(found)} records"
+    return found
 
 
 def index_text() -> str:
@@ -40,7 +43,8 @@ def paragraphs(path: Path) -> list[str]:
 
 
 def test_records_exist():
-    assert len(records()) > 50
+    assert len(records()) > 50 and all(p.read_text(encoding="utf-8") for p in
+                                       records().values())
 
 
 def test_every_record_is_listed_once_in_the_index():

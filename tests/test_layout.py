@@ -200,7 +200,9 @@ def test_the_graph_sees_late_imports_and_lazy_package_names():
 def test_the_trace_format_imports_no_other_layer():
     """``trace/`` is the bottom layer: it reads nothing above schemas/, errors and notebook."""
     allowed = ("kernbench.trace", "kernbench.schemas", "kernbench.errors", "kernbench.notebook")
-    for module, targets in graph().items():
-        if module == "kernbench.trace" or module.startswith("kernbench.trace."):
-            above = [t for t in targets if not t.startswith(allowed)]
-            assert above == [], (module, above)
+    trace = {m: t for m, t in graph().items()
+             if m == "kernbench.trace" or m.startswith("kernbench.trace.")}
+    assert {"kernbench.trace", "kernbench.trace.directory", "kernbench.trace.parquet"} <= set(trace)
+    for module, targets in trace.items():
+        above = [t for t in targets if not t.startswith(allowed)]
+        assert above == [], (module, above)

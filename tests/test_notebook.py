@@ -91,20 +91,37 @@ def test_report_and_diff_reprs_are_one_line_and_have_tables(tmp_path):
     assert ("FAIL" in cells) == bool(d.exit_code)
 
 
-def _result(ok: bool, reference: str | None) -> ReplayResult:
+def _result(outputs: dict, reference: str | None, **verdict) -> ReplayResult:
     out = np.zeros((512, 512), np.float32)
-    return ReplayResult(ok, {"y": out}, {"y": 1.5e-7},
-                        {"reference": reference, "n_executed": 10, "n_ops": 10})
+    return ReplayResult({"y": out}, {"y": 1.5e-7},
+                        {"reference": reference, "n_executed": 10, "n_ops": 10,
+                         "outputs": outputs, **verdict})
+
+
+CHECKED = {"checked": True, "ok": True, "max_abs_err": 1.5e-7}
 
 
 def test_replay_result_repr_is_short_and_says_the_verdict():
-    r = repr(_result(True, "case gemm"))
-    assert r.startswith("ReplayResult(ok=True, verified") and len(r) < 200  # no array dump
-    assert "1.5e-07" in r
-    assert "WRONG" in repr(_result(False, "case gemm"))
-    assert "not verified" in repr(_result(True, None))
-    cells = _parse(_result(False, "case gemm")._repr_html_()).cells
-    assert "WRONG" in cells and "10/10" in cells
+    r = repr(_result({"y": CHECKED}, "case gemm"))
+    assert r.startswith("ReplayResult(status='verified', verified=True, verified")
+    assert len(r) < 200 and "1.5e-07" in r  # no array dump
+    wrong = _result({"y": {**CHECKED, "ok": False}}, "case gemm")
+    assert "status='wrong', verified=False, WRONG" in repr(wrong)
+    cells = _parse(wrong._repr_html_()).cells
+    assert "WRONG" in cells and "wrong" in cells and "10/10" in cells
+    failed = _result({"y": CHECKED}, "case gemm", error="the reference raised")
+    assert "status='failed', verified=False, FAILED" in repr(failed)
+
+
+def test_a_replay_that_compared_nothing_reads_unverified_in_the_repr_and_the_table():
+    unchecked = {"checked": False, "ok": True}
+    none = _result({"y": unchecked}, None)
+    assert "status='unverified', verified=False, not verified (no reference)" in repr(none)
+    empty = _result({"y": unchecked}, "case gemm")  # the reference returned {}
+    assert "not verified (the reference did not compare y)" in repr(empty)
+    assert not empty.ok and not empty.verified
+    cells = _parse(empty._repr_html_()).cells
+    assert "unverified" in cells and "verified" not in cells
 
 
 def test_py_typed_ships_with_the_package():

@@ -219,7 +219,35 @@ def test_inner(kb_replay_pool):
     sys.path.insert(0, str(tmp_path))
     try:
         trace = kb.record(importlib.import_module("kern_outer").case(n=256), tmp_path / "t")
-        assert kb.replay(trace.path, case="kern_outer:case", pool=kb_replay_pool).ok
+        assert kb.replay(trace.path, case="kern_outer:case", pool=kb_replay_pool).verified
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("kern_outer", None)
+
+
+@pytest.mark.parametrize(("reference", "said"), [
+    ("lambda x: {}", "verified nothing: replayed * not verified: the reference * compared no "
+                     "output and not y"),
+    ("lambda x: {'y': x * 3.0}", "*: WRONG: * y max_abs_err=*"),
+])
+def test_assert_replay_ok_fails_unless_every_output_was_verified(
+        kb_replay_pool, tmp_path, reference: str, said: str):
+    """A reference returning ``{}`` compares nothing: the replay is clean but ``unverified``,
+    and ``assert_replay_ok`` fails saying so, as it does for a wrong output."""
+    import fnmatch
+
+    import kernbench as kb
+
+    name = f"kern_ref_{abs(hash(reference))}"
+    text = KERNEL.format(extra=0, factor=2.0).replace('lambda x: {"y": x * 2.0}', reference)
+    assert reference in text
+    (tmp_path / f"{name}.py").write_text(text)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        trace = kb.record(importlib.import_module(name).case(n=256), tmp_path / "t")
+        with pytest.raises(pytest.fail.Exception) as failed:
+            assert_replay_ok(trace, case=f"{name}:case", pool=kb_replay_pool)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)
+    assert fnmatch.fnmatch(str(failed.value), f"*{said}*"), str(failed.value)

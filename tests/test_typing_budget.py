@@ -6,9 +6,12 @@ adds a ``# type: ignore`` past the budget fails here, not in review."""
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "kernbench"
@@ -21,11 +24,40 @@ def _lines(where: Path, pattern: re.Pattern[str]) -> list[str]:
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
 
 
-def test_the_type_checker_reads_untyped_function_bodies_over_the_whole_package() -> None:
+def _commands(script: str) -> list[list[str]]:
+    """The simple commands a shell script runs, each split as the shell splits its words
+    (comments dropped; ``a && b`` and ``a; b`` are two commands)."""
+    commands: list[list[str]] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)  # '#' starts a comment
+        commands.append([])
+        for word in lexer:
+            if word in (";", "&&", "||", "|", "&"):
+                commands.append([])
+            else:
+                commands[-1].append(word)
+    return [c for c in commands if c]
+
+
+def test_ci_runs_the_type_checker_over_untyped_function_bodies_of_the_whole_package() -> None:
     mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert mypy["check_untyped_defs"] is True
     assert mypy["files"] == ["src/kernbench"]
-    assert "mypy" in (ROOT / ".ci" / "run").read_text().split()
+    commands = _commands((ROOT / ".ci" / "run").read_text())
+    assert ["set", "-euo", "pipefail"] in commands  # a failing command fails CI
+    # mypy runs as a command of its own, with no arguments (so over ``files`` above), before
+    # the tests, not in a comment, an echo or an argument of something else
+    assert ["mypy"] in commands
+    assert commands.index(["mypy"]) < commands.index(["pytest", "-n", "2"])
+
+
+@pytest.mark.parametrize("script", [
+    "set -euo pipefail\n# mypy\npytest -n 2\n",
+    "set -euo pipefail\necho mypy\npytest -n 2\n",
+    "set -euo pipefail\nlint-imports mypy\npytest -n 2\n",
+])
+def test_a_ci_script_that_only_names_mypy_does_not_run_it(script: str) -> None:
+    assert ["mypy"] not in _commands(script)
 
 
 def test_at_most_40_type_ignores_in_the_package() -> None:

@@ -156,7 +156,8 @@ def _emit(result: Any, as_json: bool = False) -> None:
 @click.option("--case", "case", default=None, metavar="MODULE:FUNC",
               help="Case factory giving the reference [default: the built-in case].")
 @click.option("--require-reference", is_flag=True,
-              help="Exit 1 when there is no reference to verify against (for CI).")
+              help="Exit 1 unless verified: no reference, or one that compared not every "
+                   "output, fails too (for CI).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="BLAS threads in the replay process [default: 1].")
 @_one_line

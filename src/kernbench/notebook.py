@@ -68,22 +68,32 @@ def trace_html(trace: Any, replay: str | None = None) -> str:
     return table(rows, caption="kernbench Trace")
 
 
+#: what each ``ReplayResult.status`` reads as (ADR-0830)
+_WORDS = {"verified": "verified", "wrong": "WRONG", "failed": "FAILED"}
+
+
 def replay_word(result: Any) -> str:
+    """``verified``, ``WRONG``, ``FAILED`` or ``not verified (...)`` saying why."""
+    if result.status in _WORDS:
+        return _WORDS[result.status]
     if result.verdict.get("reference") is None:
         return "not verified (no reference)"
-    return "verified" if result.ok else "WRONG"
+    unchecked = [n for n, o in result.verdict.get("outputs", {}).items() if not o.get("checked")]
+    return f"not verified (the reference did not compare {', '.join(unchecked) or 'it'})"
 
 
 def replay_repr(result: Any) -> str:
     errs = ", ".join(f"{k}: {v:.3g}" for k, v in result.max_abs_err.items()
                      if v is not None)
     where = f", path={str(result.path)!r}" if result.path is not None else ""
-    return f"ReplayResult(ok={result.ok}, {replay_word(result)}, max_abs_err={{{errs}}}{where})"
+    return (f"ReplayResult(status={result.status!r}, verified={result.verified}, "
+            f"{replay_word(result)}, max_abs_err={{{errs}}}{where})")
 
 
 def replay_html(result: Any) -> str:
     v = result.verdict
-    rows = [["verdict", replay_word(result)], ["reference", v.get("reference")],
+    rows = [["status", result.status], ["verdict", replay_word(result)],
+            ["reference", v.get("reference")],
             ["ops executed", f"{v.get('n_executed')}/{v.get('n_ops')}"]]
     rows += [[f"max abs err ({k})", e] for k, e in result.max_abs_err.items()]
     if v.get("invalid_read"):

@@ -6,9 +6,10 @@ Installed with kernbench, it gives every pytest run
   case factory, ``"module:function"`` or a built-in case name) into ``tmp_path`` and returns
   the ``kb.Trace``;
 * ``assert_check_ok(trace, rules=None)``: the built-in invariants (and a rules TOML) hold;
-* ``assert_replay_ok(trace, case=None)``: Phase 2 replays the trace and verifies its outputs
-  against the case's reference, on the session's warm replay worker (the session-scoped
-  fixture ``kb_replay_pool``, a ``kb.ReplayPool`` ended with the session);
+* ``assert_replay_ok(trace, case=None)``: Phase 2 replays the trace and its status is
+  ``verified`` (every output matches the case's reference), on the session's warm replay
+  worker (the session-scoped fixture ``kb_replay_pool``, a ``kb.ReplayPool`` ended with the
+  session);
 * ``assert_no_regression(golden, trace, latency="+1%", **more)``: the trace is no worse than
   the golden trace at ``golden``; ``pytest --kb-update-goldens`` (re)writes the golden instead.
 
@@ -167,7 +168,8 @@ def assert_check_ok(trace: Any, rules: str | Path | None = None) -> None:
 
 def assert_replay_ok(trace: Any, case: Any = None, pool: Any = None) -> Any:
     """Replay ``trace`` (Phase 2, in an isolated child: a warm worker of ``pool``, by default
-    the session's) and fail unless its outputs were verified against the case's reference.
+    the session's) and fail unless it is ``verified``: the case's reference compared every
+    output and each matched (a replay that compared nothing fails as "verified nothing").
     ``case``: a factory or ``"module:function"`` for cases that are not built in. Returns the
     ``kb.ReplayResult``."""
     __tracebackhide__ = True
@@ -176,9 +178,9 @@ def assert_replay_ok(trace: Any, case: Any = None, pool: Any = None) -> Any:
 
     path = _path(trace)
     res = replay(path, case=case, pool=pool if pool is not None else _session_pool())
-    if res.verdict.get("reference") is None:
+    if res.status == "unverified":
         _fail(f"kernbench replay of {path} verified nothing: {summary(res)}")
-    if not res.ok:
+    if not res.verified:
         _fail(f"kernbench replay of {path}: {summary(res)}")
     return res
 

@@ -55,11 +55,14 @@ def test_spans_are_whole_ns_and_never_overlap_on_a_track(exported):
 def test_spans_are_the_floored_ps_times_of_their_ops(exported):
     path, events = exported
     ops = {r["op_id"]: r for r in kb.Trace.open(path).ops.iter_rows(named=True)}
-    for e in events:
-        if e["ph"] == "X" and e["cat"] != "stall":
-            op = ops[e["args"]["op_id"]]
-            assert _ns(e["ts"]) == op["t_start_ps"] // 1000
-            assert _ns(e["ts"]) + _ns(e["dur"]) == (op["t_start_ps"] + op["busy_ps"]) // 1000
+    spans = [e for e in events if e["ph"] == "X" and e["cat"] != "stall"]
+    # one span per op that held an engine (busy_ps > 0), no other
+    assert sorted(e["args"]["op_id"] for e in spans) == sorted(
+        i for i, r in ops.items() if r["busy_ps"] > 0)
+    for e in spans:
+        op = ops[e["args"]["op_id"]]
+        assert _ns(e["ts"]) == op["t_start_ps"] // 1000
+        assert _ns(e["ts"]) + _ns(e["dur"]) == (op["t_start_ps"] + op["busy_ps"]) // 1000
 
 
 def test_one_counter_sample_per_timestamp_ending_at_the_cursor(exported):
@@ -71,6 +74,7 @@ def test_one_counter_sample_per_timestamp_ending_at_the_cursor(exported):
         seen.add(key)
     ops = kb.Trace.open(path).ops
     last = ops.sort("op_id").group_by("pe").agg(pl.col("scratch_cursor").last())
+    assert {pe for pe, _, _ in seen} == set(last["pe"].to_list())  # a counter track per PE
     for pe, cursor in last.iter_rows():
         final = max((e for e in events if e["ph"] == "C" and e["pid"] == pe),
                     key=lambda e: e["ts"])

@@ -33,7 +33,7 @@ def test_the_numpy_loop_gives_the_replayed_output_bit_for_bit(tmp_path: Path, ca
         assert arr.tobytes() == spec.init.make(spec.shape, spec.dtype).tobytes()
     kb.record(built, tmp_path / "t.ktrace")
     res = kb.replay(tmp_path / "t.ktrace", threads=1)
-    assert res.ok
+    assert res.verified
     with blas_threads(1):
         got = loop(**inputs, **built.params)
     assert got.dtype == np.uint16 and res.outputs["o"].dtype.name == "bfloat16"

@@ -54,6 +54,7 @@ def test_reference_of_builtin_cases_runs_on_their_inputs():
         case = build_case(name)
         inputs = {n: a for n, a in case.inputs().items() if case.tensors[n].role != "output"}
         out = case.reference(**inputs)
+        assert set(out) == {n for n, t in case.tensors.items() if t.role == "output"}
         for k, v in out.items():
             assert v.shape == case.tensors[k].shape
 

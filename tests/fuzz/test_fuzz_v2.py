@@ -3,8 +3,8 @@ that reads a trace (replay, replay --case, check, report, export, sql, diff), in
 (click's CliRunner; replay through its process entry point). Each run exits 0/1 honestly or
 2 with one line, never a traceback; a ``bad`` kind is refused by every command; no recorded
 file changes. The memory bombs run in children under ``resource`` limits with
-``KERNBENCH_MAX_MEMORY_GB=1``: refused with one line, peak RSS under the budget + 300 MB,
-each under 30 s.
+``KERNBENCH_MAX_MEMORY_GB=1``: refused with one line, peak RSS under the budget + 300 MB
+(a child still running after 30 s of CPU or wall time is ended: a hang guard, not a check).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -35,7 +34,7 @@ COMMANDS = ("check", "report", "export", "sql", "diff", "replay", "replay --case
 GIB = 1 << 30
 BUDGET_GB = 1
 RSS_SLACK = 300 << 20
-TIME_CAP_S = 30
+TIME_CAP_S = 30  # ends a runaway child; not asserted (speed is the bench's)
 
 
 @pytest.fixture(scope="module")
@@ -123,18 +122,16 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
-def run_measured(tmp: Path, *args: str, script: str = CHILD
-                 ) -> tuple[int, str, str, int, float]:
-    """(exit code, stdout, stderr, the child's peak RSS in bytes, seconds)."""
+def run_measured(tmp: Path, *args: str, script: str = CHILD) -> tuple[int, str, str, int]:
+    """(exit code, stdout, stderr, the child's peak RSS in bytes). The CPU limit and the
+    timeout only end a runaway child: speed is the bench's to measure, not a test's."""
     hwm = tmp / "hwm"
     env = {**os.environ, "KERNBENCH_MAX_MEMORY_GB": str(BUDGET_GB), "POLARS_MAX_THREADS": "2",
            "ARROW_DEFAULT_MEMORY_POOL": "system", "KB_HWM_FILE": str(hwm),
            "KB_AS_CAP": str(4 * GIB), "KB_CPU_CAP": str(TIME_CAP_S)}
-    start = time.monotonic()
     p = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                        env=env, timeout=TIME_CAP_S)
-    return (p.returncode, p.stdout, p.stderr, int(hwm.read_text()) * 1024,
-            time.monotonic() - start)
+    return p.returncode, p.stdout, p.stderr, int(hwm.read_text()) * 1024
 
 
 @pytest.fixture(scope="module")
@@ -148,13 +145,12 @@ def bombs(base: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
 def test_v2_memory_bomb_refused_under_budget(bombs: dict[str, Path], bomb: str,
                                              entry: tuple[str, ...], tmp_path: Path) -> None:
-    code, out, err, rss, seconds = run_measured(tmp_path, *entry, str(bombs[bomb]))
+    code, out, err, rss = run_measured(tmp_path, *entry, str(bombs[bomb]))
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err[-800:]
     assert "over the 1 GiB limit" in lines[0], lines[0]
     assert rss < BUDGET_GB * GIB + RSS_SLACK, f"peak RSS {rss / GIB:.2f} GiB"
-    assert seconds < TIME_CAP_S
-    print(f"{bomb} {entry[-1]}: peak RSS {rss / (1 << 20):.0f} MB, {seconds:.1f} s")
+    print(f"{bomb} {entry[-1]}: peak RSS {rss / (1 << 20):.0f} MB")
 
 
 #: the other commands, all in one child per bomb (one process start): each one's exit code
@@ -185,13 +181,11 @@ def test_v2_memory_bomb_refused_under_budget_by_every_other_command(
                 ["replay", trace, "--case", CASE]]
     script = CHILD.replace("runpy.run_module(sys.argv[0], run_name=\"__main__\", alter_sys=True)",
                            MANY)
-    code, out, err, rss, seconds = run_measured(tmp_path, json.dumps(commands), script=script)
+    code, out, err, rss = run_measured(tmp_path, json.dumps(commands), script=script)
     assert code == 0, err[-800:]
     for args, (c, e) in zip(commands, json.loads(out.strip().splitlines()[-1]), strict=True):
         lines = [ln for ln in e.splitlines() if ln.strip()]
         assert c == 2 and len(lines) == 1 and "Traceback" not in e, (args[0], e[-800:])
         assert "over the 1 GiB limit" in lines[0], (args[0], lines[0])
     assert rss < BUDGET_GB * GIB + RSS_SLACK, f"peak RSS {rss / GIB:.2f} GiB"
-    assert seconds < TIME_CAP_S
-    print(f"{bomb} report/export/sql/diff/replay --case: peak RSS {rss / (1 << 20):.0f} MB, "
-          f"{seconds:.1f} s")
+    print(f"{bomb} report/export/sql/diff/replay --case: peak RSS {rss / (1 << 20):.0f} MB")

@@ -21,7 +21,7 @@ HW = ["ahbm-v1", "ahbm-v2"]
 def _verified(tmp_path, name, params, hw, pool):
     trace = kb.record(build_case(name, params), tmp_path / f"{hw}.ktrace", hw=hw)
     res = kb.replay(trace.path, pool=pool)
-    assert res.ok and res.verdict["outputs"]["o"]["checked"], res.verdict
+    assert res.verified and res.verdict["outputs"]["o"]["checked"], res.verdict
     assert check(trace).exit_code == 0, check(trace).to_text()
     return trace, res.outputs["o"]
 

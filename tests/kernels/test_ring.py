@@ -15,7 +15,7 @@ def test_reduced_ring_replays_against_numpy(tmp_path, phase, ranks, s, kb_replay
     trace = kb.record(build_case("ring-attention", {"n_ranks": ranks, "S_kv_per_rank": s,
                                                     "phase": phase}), tmp_path / "r.ktrace")
     res = kb.replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_ring_prefill_8_ranks_4096_records_and_hides_90_percent_of_link_time(tmp_path):

@@ -75,7 +75,7 @@ def test_tree_and_chain_combines_replay_to_the_same_output_as_numpy(tmp_path, n,
     outs = {}
     for combine in ("tree", "chain"):
         res = kb.replay(_decode(tmp_path, n, combine, s=256, hw=hw).path, pool=kb_replay_pool)
-        assert res.ok, res.verdict
+        assert res.verified, res.verdict
         outs[combine] = res.outputs["o"].astype(np.float32)
     # the merges happen in another order, so the bf16 outputs agree to rounding, not bits
     np.testing.assert_allclose(outs["tree"], outs["chain"], atol=2 ** -7, rtol=0)
@@ -115,7 +115,7 @@ def test_causal_ring_prefill_replays_against_numpy_and_checks_clean(tmp_path, la
     trace = _causal(tmp_path, layout, n=3, s=128)
     assert check(trace).exit_code == 0, check(trace).to_text()
     res = kb.replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_striped_layout_rotates_only_the_chunks_some_rank_sees():

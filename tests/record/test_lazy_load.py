@@ -72,7 +72,7 @@ def test_auto_wait_correctness(tmp_path):
     ld = trace.ops.filter(trace.ops["name"].cast(str) == "dma_read").to_dicts()[0]
     assert add["t_start_ps"] >= ld["t_end_ps"]
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     x = case.tensors["x"].init.make((n,), case.tensors["x"].dtype)
     np.testing.assert_array_equal(res.outputs["y"], x + np.float32(6.0))
 
@@ -98,7 +98,7 @@ def test_two_in_flight(tmp_path):
     assert second["t_start_ps"] == first["t_start_ps"] + first["busy_ps"]  # one channel
     assert second["t_end_ps"] - first["t_end_ps"] == first["busy_ps"]
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok and res.max_abs_err["y"] == 0.0
+    assert res.verified and res.max_abs_err["y"] == 0.0
 
 
 def test_op_log_compatibility(tmp_path):
@@ -170,6 +170,6 @@ def test_double_buffered_stream_reaches_efficiency_0_9_and_replays_right(tmp_pat
     assert 0.25 < dma_per_tile / math_per_tile < 4  # comparable per-tile DMA and compute
     assert m["efficiency"] >= 0.9
     res = replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     single = kb.record(build_case("stream-sum", {"buffers": 1}), tmp_path / "sb.ktrace")
     assert metrics(single)["efficiency"] < 0.6  # the same kernel without prefetch

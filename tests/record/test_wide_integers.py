@@ -51,6 +51,6 @@ def test_native_kernels_hold_the_version_3_integers_and_replay_verifies_them(tmp
     assert trace.tensors["dtype"].to_list() == ["int64", "uint32", "uint8", "int16", "int64",
                                                 "uint32"]
     res = kb.replay(trace.path, case=_case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert set(res.outputs) == {"a", "b", "c", "s", "out64", "out32"}
     assert res.outputs["b"].dtype == np.uint32 and res.outputs["out64"].dtype == np.int64

@@ -65,7 +65,7 @@ def test_replay_equals_a_direct_numpy_evaluation(data: st.DataObject) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trace = kb.record(case, Path(tmp) / "d.ktrace")
         res = replay(trace.path, in_process=True)
-    assert res.ok, res.verdict["invalid_read"]
+    assert res.status == "unverified", res.verdict["invalid_read"]  # no reference: see below
     for n, k in enumerate(outs):
         got = compare(res.outputs[f"out{n}"], values[k], regs[k].dtype)
         assert got["ok"], (prog, n, got)

@@ -44,19 +44,19 @@ def load_exp_store(exp_start: int) -> list[dict]:
 
 def test_a_read_after_its_producer_lands_sees_the_data(tmp_path: Path) -> None:
     res = run(tmp_path, load_exp_store(exp_start=150))
-    assert res.ok
+    assert res.status == "unverified"  # no invalid read; the synthetic trace has no reference
     np.testing.assert_allclose(res.outputs["y"][:4], np.exp(X[:4]))
 
 
 def test_writes_land_before_reads_at_the_same_time(tmp_path: Path) -> None:
     res = run(tmp_path, load_exp_store(exp_start=100))
-    assert res.ok
+    assert res.status == "unverified"
     np.testing.assert_allclose(res.outputs["y"][:4], np.exp(X[:4]))
 
 
 def test_a_read_before_its_producer_lands_is_an_invalid_read(tmp_path: Path) -> None:
     res = run(tmp_path, load_exp_store(exp_start=99))
-    assert not res.ok
+    assert res.status == "failed"
     bad = res.verdict["invalid_read"]
     assert bad["op_id"] == 1 and bad["name"] == "exp" and bad["src"] == "synthetic.py:99"
     assert "input 0 tcm@pe0 [0, 16)" in bad["message"]
@@ -86,7 +86,7 @@ def test_ops_run_in_start_time_order_not_emission_order(tmp_path: Path) -> None:
     ops = [op(Op.DMA_WRITE, 300, 400, [tcm(0)], hbm_y(0)),
            op(Op.DMA_READ, 0, 100, [hbm_x(0)], tcm(0))]
     res = run(tmp_path, ops)
-    assert res.ok
+    assert res.status == "unverified"
     np.testing.assert_array_equal(res.outputs["y"][:4], X[:4])
 
 
@@ -102,7 +102,7 @@ def test_a_write_landing_after_a_scope_exit_is_valid_again(tmp_path: Path) -> No
     ops = [op(Op.SCOPE_EXIT, 50, 50, lo=0, hi=64),
            op(Op.DMA_READ, 0, 100, [hbm_x()], tcm(0)),
            op(Op.DMA_WRITE, 200, 300, [tcm(0)], hbm_y())]
-    assert run(tmp_path, ops).ok
+    assert run(tmp_path, ops).status == "unverified"  # no invalid read (no reference)
 
 
 def test_a_failing_op_is_reported_when_replay_reaches_it(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_an_early_read_in_a_recorded_trace_is_an_invalid_read(copy_of) -> None:
 
     rewrite_ops(path, early)
     res = replay(path, in_process=True)
-    assert not res.ok
+    assert res.status == "failed"
     assert res.verdict["invalid_read"]["name"] == "mul"
     assert "read of invalid bytes" in res.verdict["invalid_read"]["message"]
 
@@ -149,7 +149,7 @@ def test_an_early_read_of_a_reused_buffer_is_wrong_data(tmp_path: Path) -> None:
                     "y": kb.tensor((4, 16), "float32", role="output")},
                    params={"n": 16, "tiles": 4}, reference=lambda x: {"y": x * 2})
     trace = kb.record(case, tmp_path / "d.ktrace")
-    assert replay(trace.path, case=lambda: case, in_process=True).ok
+    assert replay(trace.path, case=lambda: case, in_process=True).verified
 
     def early(rows: list[dict]) -> None:
         load = [r for r in rows if r["name"] == "dma_read"][2]
@@ -159,13 +159,13 @@ def test_an_early_read_of_a_reused_buffer_is_wrong_data(tmp_path: Path) -> None:
     rewrite_ops(trace.path, early)
     res = replay(trace.path, case=lambda: case, in_process=True)
     assert res.verdict["invalid_read"] is None
-    assert not res.ok and res.verdict["outputs"]["y"]["mismatches"] == 16
+    assert res.status == "wrong" and res.verdict["outputs"]["y"]["mismatches"] == 16
 
 
 @pytest.mark.parametrize("case", ["scale-exp", "gemm", "softmax"])
 def test_built_in_cases_replay_and_verify(copy_of, case: str) -> None:
     res = replay(copy_of(case), in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.verdict["reference"] == f"registry:{case}"
 
 

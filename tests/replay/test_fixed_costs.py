@@ -84,7 +84,7 @@ def test_a_bfloat16_output_is_shown_as_ml_dtypes_over_the_stored_bits(tmp_path):
     trace = shutil.copytree(TRACES / "gqa-decode.ktrace", tmp_path / "gqa-decode.ktrace")
     res = kb.replay(trace, in_process=True)
     o = res.outputs["o"]
-    assert res.ok and o.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert res.verified and o.dtype == np.dtype(ml_dtypes.bfloat16)
     assert res.outputs.raw["o"].dtype == np.uint16
     np.testing.assert_array_equal(o.view(np.uint16), res.outputs.raw["o"])
     again = kb.replay(trace)  # through the child: the same bits read back
@@ -104,7 +104,7 @@ def test_a_small_op_log_is_decoded_once_for_validation_and_replay(tmp_path, monk
     monkeypatch.setattr(reader, "read", lambda *a, **k: decoded.append(a) or real(*a, **k))
     res = kb.replay(trace.path, case=lambda: small_ops_case(programs=2, tiles=20, blocks=40),
                     in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert decoded == []
 
 
@@ -120,7 +120,7 @@ def test_tensors_parquet_is_read_once_per_replay(tmp_path, monkeypatch):
     monkeypatch.setattr(directory, "read_table", lambda *a, **k: again.append(a))
     res = kb.replay(trace.path, case=lambda: small_ops_case(programs=2, tiles=20, blocks=40),
                     in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert again == []
 
 

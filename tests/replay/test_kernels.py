@@ -29,6 +29,6 @@ def test_library_kernels_replay_against_their_reference(tmp_path: Path, name: st
                                                         params: dict[str, Any]) -> None:
     trace = kb.record(build_case(name, params), tmp_path / "k.ktrace")
     res = replay(trace.path, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.verdict["reference"] == f"registry:{name}"
     assert all(o["checked"] for o in res.verdict["outputs"].values())

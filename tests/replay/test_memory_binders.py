@@ -28,7 +28,7 @@ def _run(tmp_path, kernel, tensors, reference, grid=(1,), params=None, name="t")
 
 
 def _checked(res):
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert all(v["checked"] for v in res.verdict["outputs"].values())
 
 
@@ -155,7 +155,7 @@ def test_an_indexed_element_outside_the_tensor_in_a_hand_edited_trace_names_the_
 
     rewrite_ops(trace.path, edit)
     res = replay(trace.path, in_process=True)
-    assert not res.ok
+    assert res.status == "failed"
     msg = res.verdict["invalid_read"]["message"]
     assert "op 0 (dma_read at e:1)" in msg and "tile index [2]" in msg and "'x'" in msg
 
@@ -207,7 +207,7 @@ def test_a_gather_out_of_range_is_a_replay_error_naming_the_op(tmp_path):
                             "out": kb.tensor((2,), "float32", role="output")})
     trace = kb.record(case, out=tmp_path / "g.ktrace")
     res = replay(trace.path, in_process=True)
-    assert not res.ok
+    assert res.status == "failed"
     msg = res.verdict["invalid_read"]["message"]
     assert "(gather at g.py:5)" in msg and "offset 12 at tile index [1]" in msg
 
@@ -249,7 +249,9 @@ def test_atomic_add_across_programs_returns_old_values_in_time_order(tmp_path):
                                       "total": kb.tensor((4,), "float32", role="output"),
                                       "olds": kb.tensor((8, 4), "float32", role="output")},
                       lambda x: {"total": x.sum(0)}, grid=(8,))
-    assert res.ok, res.verdict
+    # the reference compares total; olds depend on the recorded order and are checked below
+    assert res.status == "unverified" and res.verdict["outputs"]["total"]["checked"]
+    assert res.verdict["outputs"]["total"]["ok"], res.verdict
     ops = trace.ops.filter(trace.ops["name"].cast(str) == "atomic_add").sort("t_start_ps")
     order = ops["program"].to_list()
     prefix = np.cumsum(x[order], axis=0) - x[order]

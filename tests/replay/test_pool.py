@@ -41,7 +41,7 @@ def test_a_worker_replays_trace_after_trace_and_is_replaced_after_max_traces(rec
         third = pool.replay(a)
         assert pool.started == 2  # two traces done: the worker was replaced
     for res in (first, second, third):
-        assert res.ok and res.verdict["reference"] is not None, res.verdict
+        assert res.verified, res.verdict
     # each result is its own run's verdict, read from that trace
     assert len({first.verdict["run_id"], second.verdict["run_id"], third.verdict["run_id"]}) == 3
     assert _verdict(a)["run_id"] == third.verdict["run_id"]
@@ -58,12 +58,12 @@ def test_a_crash_is_one_error_for_its_trace_never_the_old_verdict(recorded, tmp_
     a = _copy(recorded("scale-exp"), tmp_path / "a.ktrace")
     with kb.ReplayPool() as pool:
         old = pool.replay(a)
-        assert old.ok
+        assert old.verified
         with pytest.raises(kb.ReplayError, match=r"killed by SIGKILL; no verdict of this run"):
             pool.replay(a, case="crashing_case:case")
         assert _verdict(a)["run_id"] == old.verdict["run_id"]  # on disk, but not reported
         again = pool.replay(a)  # the next trace gets a fresh worker
-        assert again.ok and again.verdict["run_id"] != old.verdict["run_id"]
+        assert again.verified and again.verdict["run_id"] != old.verdict["run_id"]
         assert pool.started == 2
 
 

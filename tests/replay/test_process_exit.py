@@ -117,7 +117,7 @@ def test_a_frozen_exit_still_tears_modules_down_and_keeps_the_output(tmp_path):
     assert rep.stdout.startswith("verified: ") and rep.stderr == ""
     assert [p.read_text() for p in tmp_path.glob("factory-*.log")] == ["built\n"] * 2
     verdict = json.loads((tmp_path / "d.ktrace" / "replay" / "verdict.json").read_text())
-    assert verdict["ok"] and verdict["reference"] == "user_double:double_case"
+    assert verdict["status"] == "verified" and verdict["reference"] == "user_double:double_case"
 
 
 def test_locating_a_case_module_imports_no_triton_hook():

@@ -61,7 +61,7 @@ def test_a_fresh_replay_is_used_by_every_reader(replayed: Path) -> None:
     assert code == 0 and "(replayed values not compared)" not in out and not err
     code, out, err = _cli("sql", str(replayed), "SELECT count(*) AS n FROM values")
     assert code == 0 and not err
-    assert load_result(replayed).ok
+    assert load_result(replayed).verified
 
 
 def test_a_trace_edited_after_replay_makes_every_reader_say_so(replayed: Path,

@@ -127,4 +127,5 @@ def test_trust_3_require_reference_passes_a_verified_replay(tmp_path) -> None:
     trace = kb.record(build_case("scale-exp", {"n": 256, "tile": 64}), tmp_path / "s.ktrace")
     res = _cli("replay", str(trace.path), "--require-reference")
     assert res.exit_code == 0 and res.output.startswith("verified: "), res.output
-    assert json.loads((trace.path / "replay" / "verdict.json").read_text())["ok"] is True
+    saved = json.loads((trace.path / "replay" / "verdict.json").read_text())
+    assert (saved["status"], saved["ok"]) == ("verified", True)

@@ -51,7 +51,7 @@ def test_trust_1_every_replay_writes_its_own_run_id(user) -> None:
     trace, _ = user
     a = replay(trace, case="mycases:double_case")
     b = replay(trace, case="mycases:double_case")
-    assert a.ok and b.ok
+    assert a.verified and b.verified
     assert re.fullmatch(r"[0-9a-f]{32}", a.verdict["run_id"])
     assert a.verdict["run_id"] != b.verdict["run_id"]
     assert b"\"run_id\": \"%s\"" % b.verdict["run_id"].encode() in _verdict_bytes(trace)

@@ -110,9 +110,10 @@ def _synthetic_case(reference) -> kb.Case:
         "y": kb.tensor((4,), "float32", role="output", init=data())}, reference=reference)
 
 
-def test_without_a_reference_ok_reflects_only_invalid_reads(tmp_path: Path) -> None:
+def test_without_a_reference_nothing_is_compared_and_the_replay_is_unverified(tmp_path: Path
+                                                                            ) -> None:
     res = replay(_exp_trace(tmp_path, np.arange(1, 5, dtype=np.float32)), in_process=True)
-    assert res.ok and res.verdict["reference"] is None
+    assert res.status == "unverified" and res.verdict["reference"] is None
     assert res.verdict["outputs"] == {"y": {"checked": False, "ok": True}}
     assert res.max_abs_err == {}
 
@@ -126,7 +127,7 @@ def test_the_first_op_that_made_a_non_finite_value_is_named(tmp_path: Path) -> N
     res = replay(_exp_trace(tmp_path, x), case=factory, in_process=True)
     assert res.verdict["first_nonfinite"] == {"op_id": 1, "name": "log",
                                               "src": "synthetic.py:10"}
-    assert not res.ok and res.verdict["outputs"]["y"]["mismatches"] == 1  # exp(log(-1))
+    assert res.status == "wrong" and res.verdict["outputs"]["y"]["mismatches"] == 1  # exp(log(-1))
 
 
 def test_a_reference_that_raises_is_a_failed_verification(tmp_path: Path) -> None:
@@ -134,7 +135,8 @@ def test_a_reference_that_raises_is_a_failed_verification(tmp_path: Path) -> Non
         return _synthetic_case(lambda x: 1 / 0)
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
-    assert not res.ok and "the reference raised ZeroDivisionError" in res.verdict["error"]
+    assert res.status == "failed"
+    assert "the reference raised ZeroDivisionError" in res.verdict["error"]
     saved = json.loads((tmp_path / "t.ktrace" / "replay" / "verdict.json").read_text())
     assert saved["error"] == res.verdict["error"]
 
@@ -144,7 +146,7 @@ def test_a_reference_naming_an_unknown_output_is_an_error(tmp_path: Path) -> Non
         return _synthetic_case(lambda x: {"z": x})
 
     res = replay(_exp_trace(tmp_path, np.ones(4, np.float32)), case=factory, in_process=True)
-    assert not res.ok and "['z'], which are not output tensors" in res.verdict["error"]
+    assert res.status == "failed" and "['z'], which are not output tensors" in res.verdict["error"]
 
 
 def test_compare_in_chunks_gives_the_whole_array_answer(monkeypatch) -> None:

@@ -43,6 +43,7 @@ def test_table_ops_with_tl_true_are_tl_functions_named_after_the_op(op):
 
 
 def test_fast_member_namespace_is_the_enum():
+    assert sorted(vars(OP)) == sorted(op.name for op in Op) and len(Op) == len(OPS)
     for op in Op:
         assert getattr(OP, op.name) is op
 
@@ -139,7 +140,7 @@ def test_every_table_op_records_and_replays_to_its_numpy_definition(tmp_path, op
     names = set(trace.ops["name"].cast(str))
     assert op.value in names
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.verdict["outputs"]["y"]["checked"]
 
 
@@ -164,7 +165,7 @@ def test_every_other_op_is_recorded_and_replayed_by_a_golden_case(tmp_path):
     for path in chosen:
         copy = shutil.copytree(path, tmp_path / path.name)
         res = replay(copy, in_process=True)
-        assert res.ok, (path.name, res.verdict)
+        assert res.verified, (path.name, res.verdict)
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

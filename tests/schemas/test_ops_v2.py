@@ -33,7 +33,7 @@ def _replayed(tmp_path, body, want, out_shape, out_dtype="float32"):
     trace = kb.record(case, out=tmp_path / "t.ktrace")
     assert trace.manifest["schema_version"] == 2
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok and res.verdict["outputs"]["y"]["checked"], res.verdict
+    assert res.verified and res.verdict["outputs"]["y"]["checked"], res.verdict
     return res
 
 

@@ -1,11 +1,14 @@
 """Phase 1 and Phase 2 agree on every op of the table, because both ask one semantics object.
 
-Per family, over generated inputs (hypothesis): the shape and dtype Phase 1 infers
-(``schemas/rules.infer``, what the recorder allocates; ``sem.infer`` under Triton's policy)
-are the shape and dtype of the array Phase 2 evaluates (the replay executor's step, converted
-as the engine writes it; ``sem.evaluate``), and the executor's values are ``evaluate``'s. The
-Triton policy's edge cases (division by zero, int32 wrap, mixed promotion, 0-d reductions)
-are checked against closed forms and the independent oracle (``schemas/oracles.py``).
+Per family, over generated inputs (hypothesis; as many examples as the profile gives, a
+quarter of its default: ``KERNBENCH_HYPOTHESIS=thorough`` runs ten times more): the shape and
+dtype Phase 1 infers (``schemas/rules.infer``, what the recorder allocates; ``sem.infer``
+under Triton's policy), the array ``sem.evaluate`` gives, and the replay executor's step
+(converted as the engine writes it) are all those of the independent oracle
+(``tests/schemas/oracle.py``, written apart from the semantics objects and the policies): a
+wrong shape, dtype or value rule fails here. The Triton policy's edge cases (division by
+zero, int32 wrap, mixed promotion, 0-d reductions) are checked against closed forms and
+``schemas/oracles.py``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import OPS, Family, Op
 from kernbench.schemas.policy import KERNBENCH, TRITON, Policy, PromotionError, np_dtype
 from kernbench.trace.hw import HwConfig
+from tests.conftest import examples
+from tests.schemas import oracle
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 SEM_OPS = sorted((op for op, s in OPS.items() if s.sem is not None), key=str)
@@ -35,7 +40,7 @@ TRITON_DTYPES = [*KB_DTYPES[:5], "int1", "int16", "int64", "uint8", "uint32", "f
 #: ops whose numpy function takes bool operands
 BOOL_OK = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.AND, Op.OR, Op.XOR, Op.NOT,
                      Op.MAXIMUM, Op.MINIMUM, Op.WHERE, Op.CAST, Op.COPY, Op.BROADCAST})
-SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(12), deadline=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))
 
 
@@ -156,31 +161,36 @@ def _check(op: Op, policy: Policy, args: list[Any], attrs: dict[str, Any]) -> No
     sem = OPS[op].sem
     assert sem is not None
     ts = _tensors(args, attrs)
+    shapes, names = [t.shape for t in ts], [_name(t) for t in ts]
     try:
-        shape, dt = sem.infer([t.shape for t in ts], [_name(t) for t in ts], attrs, policy)
-    except PromotionError:  # refused dtypes: evaluation refuses them as well
+        want = oracle.expect(op.value, policy is TRITON, args, attrs)
+    except oracle.Refused:  # refused dtypes: inference and evaluation refuse them
+        with pytest.raises(PromotionError):
+            sem.infer(shapes, names, attrs, policy)
         with pytest.raises(PromotionError):
             sem.evaluate(args, attrs, policy)
         return
-    try:
-        got = sem.evaluate(args, attrs, policy)
     except ZeroDivisionError:  # the Triton policy's integer division by zero
-        assert policy.zero_division_raises and op in (Op.FLOORDIV, Op.MOD)
-        assert np.any(np.asarray(args[1]) == 0)
+        with pytest.raises(ZeroDivisionError, match="by zero"):
+            sem.evaluate(args, attrs, policy)
         return
-    assert got.shape == shape, (op, attrs)
-    assert got.dtype == np_dtype(dt), (op, attrs)
+    what = (op.value, policy.name, names, attrs)
+    assert sem.infer(shapes, names, attrs, policy) == (want.shape, want.dtype), what
+    with np.errstate(all="ignore"):
+        got = sem.evaluate(args, attrs, policy)
+    oracle.agree(got, want, what)
     if policy is KERNBENCH:
-        _replay_agrees(op, ts, attrs, got)
+        _replay_agrees(op, ts, attrs, want)
 
 
-def _replay_agrees(op: Op, ts: list[np.ndarray], attrs: dict[str, Any], want: np.ndarray
+def _replay_agrees(op: Op, ts: list[np.ndarray], attrs: dict[str, Any], want: oracle.Expected
                    ) -> None:
-    """Phase 1's inference allocates the output; Phase 2's executor fills it with the value
-    ``evaluate`` gives (the executor validates the output operand against the inference)."""
+    """Phase 1's inference allocates the output; Phase 2's executor fills it with the
+    oracle's values (the executor validates the output operand against the inference)."""
     inferred = rules.infer(op, [t.shape for t in ts], [DTYPES[_name(t)] for t in ts], attrs)
     assert inferred is not None
     shape, dt = inferred
+    assert (shape, dt.name) == (want.shape, want.dtype)
     m = Tcm()
     ins = [m.put(t) for t in ts]
     out = m.slot(shape, dt.name)
@@ -189,14 +199,16 @@ def _replay_agrees(op: Op, ts: list[np.ndarray], attrs: dict[str, Any], want: np
         got = as_dtype(np.asarray(res), out.npd).reshape(shape)
     if dt.name == "bfloat16":
         got = got.view(BF16)
-    np.testing.assert_array_equal(got, want)
+    oracle.agree(got, want, (op.value, "replay", attrs))
 
 
 @pytest.mark.parametrize("policy", [KERNBENCH, TRITON], ids=lambda p: p.name)
 @pytest.mark.parametrize("family", FAMILIES, ids=str)
 def test_inferred_shape_and_dtype_are_the_evaluated_arrays(family: Family, policy: Policy
                                                            ) -> None:
-    for op in (op for op in SEM_OPS if OPS[op].family is family):
+    ops = [op for op in SEM_OPS if OPS[op].family is family]
+    assert ops, family
+    for op in ops:
         _agree(op, policy)
 
 

@@ -46,16 +46,24 @@ def test_points_are_the_product_of_grid_zip_and_hardware():
     assert [p.index for p in points] == list(range(len(points)))
 
 
+def _expected_id(defaults: dict, columns: dict) -> str:
+    """The id written out from its definition: sha256 of the case, the full params and the
+    full hardware config as sorted compact JSON, first 16 hex digits."""
+    params = {**defaults, **{k: v for k, v in columns.items() if not k.startswith("hw.")}}
+    hw = HwConfig(hbm_gbps=columns["hw.hbm_gbps"]).to_dict()  # preset ahbm-v1 is the default
+    body = json.dumps({"case": "gqa-decode", "params": params, "hw": hw}, sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
 def test_point_id_hashes_case_full_params_and_hardware():
     spec = parse_spec(tomllib.loads(SPEC))
-    p = next(expand(spec))
     defaults = factory_params(registry()["gqa-decode"])
-    hw = HwConfig(hbm_gbps=128).to_dict()
-    body = json.dumps({"case": "gqa-decode", "params": {**defaults, **dict(p.params)},
-                       "hw": hw}, sort_keys=True, separators=(",", ":"))
-    assert p.point_id == hashlib.sha256(body.encode()).hexdigest()[:16]
-    assert [q.point_id for q in expand(spec)] == [q.point_id for q in expand(spec)]
-    assert len({q.point_id for q in expand(spec)}) == spec.n_points()
+    points = list(expand(spec))
+    assert len(points) == spec.n_points() == 24
+    assert [p.point_id for p in points] == [_expected_id(defaults, dict(p.columns))
+                                            for p in points]
+    assert len({p.point_id for p in points}) == 24
 
 
 def test_canonical_toml_round_trips():

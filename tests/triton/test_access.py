@@ -303,6 +303,7 @@ def test_access_map_and_traffic_equal_a_per_element_reference(replayed, tmp_path
     trace = (_repeats(tmp_path) if which == "repeats" else
              _trace({"grouped": GROUPED, "edges": EDGES, "tma": TMA}[which], replayed))
     traffic = {r["tensor"]: r for r in tensor_traffic(trace).iter_rows(named=True)}
+    assert set(traffic) == set(trace.tensors["name"].to_list())  # a row per tensor
     for t in traffic:
         want, got = _reference(trace, t), access_map(trace, t)
         for k in ("reads", "writes", "touches", "programs"):

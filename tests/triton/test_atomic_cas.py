@@ -39,7 +39,7 @@ def test_atomic_cas_across_programs_replays_verified_against_numpy(recorded):
     assert sorted(claims) == every and sorted(chains) == every
     res = kb.replay(recorded.path, case=lambda: atomic_claim.case(claims, chains),
                     in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     want = atomic_claim.launch(claims, chains).expected()
     assert set(res.outputs) == set(want)
     for name, expected in want.items():

@@ -54,7 +54,7 @@ def test_vector_add_records_and_replays_verified(tmp_path, kb_replay_pool) -> No
     assert c.grid == (4,) and c.kernel.name.endswith(":add_kernel")
     kb.record(c, out=tmp_path / "add.ktrace")
     res = kb.replay(tmp_path / "add.ktrace", case=add_case, pool=kb_replay_pool)
-    assert res.ok and res.verdict["reference"], res.verdict
+    assert res.verified, res.verdict
     assert res.max_abs_err["out_ptr"] == 0.0
 
 

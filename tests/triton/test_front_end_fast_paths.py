@@ -190,7 +190,7 @@ def test_masks_views_and_reductions_record_the_same_bytes_memo_on_and_off(
     kinds = {k[0] for k in arith._MEMO if isinstance(k[0], str)}
     assert {"mask", "arange", "lt", "and_"} <= kinds
     res = kb.replay(tmp_path / "warm.ktrace", case=lambda **_: _tile_case(), in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_a_view_keeps_its_source_key_and_values(monkeypatch) -> None:
@@ -232,7 +232,7 @@ def test_an_op_recorded_for_a_concrete_operand_names_the_kernel_line(tmp_path) -
     line = f"{__name__.replace('.', '/')}.py:{line_of('concrete-dot')}"
     assert {o["name"] for o in ops if o["src"] == line} >= {"const", "dot"}
     res = kb.replay(tmp_path / "t.ktrace", case=lambda **_: c, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 # -- the kernel's line by frame position ----------------------------------------------------

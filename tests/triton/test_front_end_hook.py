@@ -67,9 +67,9 @@ def test_case_factory_loads_without_triton_in_a_fresh_process(tmp_path) -> None:
         factory = load_factory("standin_mod:case", ["."])
         t = kb.record(factory(), out="t.ktrace")
         res = kb.replay("t.ktrace", case=factory, in_process=True)
-        print(json.dumps({"ok": res.ok, "ref": res.verdict["reference"]}))
+        print(json.dumps({"verified": res.verified, "ref": res.verdict["reference"]}))
     ''', tmp_path)
-    assert got["ok"] and got["ref"]
+    assert got["verified"] and got["ref"]
 
 
 def test_install_never_shadows_an_installed_triton() -> None:

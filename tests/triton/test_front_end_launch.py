@@ -19,7 +19,7 @@ from tests.triton.kernels import front
 def _verified(tmp_path, c: kb.Case, name: str) -> kb.ReplayResult:
     t = kb.record(c, out=tmp_path / f"{name}.ktrace")
     res = kb.replay(t.path, case=lambda **_: c)  # a lambda: replayed in this process
-    assert res.ok and res.verdict["reference"], res.verdict
+    assert res.verified, res.verdict
     return res
 
 

@@ -93,4 +93,4 @@ def test_in_flight_op_keeps_its_offsets_until_read(tmp_path, kind, hw):
     assert later_sum["output"]["addr"] in reused  # the freed offsets' bytes are reused ...
     assert later_sum["t_start_ps"] >= in_flight["t_end_ps"]  # ... once they have been read
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res
+    assert res.verified, res

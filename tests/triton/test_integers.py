@@ -41,7 +41,7 @@ def test_integer_kernel_records_replays_verified_and_matches_numpy(tmp_path, nam
     assert trace.manifest["schema_version"] == 3
     assert_check_ok(trace)
     res = kb.replay(trace.path, case=factory, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     want = getattr(integers, f"{name}_launch")().expected()
     assert set(res.outputs) == set(want)
     for out, expected in want.items():
@@ -65,7 +65,7 @@ def test_a_loaded_offset_beyond_int32_is_refused_by_replay_not_wrapped(tmp_path,
 
     trace = kb.record(factory(), out=tmp_path / "far.ktrace")
     res = kb.replay(trace.path, case=factory, in_process=True)
-    assert not res.ok
+    assert res.status == "failed"
     bad = res.verdict["invalid_read"]
     assert bad["name"] == "gather" and bad["src"].startswith("tests/triton/kernels/integers.py:")
     assert f"gather offset {far} at tile index [3] is outside the tensor [0, 64)" in \
@@ -74,7 +74,7 @@ def test_a_loaded_offset_beyond_int32_is_refused_by_replay_not_wrapped(tmp_path,
 
 def test_the_same_gather_within_the_tensor_verifies(tmp_path):
     trace = kb.record(integers.far_gather_case(far=63), out=tmp_path / "near.ktrace")
-    assert kb.replay(trace.path, case=integers.far_gather_case, in_process=True).ok
+    assert kb.replay(trace.path, case=integers.far_gather_case, in_process=True).verified
 
 
 @triton.jit
@@ -171,5 +171,5 @@ def test_bitwise_not_of_loaded_integers_flips_every_bit(tmp_path, dtype):
 
     trace = kb.record(factory(), out=tmp_path / "inv.ktrace")
     res = kb.replay(trace.path, case=factory, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     np.testing.assert_array_equal(res.outputs["y_ptr"], np.invert(x))

@@ -88,7 +88,7 @@ def test_known_offsets_record_the_bytes_of_plain_planning(tmp_path, monkeypatch)
 def test_known_offsets_replay_to_the_reference(tmp_path, kb_replay_pool) -> None:
     kb.record(_case(), tmp_path / "t.ktrace")
     res = kb.replay(tmp_path / "t.ktrace", case=_case, pool=kb_replay_pool)
-    assert res.ok and res.verdict["reference"], res.verdict
+    assert res.verified, res.verdict
 
 
 @triton.jit
@@ -222,4 +222,4 @@ def test_block_pointers_learn_their_geometry_and_record_the_same_bytes(
     assert digests("cold") == plain and digests("warm") == plain
     assert ((BLOCK, BLOCK), (K, 1)) in memory._BLOCK_RELS  # learnt from an unmasked step
     res = kb.replay(tmp_path / "warm.ktrace", case=_block_case, pool=kb_replay_pool)
-    assert res.ok and res.verdict["reference"], res.verdict
+    assert res.verified, res.verdict

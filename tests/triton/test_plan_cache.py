@@ -115,7 +115,7 @@ def test_the_recorded_kernel_replays_to_the_numpy_reference(tmp_path) -> None:
                     outputs=["out_ptr"], reference=_reference, name="branchy")
     kb.record(case, tmp_path / "r.ktrace")
     res = kb.replay(tmp_path / "r.ktrace", case=lambda **_: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 #: operands equal as Python values yet computing differently: the memo must tell them apart

@@ -36,14 +36,14 @@ def test_a_loaded_seed_records_philox_rows_that_replay_computes(tmp_path) -> Non
     assert _names(trace).count("philox") == math.prod(case.grid) == 3  # one per program
     assert trace.manifest["schema_version"] == 3  # uint32 words
     res = kb.replay(trace.path, case=random_data.dropout_case, in_process=True)
-    assert res.ok and res.verdict["outputs"]["out_ptr"]["checked"], res.verdict
+    assert res.verified and res.verdict["outputs"]["out_ptr"]["checked"], res.verdict
 
 
 def test_concrete_seeds_and_offsets_are_computed_while_recording(tmp_path) -> None:
     trace = kb.record(kb.build_case("r", {}, factory=dropout.random_case), tmp_path / "r.ktrace")
     assert "philox" not in _names(trace)
     res = kb.replay(trace.path, case=dropout.random_case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_the_four_words_of_one_philox_evaluation_are_priced_once(tmp_path) -> None:
@@ -114,5 +114,5 @@ def test_a_helper_imported_from_triton_language_random_is_kernbenchs(tmp_path) -
                     BLOCK=n, reference=lambda **_: {"out_ptr": want})
     trace = kb.record(case, tmp_path / "h.ktrace")
     res = kb.replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok and res.verdict["outputs"]["out_ptr"]["checked"], res.verdict
+    assert res.verified and res.verdict["outputs"]["out_ptr"]["checked"], res.verdict
     assert "philox" in _names(trace)

@@ -60,7 +60,7 @@ for job in json.loads(sys.argv[1]):
             with np.errstate(invalid="ignore"):  # inf - inf: equal infinities differ by 0
                 d = np.abs(g.astype(np.float64) - w.astype(np.float64))
             diffs[name] = float(np.max(np.where(g == w, 0.0, d), initial=0.0))
-        report["results"][job["id"]] = {"ok": bool(res.ok), "reference": res.verdict.get(
+        report["results"][job["id"]] = {"verified": res.verified, "reference": res.verdict.get(
             "reference"), "outputs": sorted(res.outputs), "max_abs_err": diffs}
     except Exception as exc:
         report["results"][job["id"]] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -93,7 +93,7 @@ def test_triton_kernel_verifies_without_triton_installed(entry: Entry, without_t
                                                          ) -> None:
     got = without_triton["results"][entry.id]
     assert "error" not in got, got.get("error")
-    assert got["ok"] and got["reference"], got
+    assert got["verified"] and got["reference"], got
     want = entry.make_launch().expected()
     assert got["outputs"] == sorted(want)
     tol = {n: 4e-3 if w.dtype.name == "float16" else 1e-4 for n, w in want.items()}

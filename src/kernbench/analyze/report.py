@@ -20,6 +20,7 @@ from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
 from kernbench.analyze.path_parts import PART_COLUMNS
 from kernbench.analyze.path_summary import summary
 from kernbench.notebook import fmt
+from kernbench.schemas.replay_status import UNVERIFIED, VERIFIED, verdict_status
 from kernbench.trace import Trace
 from kernbench.trace.replayed import read_verdict, stale_reason
 
@@ -223,5 +224,8 @@ def replay_line(trace: Trace) -> tuple[str | None, tuple[str, ...]]:
     assert isinstance(verdict, dict)
     if verdict.get("reference") is None:
         return "replayed, not verified (no reference)", ()
-    return ("verified" if verdict.get("ok") is True else "WRONG") + \
+    status = verdict_status(verdict)
+    if status == UNVERIFIED:
+        return f"replayed, not verified ({verdict.get('reference')} compared not every output)", ()
+    return ("verified" if status == VERIFIED else "WRONG") + \
         f" against {verdict.get('reference')}", ()

@@ -139,7 +139,7 @@ def run_config(cfg: Config, workdir: Path, hw: str = BASELINE,
         t0 = time.perf_counter()
         res = replay(trace.path)
         row["replay_s"] = round(time.perf_counter() - t0, 3)
-        row["replay"] = "ok" if res.ok else "WRONG"
+        row["replay"] = "ok" if res.verified else res.status.upper()
         row["max_abs_err"] = max(res.max_abs_err.values(), default=None)
     return row
 

@@ -141,7 +141,7 @@ def _workload(case: kb.Case, path: Path, factory: Callable[..., kb.Case], repeat
     t0 = time.perf_counter()
     checked = replay_in_process(path, factory)
     verify_s = time.perf_counter() - t0
-    if not checked.ok:  # pragma: no cover - a benchmark of a wrong replay is meaningless
+    if not checked.verified:  # pragma: no cover - a benchmark of a wrong replay is meaningless
         raise AssertionError(f"bench replay not verified: {checked.verdict}")
     steps = _numpy_program(path)
     with blas_threads(1):

@@ -74,7 +74,7 @@ def _ours(workload: str, params: dict[str, Any], tmp: Path, repeat: int
             kb.record(case, path)
             res = replay_in_process(path, factory, threads=1, progress=False)
             best = min(best, time.perf_counter() - t0)
-            if not res.ok:  # pragma: no cover - a benchmark of a wrong replay is meaningless
+            if not res.verified:  # pragma: no cover - a benchmark of a wrong replay is meaningless
                 raise AssertionError(f"bench {workload}: replay not verified: {res.verdict}")
             outputs = res.outputs[WORKLOADS[workload][3]]
     return best, outputs

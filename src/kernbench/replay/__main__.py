@@ -2,8 +2,9 @@
 
 This module *is* the replay process, so it always replays here (``--in-process`` is
 accepted for symmetry with ``kb.replay``). Exit 0: verified (or, without
-``--require-reference``, nothing to compare and no invalid read); 1: outputs wrong, an invalid
-read, a reference failure, or unverified under ``--require-reference``; 2: bad input (one line
+``--require-reference``, unverified: not every output compared, no invalid read); 1: outputs
+wrong, an invalid read, a reference failure, or unverified under ``--require-reference``
+(ADR-0830); 2: bad input (one line
 on stderr, no traceback); 3: the replay crashed (one line, no verdict written; a
 ``MemoryError`` — a memory limit refused an allocation — says ``out of memory``).
 
@@ -87,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--case", default=None, metavar="MODULE:FUNC",
                         help="case factory giving the reference (default: the built-in case)")
     parser.add_argument("--require-reference", action="store_true",
-                        help="exit 1 when there is no reference (replayed, not verified)")
+                        help="exit 1 unless verified (no reference, or one that compared "
+                             "not every output)")
     parser.add_argument("--threads", type=int, default=None, metavar="N",
                         help="BLAS threads for the replay (default 1)")
     parser.add_argument("--progress", action="store_true",
@@ -146,7 +148,7 @@ def _serve_one(request: dict) -> dict:
     except BaseException as exc:  # noqa: BLE001 - a crash: one line, then this worker ends
         return {"code": EXIT_CRASH,
                 "line": f"kernbench replay: crash: {type(exc).__name__}: {_one_line(exc)}"}
-    return {"code": EXIT_OK if result.ok else EXIT_WRONG, "line": ""}
+    return {"code": exit_code(result), "line": ""}
 
 
 def serve() -> int:

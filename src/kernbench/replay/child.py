@@ -154,7 +154,7 @@ def _result(path: Path, run_id: str, outputs: bool) -> ReplayResult:
 
         return load_result(path, run_id)
     verdict = load_verdict(path, run_id)
-    return ReplayResult(bool(verdict.get("ok")), {}, abs_errors(verdict), verdict, path)
+    return ReplayResult({}, abs_errors(verdict), verdict, path)
 
 
 def interpret(path: Path, run_id: str, returncode: int, stderr: str, outputs: bool = True,

@@ -40,6 +40,7 @@ from kernbench.replay.verdict import (
 )
 from kernbench.schemas.arrow import OUTPUTS, VALUES
 from kernbench.schemas.dtypes import DTYPES
+from kernbench.schemas.replay_status import VERIFIED, verdict_status
 from kernbench.trace import Trace, atomic_dir, writing
 from kernbench.trace.directory import read_manifest, verify_files
 from kernbench.trace.parquet import read_table
@@ -209,7 +210,7 @@ def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
                                               + "\n")
     except OSError as exc:
         raise BadInputError(f"cannot write {final}: {exc.strerror or exc}") from None
-    return ReplayResult(verdict["ok"], Outputs(outputs, {t.name: t.dtype for t in tensors}),
+    return ReplayResult(Outputs(outputs, {t.name: t.dtype for t in tensors}),
                         abs_errors(verdict), verdict, path)
 
 
@@ -238,8 +239,8 @@ def _verdict(outcome: pipeline.Outcome, values: ValueLog, reference: Any,
             verdict["error"] = str(exc)
     else:
         verdict["outputs"] = {name: {"checked": False, "ok": True} for name in outputs}
-    verdict["ok"] = (verdict["invalid_read"] is None and verdict["error"] is None
-                     and all(o["ok"] for o in verdict["outputs"].values()))
+    verdict["status"] = verdict_status(verdict)
+    verdict["ok"] = verdict["status"] == VERIFIED  # the outputs match the reference (ADR-0830)
     return verdict
 
 
@@ -270,5 +271,4 @@ def load_result(path: str | Path, run_id: str | None = None) -> ReplayResult:
         arr = np.frombuffer(row["data"], dtype=NP_DTYPES[row["dtype"]])
         raw[row["name"]] = arr.reshape(tuple(row["shape"])).copy()
         dtypes[row["name"]] = row["dtype"]
-    return ReplayResult(bool(verdict.get("ok")), Outputs(raw, dtypes), abs_errors(verdict),
-                        verdict, Path(path))
+    return ReplayResult(Outputs(raw, dtypes), abs_errors(verdict), verdict, Path(path))

@@ -49,7 +49,7 @@ def test_phase_2_data(tmp_path):
                    reference=lambda a, b: {"y": np.broadcast_to(a, (8, 32)) @ b})
     trace = kb.record(case, tmp_path / "bd.ktrace")
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     a = case.tensors["a"].init.make((1, 32), case.tensors["a"].dtype)
     b = case.tensors["b"].init.make((32, 16), case.tensors["b"].dtype)
     np.testing.assert_allclose(res.outputs["y"], np.broadcast_to(a, (8, 32)).copy() @ b,
@@ -63,7 +63,7 @@ def test_gqa_end_to_end(tmp_path, kb_replay_pool):
     trace = kb.record(build_case("gqa-prefill", params), tmp_path / "gqa.ktrace")
     assert len(rows(trace, "broadcast")) > 0
     res = replay(trace.path, pool=kb_replay_pool)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
     assert res.outputs["o"].shape == (1, 256, 8, 128)
 
 
@@ -96,4 +96,4 @@ def test_repeat_inserts_an_axis_and_replicates(tmp_path):
     (b,) = rows(trace, "broadcast")
     assert b["output"]["shape"] == [4, 5, 3] and b["inputs"][0]["shape"] == [4, 1, 3]
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok and res.max_abs_err["y"] == 0.0
+    assert res.verified and res.max_abs_err["y"] == 0.0

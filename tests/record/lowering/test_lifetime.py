@@ -124,7 +124,7 @@ def test_lifetime_trace_is_race_free_and_replays(tmp_path):
     trace = kb.record(case, tmp_path / "t.ktrace")
     assert _clean(trace) == []
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 @kb.kernel

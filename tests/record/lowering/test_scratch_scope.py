@@ -44,7 +44,7 @@ def test_correctness(tmp_path, kb_replay_pool):
         trace = kb.record(build_case("flash-attn", {"s_kv": 1024, "scoped": scoped}),
                           tmp_path / f"f{scoped}.ktrace")
         res = replay(trace.path, pool=kb_replay_pool)
-        assert res.ok, res.verdict
+        assert res.verified, res.verdict
         outs[scoped] = res.outputs["o"]
     np.testing.assert_array_equal(outs[True], outs[False])
 
@@ -81,7 +81,7 @@ def test_persistent_vs_scoped_isolation(tmp_path):
     for c in rows(trace, "copy"):
         assert c["output"]["addr"] == fill["output"]["addr"]  # always the persistent bytes
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_nesting(rec):
@@ -139,7 +139,7 @@ def test_a_trace_edited_to_read_rewound_scratch_fails_phase_2_naming_the_op(tmp_
                     "y": kb.tensor((64,), "float32", role="output")},
                    reference=lambda x: {"y": np.exp(x) * 2})
     trace = kb.record(case, tmp_path / "p.ktrace")
-    assert replay(trace.path, case=lambda: case, in_process=True).ok
+    assert replay(trace.path, case=lambda: case, in_process=True).verified
     exp_out = rows(trace, "exp")[0]["output"]
     mul_id = rows(trace, "mul")[0]["op_id"]
 
@@ -148,7 +148,7 @@ def test_a_trace_edited_to_read_rewound_scratch_fails_phase_2_naming_the_op(tmp_
 
     rewrite_ops(trace.path, point_mul_at_rewound_bytes)
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert not res.ok
+    assert res.status == "failed"
     text = str(res.verdict)
     assert "invalid" in text and f"{mul_id}" in text and "mul" in text
 
@@ -174,7 +174,7 @@ def test_a_load_never_consumed_inside_a_scope_is_drained_at_exit(tmp_path):
     assert fill2["output"]["addr"] == ld["output"]["addr"]  # the recycled bytes
     assert fill2["t_start_ps"] >= ld["t_end_ps"]
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_single_head_flash_sweep_over_1m_tokens_has_the_peak_scratch_of_1k(tmp_path):

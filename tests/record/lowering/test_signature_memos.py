@@ -168,6 +168,6 @@ def test_minus_zero_after_zero_is_recorded_as_minus_zero_and_replays_to_numpy(re
     scalars = [r["attrs"] for r in rows(trace, "mul")]
     assert scalars[0] != scalars[1] and "-0.0" in scalars[1]
     res = replay(trace.path, in_process=True)
-    assert res.ok
+    assert res.status == "unverified"  # no reference: the outputs are compared here
     np.testing.assert_array_equal(res.outputs["y"], np.full(4, np.inf, np.float32))
     np.testing.assert_array_equal(res.outputs["z"], np.full(4, -np.inf, np.float32))

@@ -41,6 +41,7 @@ def test_dma_of_tile_i_plus_1_overlaps_the_gemm_of_tile_i(rec):
     kids = [r for r in rows(trace) if r["parent"] is not None]
     dmas = [r for r in kids if r["name"] == "dma_read"]
     dots = [r for r in kids if r["name"] == "dot"]
+    assert len(dmas) == len(dots) == 2048 // 256  # one DMA and one GEMM per tile
     for i in range(len(dots) - 1):
         nxt = dmas[i + 1]
         assert nxt["t_start_ps"] < dots[i]["t_end_ps"]  # the next DMA runs ...
@@ -100,4 +101,4 @@ def test_multi_tile_composites_replay_equal_to_numpy(tmp_path, trans_b):
     n_tiles = len(rows(trace, "dot"))
     assert n_tiles == (4 if trans_b else 6)  # ceil(384/96) column blocks, or 512/96 K slices
     res = kb.replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict

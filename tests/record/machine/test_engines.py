@@ -85,6 +85,7 @@ def test_math_cycles_are_lane_groups_times_op_cost_plus_overhead(rec, n):
     trace = rec(math_ops, {}, params={"n": n})
     groups = math.ceil(n / 128)
     cost = {"fill": 1, "add": 1, "exp": 2, "div": 2, "sum": 1, "softmax": HW.math_softmax_cost}
+    assert [r["name"] for r in rows(trace)] == list(cost)  # one op per line of the kernel
     for r in rows(trace):
         assert r["engine"] == "math"
         assert r["busy_ps"] == (groups * cost[r["name"]] + 8) * 1000, r["name"]

@@ -31,6 +31,7 @@ def _ring(rec, n=256, late=0, ranks=4, **hw):
 
 def test_a_message_occupies_the_link_for_bytes_over_bandwidth_and_arrives_latency_later(rec):
     trace = _ring(rec, n=1024)
+    assert sorted(s["pe"] for s in rows(trace, "send")) == [0, 1, 2, 3]  # one send per rank
     for s in rows(trace, "send"):
         assert s["engine"] == "link_tx" and s["kind"] == "ipcq"
         assert s["busy_ps"] == math.ceil(4096 * 1000 / 64)
@@ -41,10 +42,11 @@ def test_a_message_occupies_the_link_for_bytes_over_bandwidth_and_arrives_latenc
 def test_recv_async_handle_auto_waits_on_first_use(rec):
     trace = _ring(rec)
     sends = {r["pe"]: r for r in rows(trace, "send")}
-    for rv in rows(trace, "recv"):
+    recvs, adds = rows(trace, "recv"), rows(trace, "add")
+    assert len(sends) == len(recvs) == len(adds) == 4  # each rank: a send, a recv, an add
+    for rv in recvs:
         src = sends[(rv["pe"] - 1) % 4]
         assert rv["t_end_ps"] == src["t_end_ps"]  # visible when it arrives
-    adds = rows(trace, "add")
     assert all(a["wait_ps"] > 0 for a in adds)
 
 

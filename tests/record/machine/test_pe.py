@@ -16,7 +16,9 @@ def touch(x):
 
 def test_program_p_runs_on_pe_p_mod_n_pe(rec):
     trace = rec(touch, {"x": kb.tensor((20,), "float32", role="output")}, grid=(20,))
-    for r in rows(trace, "fill"):
+    fills = rows(trace, "fill")
+    assert sorted(r["program"] for r in fills) == list(range(20))  # one fill per program
+    for r in fills:
         assert r["pe"] == r["program"] % 8
 
 

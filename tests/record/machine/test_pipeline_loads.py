@@ -71,6 +71,7 @@ def test_one_stage_issues_every_load_at_its_use(tmp_path):
     trace = kb.record(matmul_case(6, 1), tmp_path / "s1.ktrace", hw=FAST_HBM)
     dots = rows(trace, "dot")
     loads = rows(trace, "dma_read")
+    assert (len(dots), len(loads)) == (6, 12)  # per iteration: a GEMM and its two loads
     for i, dot in enumerate(dots[:-1]):  # iteration i+1's loads wait for iteration i's GEMM
         assert loads[2 * (i + 1)]["t_issue_ps"] == dot["t_end_ps"]
 
@@ -83,6 +84,7 @@ def test_loads_run_at_most_stages_minus_one_iterations_ahead(tmp_path, stages):
     trace = kb.record(matmul_case(k, stages), tmp_path / "s.ktrace", hw=FAST_HBM)
     dots = rows(trace, "dot")
     loads = rows(trace, "dma_read")
+    assert (len(dots), len(loads)) == (k, 2 * k)
     for i, dot in enumerate(dots):
         if i + stages < k:
             assert loads[2 * (i + stages)]["t_issue_ps"] >= dot["t_start_ps"]
@@ -99,7 +101,7 @@ def test_pipelined_trace_passes_every_invariant_and_replays_exactly(tmp_path):
     report = check(trace)
     assert [(r.name, r.count) for r in report.invariants if r.count] == []
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 def test_dma_bound_loop_follows_the_closed_form(tmp_path):
@@ -171,7 +173,7 @@ def test_a_load_is_never_hoisted_above_a_store_to_its_bytes(tmp_path):
         assert loads[i]["t_start_ps"] >= stores[i - 1]["t_end_ps"]
     assert [(r.name, r.count) for r in check(trace).invariants if r.count] == []
     res = replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 @kb.kernel
@@ -194,4 +196,4 @@ def test_bump_allocator_loads_are_not_hoisted_above_a_scope_rewind(tmp_path):
     for i in range(1, n):
         assert loads[i]["t_issue_ps"] >= exits[i - 1]["t_start_ps"]
     assert [(r.name, r.count) for r in check(trace).invariants if r.count] == []
-    assert replay(trace.path, case=lambda: case, in_process=True).ok
+    assert replay(trace.path, case=lambda: case, in_process=True).verified

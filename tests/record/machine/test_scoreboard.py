@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import kernbench as kb
 from kernbench import tl
+from tests.conftest import examples
 
 N = 256  # elements of every tile
 BUFS = 3  # persistent TCM buffers the sequence loads into, computes into and stores from
@@ -72,7 +73,7 @@ def expected_starts(ops: pl.DataFrame) -> list[int]:
     return starts
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(STEP, min_size=1, max_size=24))
 def test_every_async_op_starts_by_the_spec_start_rule(tmp_path_factory, steps) -> None:
     code = "".join(f"{op}{i}{j}" for op, i, j in steps)

@@ -86,7 +86,7 @@ def _replay(tmp_path) -> tuple[kb.Trace, kb.ReplayResult]:
 
 def test_overwriting_a_buffer_right_after_sending_it_replays_verified_on_v2(tmp_path):
     trace, res = _replay(tmp_path)
-    assert res.ok and res.verdict.get("reference") is not None, res.verdict
+    assert res.verified, res.verdict
     for pe, (_, sent) in _by_pe(trace, "send").items():
         over = [r for r in rows(trace, "dma_read") if r["pe"] == pe][-1]  # the load into a
         assert over["t_issue_ps"] < sent["t_start_ps"]  # the kernel went on at once ...
@@ -99,4 +99,4 @@ def test_without_the_war_edge_the_overwrite_lands_before_the_send_reads(tmp_path
     for pe, (_, sent) in _by_pe(trace, "send").items():
         over = [r for r in rows(trace, "dma_read") if r["pe"] == pe][-1]
         assert over["t_end_ps"] < sent["t_start_ps"]
-    assert not res.ok
+    assert res.status == "wrong"

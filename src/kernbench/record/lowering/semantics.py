@@ -66,6 +66,7 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], src: str) -> tuple[
 
 # -- ids ---------------------------------------------------------------------------------
 def program_id(axis: int) -> int:
+    """This program's index along grid axis `axis`."""
     ctx = current()
     if not 0 <= axis < len(ctx.grid):
         raise KernelError(f"program_id axis {axis} outside grid {list(ctx.grid)}", src_here())
@@ -73,6 +74,7 @@ def program_id(axis: int) -> int:
 
 
 def num_programs(axis: int) -> int:
+    """The grid's size along `axis`."""
     ctx = current()
     if not 0 <= axis < len(ctx.grid):
         raise KernelError(f"num_programs axis {axis} outside grid {list(ctx.grid)}", src_here())
@@ -81,6 +83,7 @@ def num_programs(axis: int) -> int:
 
 # -- creation ----------------------------------------------------------------------------
 def full(shape: Any, value: Any, dtype: Any) -> TensorHandle:
+    """A new scratch tensor filled with the Python scalar `value`."""
     ctx = current()
     src = src_here()
     shape, dt = _shape(shape, src), _dtype(dtype, src)
@@ -91,10 +94,12 @@ def full(shape: Any, value: Any, dtype: Any) -> TensorHandle:
 
 
 def zeros(shape: Any, dtype: Any) -> TensorHandle:
+    """A new scratch tensor of zeros (a MATH `fill`)."""
     return full(shape, 0, dtype)
 
 
 def arange(start: int, end: int) -> TensorHandle:
+    """The int32 vector `[start, end)` (data for masks, never an address)."""
     ctx = current()
     src = src_here()
     if end <= start:
@@ -105,12 +110,14 @@ def arange(start: int, end: int) -> TensorHandle:
 
 # -- layout views (no op is logged) --------------------------------------------------------
 def trans(x: TensorHandle) -> TensorHandle:
+    """A transposed **view** (no op, no bytes moved); `tl.dot` consumes it natively."""
     src = src_here()
     _live(x, src)
     return TensorHandle(x.buf, x.shape[::-1], x.dtype, not x.transposed)
 
 
 def reshape(x: TensorHandle, shape: Any) -> TensorHandle:
+    """A view with a new shape of the same number of bytes (`-1` infers one axis)."""
     src = src_here()
     _live(x, src)
     if isinstance(shape, int):
@@ -161,6 +168,8 @@ def repeat(x: TensorHandle, axis: int, n: int) -> TensorHandle:
 # -- GEMM --------------------------------------------------------------------------------
 def dot(a: TensorHandle, b: TensorHandle, acc: TensorHandle | None = None,
         out_dtype: Any = dtypes.float32) -> TensorHandle:
+    """`a @ b` on the GEMM engine: `a` is `[M, K]`, `b` is `[K, N]` (either may be a
+    `tl.trans` view); with `acc` (`[M, N]`) the result is `a @ b + acc`."""
     ctx = current()
     src = src_here()
     _live(a, src, "dot a")
@@ -243,6 +252,7 @@ def binary(op: Op, x: Any, y: Any) -> TensorHandle:
 
 
 def where(cond: TensorHandle, x: Any, y: Any) -> TensorHandle:
+    """`x` where the bool handle `cond` holds, else `y` (handles or scalars)."""
     ctx = current()
     src = src_here()
     _live(cond, src, "where cond")
@@ -306,6 +316,7 @@ def reduce(op: Op, x: TensorHandle, axis: int | None = None, keepdims: bool = Fa
 
 
 def softmax(x: TensorHandle, axis: int = -1) -> TensorHandle:
+    """A numerically stable softmax along `axis`, one MATH op."""
     ctx = current()
     src = src_here()
     _live(x, src)

@@ -22,6 +22,7 @@ import kernbench as kb
 from kernbench import tl
 from kernbench.record.machine.chip import loop
 from kernbench.trace.hw import PRESETS
+from tests.conftest import examples
 
 N = 512  # elements per tile
 
@@ -85,7 +86,7 @@ def _busy_covers(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> bool
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-          max_examples=min(settings().max_examples, 12))
+          max_examples=examples(12))
 @given(seed=st.integers(0, 10_000), ops=st.integers(1, 5), programs=st.integers(1, 40),
        k=st.sampled_from([1, 2, 4, 8, 32]), policy=st.sampled_from(["in_order", "ready_first"]),
        n_pe=st.sampled_from([1, 2, 4]))
@@ -128,7 +129,7 @@ def test_each_program_is_served_in_order_and_no_engine_idles_while_a_head_op_is_
                     assert _busy_covers(starts, ends, a, b), (engine, a, b)
     res = kb.replay(trace.path, case=lambda **_: mix_case(seed, ops, programs),
                     in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 _CHILD = """

@@ -98,7 +98,7 @@ def test_a_gemm_and_a_math_op_sharing_tcm_take_the_max_of_compute_and_bytes_over
     expected = max(gemm_ps, math_ps, -(-tcm_bytes * 1000 // tcm_gbps))
     assert abs(ends.max() - start - expected) <= 2, (ends.max() - start, expected)
     res = kb.replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 @kb.kernel
@@ -132,7 +132,7 @@ def test_a_message_over_h_hops_arrives_h_latencies_plus_its_bytes_later(topology
     expected = hops * hw.link_latency_ns * 1000 + bytes_ps
     assert send["t_end_ps"][0] - send["t_start_ps"][0] == expected
     res = kb.replay(trace.path, case=lambda: case, in_process=True)
-    assert res.ok, res.verdict
+    assert res.verified, res.verdict
 
 
 @kb.kernel
