@@ -20,6 +20,7 @@ from kernbench.analyze.critical import path_of
 from kernbench.analyze.frames import SHARED_SCHEMA, hw_of, load_shared
 from kernbench.analyze.path_summary import summary
 from kernbench.errors import TraceFormatError
+from tests.conftest import examples
 
 from .conftest import fake_ops, operand, write_shared
 from .test_critical_path import exp, load, ops_of
@@ -162,7 +163,7 @@ def test_without_shared_waits_the_path_has_no_part_time() -> None:
     assert path["resources"].to_list() == [[]]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["hbm", "tcm", "link", "issue"]),
                           st.integers(1, 2000)), max_size=8),
        st.sampled_from([0, 20]))
