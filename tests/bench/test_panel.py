@@ -62,6 +62,38 @@ def test_panel_on_an_unknown_preset_is_one_line_of_bad_input():
     assert "Traceback" not in result.output
 
 
+def test_panel_on_v3_records_its_rows_on_v3_and_ring_decode_combining_by_pe_index(
+        tmp_path, monkeypatch):
+    small = [panel.Config("decode 1k", "gqa-decode", {"S_kv": 1024, "H_q": 16, "H_kv": 2},
+                          replay=True)]
+    monkeypatch.setattr(panel, "QUICK", small)
+    monkeypatch.setattr(panel, "ROUTED", [panel._routed(4, 256, "direct", replay=True),
+                                          panel._routed(4, 256, "direct", "switch"),
+                                          panel._routed(4, 256, "binomial", "switch")])
+    result = CliRunner().invoke(main, ["panel", "--quick", "--hw", "ahbm-v3", "-o",
+                                       str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(tmp_path / "out" / "panel.parquet")
+    assert frame.select("config", "hw").rows() == [
+        ("decode 1k", "ahbm-v3"), ("ring decode direct 4 x 256", "ahbm-v3"),
+        ("ring decode direct on switch 4 x 256", "ahbm-v3"),
+        ("ring decode binomial on switch 4 x 256", "ahbm-v3")]
+    assert frame["replay"].to_list() == ["ok", "ok", "-", "-"]
+    assert (frame["params"][1:] != "").all() and "combine=direct" in frame["params"][1]
+    # the same case recorded on the preset's torus and on a switch: different latencies
+    torus, switch = frame["latency_us"][1], frame["latency_us"][2]
+    assert torus != switch and all(0 < e <= 1 for e in frame["efficiency"])
+    assert "ring decode direct on switch 4 x 256" in result.output
+
+
+def test_panel_on_a_preset_without_a_shared_part_has_no_routed_rows(tmp_path, monkeypatch):
+    small = [panel.Config("decode 1k", "gqa-decode", {"S_kv": 1024, "H_q": 16, "H_kv": 2})]
+    monkeypatch.setattr(panel, "QUICK", small)
+    result = CliRunner().invoke(main, ["panel", "--quick", "--hw", "ahbm-v1"])
+    assert result.exit_code == 0, result.output
+    assert "ring decode direct" not in result.output
+
+
 def test_panel_default_preset_is_the_recording_default(tmp_path, monkeypatch):
     """Issue 42: ``panel`` recorded on ahbm-v1 when no ``--hw`` was given while the docs (and
     ``record``) say ahbm-v2: help, code and docs now name one default, ``DEFAULT_PRESET``

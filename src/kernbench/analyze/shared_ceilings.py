@@ -63,12 +63,16 @@ def send_links(topology: str, n: int, src: int, attrs: str) -> tuple[Link, ...]:
 
 
 def link_bytes(trace: Trace, hw: HwConfig, pe: int | None = None) -> dict[Link, int]:
-    """Bytes every link carried: each send's bytes on each link of its route."""
+    """Bytes every link carried: each send's bytes on each link of its route (a ring is the
+    ring of the PEs in use, as the machine builds it)."""
+    n = hw.n_pe
+    if hw.topology in _RINGS:
+        n = int(scan_ops(trace).select(pl.col("pe").max()).collect().item() or 0) + 1
     sends = (_ops(trace, pe).filter(pl.col("engine") == Engine.LINK_TX.value)
              .group_by("pe", "attrs").agg(pl.col("nbytes").sum()).collect())
     out: dict[Link, int] = defaultdict(int)
     for src, attrs, nbytes in sends.iter_rows():
-        for link in send_links(hw.topology, hw.n_pe, int(src), attrs):
+        for link in send_links(hw.topology, n, int(src), attrs):
             out[link] += int(nbytes)
     return dict(out)
 

@@ -34,6 +34,8 @@ class Config:
     replay: bool = False
     link_hiding: bool = False  # ring prefill: report how much link time compute hides
     headline: bool = False  # also recorded on BASELINE when the panel runs on another preset
+    #: recorded on the panel's hardware with this link topology (None: its own)
+    topology: str | None = None
 
 
 #: the preset a headline row is compared with when ``kernbench panel --hw`` names another
@@ -63,6 +65,20 @@ def _ring(ranks: int, s_kv: int, phase: str, replay: bool = False,
                   {"n_ranks": ranks, "S_kv_per_rank": s_kv, "phase": phase, **extra},
                   replay=replay, link_hiding=phase == "prefill" and not replay,
                   headline=not replay)
+
+
+def _routed(ranks: int, s_kv: int, combine: str, topology: str | None = None,
+            replay: bool = False) -> Config:
+    """Ring decode combining by PE index (docs/adr/0751), on a topology that routes."""
+    on = f" on {topology}" if topology else ""
+    return Config(f"ring decode {combine}{on} {ranks} x {s_kv}", "ring-attention",
+                  {"n_ranks": ranks, "S_kv_per_rank": s_kv, "phase": "decode",
+                   "combine": combine}, replay=replay, topology=topology)
+
+
+#: the rows of a panel on hardware with a shared part (ahbm-v3: routed links): ring decode's
+#: direct combine on the preset's own topology and on a switch
+ROUTED = [_routed(8, 4096, "direct", replay=True), _routed(8, 4096, "direct", "switch")]
 
 
 #: replayed with data in both panels (reduced GQA prefill h_q=8 h_kv=1, reduced ring)
@@ -112,8 +128,10 @@ def run_config(cfg: Config, workdir: Path, hw: str = BASELINE,
 
     case = build_case(cfg.case, cfg.params)
     out = workdir / f"{len(list(workdir.iterdir()))}.ktrace"
+    on: str | HwConfig = hw if cfg.topology is None else dataclasses.replace(
+        load_hw(hw), topology=cfg.topology)
     t0 = time.perf_counter()
-    trace = record(case, out, hw=hw)
+    trace = record(case, out, hw=on)
     record_s = time.perf_counter() - t0
     m = metrics(trace)
     row: dict[str, Any] = {
@@ -150,12 +168,15 @@ def run_panel(full: bool = False, out: str | Path | None = None,
     """Record (and replay) every configuration on ``hw`` (default: the recording default,
     ``$KERNBENCH_HW`` or ``DEFAULT_PRESET``, as ``record`` and ``sweep``; ADR-0802), and the
     headline ones also on ``BASELINE`` when ``hw`` is another preset (side by side:
-    ``compare_presets``); write Parquet, CSV and a PNG chart to ``out`` if given."""
+    ``compare_presets``); on hardware with a shared part (ahbm-v3) also the ``ROUTED`` rows;
+    write Parquet, CSV and a PNG chart to ``out`` if given."""
     hw = hw or default_hw()
-    load_hw(hw)  # an unknown preset or a bad file: one line before any recording
+    shared = load_hw(hw).shared  # an unknown preset or a bad file: one line, nothing recorded
     jobs = [(cfg, hw) for cfg in (FULL if full else QUICK)]
     if hw != BASELINE:
         jobs += [(cfg, BASELINE) for cfg, _ in jobs if cfg.headline]
+    if shared:  # links that route: the combines by PE index
+        jobs += [(cfg, hw) for cfg in ROUTED]
     if out is not None:
         out = Path(out)
         try:

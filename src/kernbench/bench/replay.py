@@ -84,7 +84,8 @@ def _numpy_program(path: Path) -> list[tuple[Callable[..., Any], tuple, np.ndarr
     from kernbench.trace import Trace
 
     trace = Trace.open(path)
-    store, _ = build_store(trace.manifest, load_tensors(trace.tensors_table))
+    store, _ = build_store(trace.manifest, load_tensors(trace.tensors_table),
+                           ipcq_bytes=trace.validated().validation.ipcq_bytes)
     prog = decode(trace.ops_table, store)  # only to read operands; views are copied below
     attrs = trace.ops_table.column("attrs").to_pylist()
     arrays: dict[int, np.ndarray] = {}

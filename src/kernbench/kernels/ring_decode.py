@@ -8,6 +8,14 @@ combine="tree" (default): a reduction tree rooted at rank 0 whose two branches r
 combine="chain": the all-gather of ADR-0040: n - 1 rounds, every rank forwards the partial
   it last received and merges each one; n (n - 1) partials in all.
 
+Combines that address PEs by index (docs/adr/0750, docs/adr/0751), for topologies
+where a message to any PE is routed (switch, torus2d, mesh2d, bidir_ring):
+combine="direct": every rank sends its partial straight to rank 0, which posts all n - 1
+  receives first and merges them in rank order. One message time deep (the route's hops).
+combine="binomial": a binomial tree by PE index: in level k (k = 0 .. log2 n - 1) rank r
+  with r mod 2^(k+1) = 2^k sends its merged partial to r - 2^k. log2 n levels, each rank
+  merging at most log2 n partials.
+
 A partial is three messages (m [G, 1], l [G, 1], O [G, D], float32). Rank 0 writes O.
 """
 
@@ -30,7 +38,7 @@ def merge_partial(m, l, acc, got) -> None:  # noqa: E741
         tl.copy_to(m, m_new)
 
 
-def _post(direction: str, state) -> list:
+def _post(direction: str | int, state) -> list:
     """Post the receives of one partial (m, l, O): three messages, one more than a depth-2
     queue holds, so the sender's third send waits until they are posted."""
     return [tl.recv_async(direction, h.shape, tl.float32) for h in state]
@@ -72,8 +80,48 @@ def combine_chain(r: int, n: int, m, l, acc) -> None:  # noqa: E741
             tl.copy_to(h, g)
 
 
+def _gather(sources: list, sink: int | None, m, l, acc) -> None:  # noqa: E741
+    """Merge the partials of ``sources`` (PE indices, every receive posted before the first
+    merge waits on one) into (m, l, acc), then send the result to PE ``sink`` (None: keep
+    it in l and acc). The running state is chained through new handles, not copied back per
+    partial: where the PE's issue port binds (``issue_ns``), every op counts."""
+    with tl.scratch_scope():
+        run = (m, l, acc)
+        for got in [_post(s, run) for s in sources]:
+            m_new = tl.maximum(run[0], got[0])
+            a, b = tl.exp(run[0] - m_new), tl.exp(got[0] - m_new)
+            run = (m_new, run[1] * a + got[1] * b, run[2] * a + got[2] * b)
+        if sink is not None:
+            for h in run:
+                tl.send(sink, h)
+        elif sources:  # the root: only l and acc are read after
+            tl.copy_to(l, run[1])
+            tl.copy_to(acc, run[2])
+
+
+def combine_direct(r: int, n: int, m, l, acc) -> None:  # noqa: E741
+    _gather(list(range(1, n)) if r == 0 else [], None if r == 0 else 0, m, l, acc)
+
+
+def binomial_links(r: int, n: int) -> tuple[list[int], int | None]:
+    """Rank ``r``'s place in the binomial tree by PE index: the ranks it merges, nearest
+    (earliest) first, and the rank it sends to (None for the root, rank 0)."""
+    sources, step = [], 1
+    while r % (2 * step) == 0 and step < n:
+        if r + step < n:
+            sources.append(r + step)
+        step *= 2
+    return sources, (r - step if r else None)
+
+
+def combine_binomial(r: int, n: int, m, l, acc) -> None:  # noqa: E741
+    _gather(*binomial_links(r, n), m, l, acc)
+
+
 #: combine name -> how the partials of (rank, n_ranks) reach rank 0
-COMBINES: dict[str, Callable[..., None]] = {"tree": combine_tree, "chain": combine_chain}
+COMBINES: dict[str, Callable[..., None]] = {"tree": combine_tree, "chain": combine_chain,
+                                            "direct": combine_direct,
+                                            "binomial": combine_binomial}
 
 
 @kb.kernel

@@ -37,6 +37,10 @@ new_cmd = tuple.__new__
 # -- requests that synchronise with SimPy (run by the PE driver, record/machine/ipcq.py) -----------
 #: ring directions a kernel may name; "next" lands in the neighbour's "prev" queue
 DIRECTIONS = ("next", "prev")
+#: whom a message goes to or comes from: a ring direction, or a PE index
+#: (docs/adr/0750): a message sent by index lands in the receiver's queue of its
+#: source PE, one sent to a direction in its queue of the opposite direction
+Peer = str | int
 
 
 class Wait:
@@ -49,11 +53,11 @@ class Wait:
 
 
 class Send:
-    """``tl.send(dir, x)``."""
+    """``tl.send(dest, x)``: ``direction`` is a ``Peer`` (a direction or a PE index)."""
 
     __slots__ = ("direction", "x", "src")
 
-    def __init__(self, direction: str, x: TensorHandle, src: str) -> None:
+    def __init__(self, direction: Peer, x: TensorHandle, src: str) -> None:
         self.direction, self.x, self.src = direction, x, src
 
 
@@ -63,8 +67,8 @@ class Recv:
 
     __slots__ = ("direction", "out", "src", "t_issue", "event")
 
-    def __init__(self, direction: str, out: TensorHandle, src: str, t_issue: int | None = None,
-                 event: Any = None) -> None:
+    def __init__(self, direction: Peer, out: TensorHandle, src: str,
+                 t_issue: int | None = None, event: Any = None) -> None:
         self.direction, self.out, self.src = direction, out, src
         self.t_issue, self.event = t_issue, event
 
@@ -74,7 +78,7 @@ class RecvAsync:
 
     __slots__ = ("direction", "out", "src")
 
-    def __init__(self, direction: str, out: TensorHandle, src: str) -> None:
+    def __init__(self, direction: Peer, out: TensorHandle, src: str) -> None:
         self.direction, self.out, self.src = direction, out, src
 
 

@@ -83,6 +83,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
         ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
         for d in drivers:
             d.ring = ring
+            ring.links[d.index] = d.links  # messages by PE index cross other PEs' links
     for d in drivers:
         # a range, not a list: a grid of millions of programs costs no memory up front
         programs = cast(list[int], range(d.index, n_programs, hw.n_pe))  # only iterated

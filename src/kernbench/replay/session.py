@@ -106,11 +106,13 @@ def _contents(column: pa.ChunkedArray) -> list[memoryview | None]:
 
 
 def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
-                keep: frozenset[str] | set[str] = frozenset()
+                keep: frozenset[str] | set[str] = frozenset(),
+                ipcq_bytes: dict[int, int] | None = None
                 ) -> tuple[MemoryStore, dict[str, np.ndarray]]:
     """The memories with every HBM tensor's initial contents generated in place (inputs are
     generated once per replay), and copies of the tensors named in ``keep`` as they were
-    before the run (the reference's inputs; bfloat16 as uint16 bits)."""
+    before the run (the reference's inputs; bfloat16 as uint16 bits). ``ipcq_bytes``: the
+    message slots each PE's messages span (the validator's)."""
     hw = manifest.get("hw")
     if not isinstance(hw, dict):
         raise TraceFormatError("manifest has no hw config")
@@ -118,7 +120,7 @@ def build_store(manifest: dict[str, Any], tensors: list[HbmTensor],
     for (_, hi, a), (lo, _, b) in zip(regions, regions[1:], strict=False):
         if lo < hi:
             raise TraceFormatError(f"tensors.parquet: tensors {a!r} and {b!r} overlap in HBM")
-    store = MemoryStore(hw, regions)
+    store = MemoryStore(hw, regions, ipcq_bytes=ipcq_bytes)
     kept: dict[str, np.ndarray] = {}
     for t in tensors:
         where = f"tensors.parquet: tensor {t.name!r}"
@@ -185,7 +187,8 @@ def _replay(trace: Trace, case: str | Callable[..., Any] | None, run_id: str,
     needed = {t.name for t in tensors if t.role in INPUT_ROLES} if (
         reference is not None and reference.fn is not None) else set()
     # the reference's inputs are the only copies kept apart from the store
-    store, inputs = build_store(manifest, tensors, needed)
+    store, inputs = build_store(manifest, tensors, needed,
+                                trace.validated().validation.ipcq_bytes)
     final = path / "replay"
     try:
         with atomic_dir(final, replaceable=lambda _: True) as tmp:

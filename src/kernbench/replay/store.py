@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import ReplayError, TraceFormatError
+from kernbench.replay.lazy import AllValid, LazyBytes, lazy_memory
 from kernbench.schemas.dtypes import DTYPES
+from kernbench.trace.ipcq_slots import directions_bytes
 
 #: the numpy storage dtype of each trace dtype name (bfloat16: uint16 bits), looked up once
 #: per distinct operand
@@ -48,14 +50,16 @@ def _kib(field: str) -> Callable[[Mapping[str, Any]], int]:
 
 
 def _ipcq_size(hw: Mapping[str, Any]) -> int:
-    return 2 * int(hw.get("ipcq_depth", 2)) * _kib("ipcq_slot_kib")(hw)
+    """The two direction regions (``trace/ipcq_slots.py``; slots by PE index: ``ipcq_bytes``)."""
+    return directions_bytes(int(hw.get("ipcq_depth", 2)), _kib("ipcq_slot_kib")(hw))
 
 
 SPACES: dict[str, SpaceSpec] = {
     "hbm": SpaceSpec("hbm", per_pe=False, size=None, check_reads=False),
     "tcm": SpaceSpec("tcm", per_pe=True, size=_kib("kernel_scratch_kib")),
     "stage": SpaceSpec("stage", per_pe=True, size=_kib("stage_kib")),
-    # the receiver's message slots: 2 directions x ipcq_depth slots of ipcq_slot_kib
+    # the receiver's message slots: 2 directions x ipcq_depth slots of ipcq_slot_kib, more
+    # on a PE that receives by PE index (``MemoryStore.ipcq_bytes``)
     "ipcq": SpaceSpec("ipcq", per_pe=True, size=_ipcq_size),
 }
 
@@ -67,22 +71,6 @@ def _zeros(n: int) -> memoryview | bytes:
     return _ZEROS[:n] if n <= len(_ZEROS) else bytes(n)
 
 
-class AllValid:
-    """The valid map of a space whose reads are never checked (HBM): every byte is valid,
-    marks are ignored, and no per-byte map is allocated."""
-
-    __slots__ = ()
-
-    def __setitem__(self, key: slice, value: object) -> None:
-        pass
-
-    def __getitem__(self, key: slice) -> bytes:
-        return b"\x01" * len(range(*key.indices(1 << 62)))
-
-    def find(self, byte: int, lo: int = 0, hi: int | None = None) -> int:
-        return -1 if byte == 0 else lo
-
-
 class Memory:
     """The bytes and the valid map of one (space, pe); ``regions`` are sorted (lo, hi, name)."""
 
@@ -91,7 +79,8 @@ class Memory:
 
     def __init__(self, space: str, pe: int, size: int,
                  regions: list[tuple[int, int, str]], check_reads: bool = True,
-                 mid: int = 0, bank: np.ndarray | None = None, base: int = 0) -> None:
+                 mid: int = 0, bank: np.ndarray | None = None, base: int = 0,
+                 valid: LazyBytes | None = None) -> None:
         self.space, self.pe, self.size = space, pe, size
         self.check_reads = check_reads
         self.mid = mid  # a small id, dense per store
@@ -104,7 +93,9 @@ class Memory:
         self.base = base
         self.data = self.bank[base:base + size]
         self.buf = self.data.data  # its bytes as a writable memoryview
-        self.valid: bytearray | AllValid = bytearray(size) if check_reads else AllValid()
+        # ``valid``: a map made page by page (replay/lazy.py), else all of it now
+        self.valid: bytearray | AllValid | LazyBytes = (
+            valid if valid is not None else bytearray(size) if check_reads else AllValid())
         self.regions = sorted(regions)
         self._starts = [r[0] for r in self.regions]
 
@@ -150,7 +141,7 @@ class Operand:
         self.nbytes = 0
         self.hi = addr
         self.mem: Memory | None = None
-        self.valid: bytearray | AllValid = bytearray(1)  # a failing op never reads it
+        self.valid: bytearray | AllValid | LazyBytes = bytearray(1)  # a failing op never reads it
         self.view: np.ndarray = UNPLACED
         self.ones: memoryview = memoryview(b"")  # nbytes of 0x01, set by the engine
         self.npd: np.dtype = _BYTES  # the value dtype, once placed
@@ -166,8 +157,12 @@ class MemoryStore:
     """Every (space, pe) memory of one replay. Memories are made on first use."""
 
     def __init__(self, hw: Mapping[str, Any], hbm_regions: list[tuple[int, int, str]],
-                 spaces: Mapping[str, SpaceSpec] = SPACES) -> None:
+                 spaces: Mapping[str, SpaceSpec] = SPACES,
+                 ipcq_bytes: Mapping[int, int] | None = None) -> None:
         self.hw = hw
+        #: pe -> the ipcq bytes its messages span (the validator's ``ipcq_bytes``): a space
+        #: larger than the hw's is made page by page as touched (replay/lazy.py)
+        self.ipcq_bytes = dict(ipcq_bytes or {})
         self.spaces = dict(spaces)
         try:
             self.n_pe = int(hw["n_pe"])
@@ -195,20 +190,24 @@ class MemoryStore:
             raise ValueError(f"{space} of pe {pe} does not exist (n_pe = {self.n_pe})")
         if not spec.per_pe and pe != 0:
             raise ValueError(f"{space} is one shared space (pe 0), not pe {pe}")
-        bank = None
+        bank, valid = None, None
         if spec.size is None:
             regions = self.hbm_regions
             size = max((hi for _, hi, _ in regions), default=0)
         else:
             size = spec.size(self.hw)
-            regions = [(0, size, space)]
-            if spec.per_pe:  # calloc'd: the pages of PEs never used are never made
+            if space == "ipcq" and self.ipcq_bytes.get(pe, 0) > size:  # slots by PE index
+                size = self.ipcq_bytes[pe]
+                bank, valid = lazy_memory(size)
+            elif spec.per_pe:  # calloc'd: the pages of PEs never used are never made
                 bank = self._banks.get(space)
                 if bank is None:
                     bank = self._banks[space] = np.zeros(size * self.n_pe, np.uint8)
+            regions = [(0, size, space)]
         mem = self.memories[key] = Memory(space, pe, size, regions, spec.check_reads,
                                           len(self.memories), bank,
-                                          pe * size if bank is not None else 0)
+                                          pe * size if valid is None and spec.per_pe else 0,
+                                          valid)
         return mem
 
     def fill(self, space: str, pe: int, addr: int, data: bytes | memoryview) -> None:

@@ -25,6 +25,7 @@ from kernbench.trace.attrs import attrs_findings, version_findings
 from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
 from kernbench.trace.findings import Findings
+from kernbench.trace.ipcq_slots import IpcqUse
 from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
 TENSOR_ROLES = ("input", "output", "inout")
@@ -252,9 +253,11 @@ def _attrs(b: OpBatch, found: Findings) -> None:
 
 
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_pe: int,
-                 found: Findings, access: AccessTable = EMPTY, major: int = 2) -> None:
+                 found: Findings, access: AccessTable = EMPTY, major: int = 2,
+                 ipcq: IpcqUse | None = None) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
-    access.parquet, for indexed rows; ``major``: the manifest's schema version)."""
+    access.parquet, for indexed rows; ``major``: the manifest's schema version; ``ipcq``:
+    the message slots' layout, which measures what each PE's space uses)."""
     offset = 0
     seq_next: dict[int, int] = {}  # pe -> the seq its next row must have
     budget = TileBudget()
@@ -264,6 +267,8 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_p
         _nulls(b, found)
         _row_rules(b, found, n_pe, seq_next)
         _operand_rules(b, n_pe, regions, found)
+        if ipcq is not None:
+            ipcq.add(b, found)
         _attrs(b, found)
         attrs_findings(b, found)
         version_findings(b, major, found)

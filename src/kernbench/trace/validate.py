@@ -21,7 +21,7 @@ Arrow buffers: no polars and no ``pyarrow.compute``, so the replay child imports
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from kernbench.trace import limits
 from kernbench.trace.element_checks import access_table, max_access_rows
 from kernbench.trace.findings import Finding, Findings
 from kernbench.trace.hw import HwConfig
+from kernbench.trace.ipcq_slots import IpcqUse, directions_bytes
 from kernbench.trace.parquet import batches, open_parquet, read
 from kernbench.trace.rows import MAX_VALUE, ops_findings, tensor_findings
 
@@ -87,6 +88,9 @@ class Validation:
     ops_file: pq.ParquetFile | None = None
     #: the arrays of access.parquet as the validator read them (EMPTY when there is none)
     access: AccessTable = EMPTY
+    #: pe -> the end of the highest ipcq byte its operands use (``trace/ipcq_slots.py``): replay
+    #: sizes each PE's message slots by it
+    ipcq_bytes: dict[int, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -129,8 +133,9 @@ def read_access(path: Path, manifest: dict[str, Any]) -> AccessTable:
 
 
 def _hw_memory(hw: HwConfig) -> int:
-    """Bytes replay's per-PE memories of ``hw`` may take (with their valid maps)."""
-    ipcq = 2 * hw.ipcq_depth * hw.ipcq_slot_bytes
+    """Bytes replay's per-PE memories of ``hw`` may take (with their valid maps; slots of
+    messages sent by PE index are counted by what the trace uses, ``validate_trace``)."""
+    ipcq = directions_bytes(hw.ipcq_depth, hw.ipcq_slot_bytes)
     return 2 * hw.n_pe * (hw.kernel_scratch_bytes + hw.stage_bytes + ipcq)
 
 
@@ -198,13 +203,19 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     names = list(SCHEMAS["kernbench-ops"].names)
     major = int(str(manifest["schema_version"]).split(".")[0])
     ops = None
+    hw = check_manifest(manifest, str(Path(path) / "manifest.json"))  # (checked when opened)
+    ipcq = IpcqUse(n_pe, hw.ipcq_depth, hw.ipcq_slot_bytes)
     if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
         ops = read(opf, o_path, names)
-        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major)
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major,
+                     ipcq)
     else:
         ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access,
-                     major)
+                     major, ipcq)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
+    base = directions_bytes(hw.ipcq_depth, hw.ipcq_slot_bytes)  # in the manifest's budget
+    limits.require(f"{o_path}: the ipcq slots of messages sent by PE index (with their valid "
+                   "maps)", 2 * sum(max(0, e - base) for e in ipcq.extent.values()))
     counts = {r: found.counts.get(r, 0) for r in RULES}
-    return Validation(counts, tuple(found.rows), ops, tensors, opf, access)
+    return Validation(counts, tuple(found.rows), ops, tensors, opf, access, ipcq.extent)
 

@@ -1,11 +1,17 @@
-"""Semantic checks of the IPCQ calls: send, recv, recv_async (driver side: ipcq.py)."""
+"""Semantic checks of the IPCQ calls: send, recv, recv_async (driver side: ipcq.py).
+
+A peer is a ring direction (``"next"``, ``"prev"``) or a PE index (docs/adr/0750):
+``0 <= dest <`` the PEs the launch uses (program ``p`` runs on PE ``p``), never the
+program's own PE.
+"""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from kernbench.errors import IpcqError, SpaceError
-from kernbench.record.commands import DIRECTIONS, Recv, RecvAsync, Resolve, Send, Wait
+from kernbench.record.commands import DIRECTIONS, Peer, Recv, RecvAsync, Resolve, Send, Wait
 from kernbench.record.handle import TensorHandle
 from kernbench.record.lowering.emit import dtype_arg as _dtype
 from kernbench.record.lowering.emit import into
@@ -16,17 +22,42 @@ from kernbench.record.machine.context import KernelContext, current
 from kernbench.record.source import src_here
 
 
-def check_direction(direction: Any, src: str) -> str:
-    if direction not in DIRECTIONS:
-        raise IpcqError(f"unknown IPCQ direction {direction!r}; use 'next' or 'prev'", src)
-    return direction
+def pes_in_use(ctx: KernelContext) -> int:
+    """The PEs a launch runs on: program ``p`` on PE ``p % n_pe``."""
+    programs = 1
+    for g in ctx.grid:
+        programs *= g
+    return max(1, min(ctx.hw.n_pe, programs))
 
 
-def send(direction: str, x: TensorHandle) -> None:
-    """Send ``x`` to the ring neighbour ``direction``; blocks only while its queue is full."""
+def check_peer(peer: Any, src: str, ctx: KernelContext, verb: str) -> Peer:
+    """``peer`` as the machine takes it: a direction, or a PE index (an ``int``) of another
+    PE of the launch; anything else is one line naming the value."""
+    if isinstance(peer, str):
+        if peer not in DIRECTIONS:
+            raise IpcqError(f"unknown IPCQ direction {peer!r}; use 'next', 'prev' or a PE "
+                            "index", src)
+        return peer
+    if isinstance(peer, bool) or not hasattr(type(peer), "__index__"):
+        raise IpcqError(f"{verb} names {peer!r} ({type(peer).__name__}): an IPCQ peer is "
+                        "'next', 'prev' or a PE index (an int)", src)
+    pe = operator.index(peer)
+    n = pes_in_use(ctx)
+    if not 0 <= pe < n:
+        raise IpcqError(f"{verb} names PE {pe}, not a PE of this launch (PEs 0..{n - 1}: "
+                        f"n_pe = {ctx.hw.n_pe}, program p runs on PE p)", src)
+    if pe == ctx.pe:
+        raise IpcqError(f"{verb} names PE {pe}, the program's own PE: a message goes "
+                        "between two PEs", src)
+    return pe
+
+
+def send(direction: Peer, x: TensorHandle) -> None:
+    """Send ``x`` to ``direction``: the ring neighbour ``"next"`` / ``"prev"``, or the PE of
+    that index (routed over the topology); blocks only while its queue is full."""
     ctx = current()
     src = src_here()
-    check_direction(direction, src)
+    direction = check_peer(direction, src, ctx, "send")
     _live(x, src, "send value")
     if x.space != "tcm":
         raise SpaceError(f"send needs a TCM handle, got {x!r}", src)
@@ -38,9 +69,8 @@ def send(direction: str, x: TensorHandle) -> None:
     ctx.issue(Send(direction, x, src))
 
 
-def _recv_buffer(ctx: KernelContext, direction: str, shape: Any, dtype: Any,
-                 out: TensorHandle | None, src: str) -> TensorHandle:
-    check_direction(direction, src)
+def _recv_buffer(ctx: KernelContext, shape: Any, dtype: Any, out: TensorHandle | None,
+                 src: str) -> TensorHandle:
     shape, dt = _shape(shape, src), _dtype(dtype, src)
     if out is not None:
         return into(out, shape, dt, "recv", src)
@@ -59,23 +89,25 @@ def _before_overwrite(ctx: KernelContext, dst: TensorHandle, out: TensorHandle |
     ctx.issue(Wait([buf]))  # the machine knows whether it is busy (a no-op if not)
 
 
-def _receive(request: type, direction: str, shape: Any, dtype: Any,
+def _receive(request: type, direction: Peer, shape: Any, dtype: Any,
              out: TensorHandle | None) -> TensorHandle:
     ctx = current()
     src = src_here()
-    dst = _recv_buffer(ctx, direction, shape, dtype, out, src)
+    direction = check_peer(direction, src, ctx, "recv")
+    dst = _recv_buffer(ctx, shape, dtype, out, src)
     _before_overwrite(ctx, dst, out)
     ctx.issue(request(direction, dst, src))
     return dst
 
 
-def recv(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+def recv(direction: Peer, shape: Any, dtype: Any, *, out: TensorHandle | None = None
          ) -> TensorHandle:
-    """Receive the next message from the ring neighbour ``direction`` (blocking)."""
+    """Receive the next message from ``direction`` (blocking): from the ring neighbour
+    ``"next"`` / ``"prev"``, or the next one PE ``direction`` sent to this PE by index."""
     return _receive(Recv, direction, shape, dtype, out)
 
 
-def recv_async(direction: str, shape: Any, dtype: Any, *, out: TensorHandle | None = None
+def recv_async(direction: Peer, shape: Any, dtype: Any, *, out: TensorHandle | None = None
                ) -> TensorHandle:
     """Like recv, but returns at once; the handle auto-waits on first use like a lazy load.
     ``out=`` receives into an existing TCM handle (double-buffering persistent buffers)."""

@@ -7,6 +7,12 @@ queue holds ``ipcq_depth`` unclaimed messages: a send waits for a credit (its pr
 parks), and a claim — a blocking ``recv``, or a posted ``recv_async`` matching — frees one.
 The send's row is decided when its source is visible, in time order with every other use
 of the links it crosses; a receive's row when the message has arrived and its buffer is free.
+
+A message addressed by PE index (docs/adr/0750) lands in the receiver's queue of its source
+PE (credits per (source, destination) pair) and in that queue's slots (after the two
+direction regions). To a neighbour on the ring of the PEs in
+use it leaves through that direction's injection queue, as ``"next"`` / ``"prev"`` would;
+to any other PE through the PE's queue of routed messages (one at a time, in issue order).
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
 from kernbench.errors import IpcqError
-from kernbench.record.commands import Cmd, Recv, RecvAsync, Resolve, Send
+from kernbench.record.commands import DIRECTIONS, Cmd, Peer, Recv, RecvAsync, Resolve, Send
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.record.machine.chip.node import Node
 from kernbench.record.machine.chip.protocol import ChipLoop
+from kernbench.record.machine.ipcq import peer_name, recv_attrs, region
 from kernbench.record.machine.resident import UsesIpcq
 from kernbench.schemas.ops import OP
 from kernbench.trace.topology import neighbour
@@ -27,7 +34,6 @@ if TYPE_CHECKING:
     from kernbench.record.machine.chip.program import Prog
 
 OPPOSITE = {"next": "prev", "prev": "next"}
-_INCOMING = {"next": 0, "prev": 1}
 
 
 class Message:
@@ -51,7 +57,7 @@ class Post:
 
 
 class Queue:
-    """The messages into one (PE, incoming direction) and what waits on them."""
+    """The messages into one (PE, incoming direction or source PE) and what waits on them."""
 
     __slots__ = ("messages", "credits", "senders", "posted", "receivers", "sent")
 
@@ -72,9 +78,9 @@ class Ipcq:
         self.n = n_pe  # the ring "next" and "prev" name PEs on (set by the loop's run)
         self.depth = chip.hw.ipcq_depth
         self.slot_bytes = chip.hw.ipcq_slot_bytes
-        self.queues: dict[tuple[int, str], Queue] = {}
+        self.queues: dict[tuple[int, Peer], Queue] = {}
 
-    def queue(self, pe: int, incoming: str) -> Queue:
+    def queue(self, pe: int, incoming: Peer) -> Queue:
         q = self.queues.get((pe, incoming))
         if q is None:
             q = self.queues[(pe, incoming)] = Queue(self.depth)
@@ -93,8 +99,7 @@ class Ipcq:
         if chip.alone:
             raise UsesIpcq
         x = req.x
-        dst = neighbour(self.n, prog.pe, req.direction)
-        incoming = OPPOSITE[req.direction]
+        dst, incoming, link = self.towards(prog.pe, req.direction)
         q = self.queue(dst, incoming)
         if prog.hw.engine_issue == "blocking":  # the source is visible before the send
             pending, end = chip.board.pending(x.buf, prog.program)
@@ -108,12 +113,12 @@ class Ipcq:
         prog.stall_to(t)
         n = q.sent
         q.sent = n + 1
-        addr = (_INCOMING[incoming] * self.depth + n % self.depth) * self.slot_bytes
+        addr = (region(incoming) * self.depth + n % self.depth) * self.slot_bytes
         slot = TensorHandle(Buffer("ipcq", dst, addr, x.nbytes, None, req.src), x.shape,
                             x.dtype)
-        cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src,
-                  attrs=f'{{"dir":"{req.direction}","to":{dst}}}')
-        engine = prog.cpe.link(req.direction, dst)
+        attrs = f'{{"dir":"{link}","to":{dst}}}' if link else f'{{"to":{dst}}}'
+        cmd = Cmd(OP.SEND, (x,), slot, x.numel, x.nbytes, (x.nbytes,), req.src, attrs=attrs)
+        engine = prog.cpe.link(link or "routed", dst)
         node = Node(cmd, prog, engine, None, t, prog.take_wait())
         chip.enter(node, prog)
         board = chip.board  # the source is read (RAW); credits order the slot's uses
@@ -129,6 +134,16 @@ class Ipcq:
             self._match(q, q.posted.popleft(), t)
         prog.now += 1
         chip.maybe_yield(prog)
+
+    def towards(self, pe: int, dest: Peer) -> tuple[int, Peer, str | None]:
+        """(receiver, its queue, the direction whose injection queue carries the message;
+        None: the queue of routed messages)."""
+        if isinstance(dest, str):
+            return neighbour(self.n, pe, dest), OPPOSITE[dest], dest
+        for direction in DIRECTIONS:
+            if neighbour(self.n, pe, direction) == dest:
+                return dest, pe, direction
+        return dest, pe, None
 
     def _match(self, q: Queue, post: Post, t: int) -> None:
         """A posted recv_async takes the oldest message at ``t``; a program waiting to
@@ -155,15 +170,15 @@ class Ipcq:
         prog.now += 1
         chip.maybe_yield(prog)
 
-    def _received(self, prog: Prog, direction: str, out: TensorHandle, src: str, msg: Message,
-                  t_issue: int, t_match: int) -> Node:
+    def _received(self, prog: Prog, direction: Peer, out: TensorHandle, src: str,
+                  msg: Message, t_issue: int, t_match: int) -> Node:
         m = msg.slot
         if m.shape != out.shape or m.dtype is not out.dtype:
-            raise IpcqError(f"recv from {direction!r} expects {list(out.shape)} "
+            raise IpcqError(f"recv from {peer_name(direction)} expects {list(out.shape)} "
                             f"{out.dtype.name}, the message is {list(m.shape)} "
                             f"{m.dtype.name}", src)
         cmd = Cmd(OP.RECV, (m,), out, out.numel, out.nbytes, (out.nbytes,), src,
-                  attrs=f'{{"dir":"{direction}"}}')
+                  attrs=recv_attrs(direction))
         chip = self.chip
         node = Node(cmd, prog, None, None, t_issue, prog.take_wait())
         chip.enter(node, prog)

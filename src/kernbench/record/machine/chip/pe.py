@@ -17,6 +17,8 @@ from kernbench.trace.hw import HwConfig
 #: the engines whose ops wait in a queue (sends, receives, scopes and composite parents
 #: wait for nothing but their data)
 QUEUED = (Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH)
+#: the injection queues whose messages cross one link on a ring (a neighbour's)
+DIRECT = frozenset({"link.next", "link.prev"})
 
 
 def _operand_bytes(cmd: Any) -> int:
@@ -74,9 +76,11 @@ class ChipPE:
         cmd = node.cmd
         parts = self.parts
         if cmd.op is Op.SEND:
-            # on a ring, "next" and "prev" are the links to the neighbours themselves
-            start, busy, arrival, rows = parts.carry(self.index, node.engine.dst, t,
-                                                     cmd.nbytes, self.ring)
+            # on a ring, "next" and "prev" are the links to the neighbours themselves; a
+            # message to any other PE (by index) is routed
+            start, busy, arrival, rows = parts.carry(self.index, cmd.out.buf.pe, t,
+                                                     cmd.nbytes,
+                                                     self.ring and node.engine.name in DIRECT)
             return start + busy, arrival, rows
         busy, latency = node.model(self, cmd)
         own = t + busy
@@ -101,8 +105,10 @@ class ChipPE:
         return done, done + latency, [(why[0], why[1], done - own)]
 
     def link(self, direction: str, dst: int) -> ChipEngine:
-        """The in-order injection queue of this PE's messages towards ``direction``: one
-        message at a time, in issue order (as ahbm-v2's per-direction link)."""
+        """The in-order injection queue of this PE's messages towards ``direction`` (a ring
+        direction, or ``routed``: messages by PE index to a PE that is not a neighbour, each
+        to the receiver of its slot): one message at a time, in issue order (as ahbm-v2's
+        per-direction link)."""
         e = self.links_out.get(direction)
         if e is None:
             e = self.links_out[direction] = InOrder(f"link.{direction}", self.index, NEVER,
