@@ -151,3 +151,26 @@ def composite_ops() -> pl.DataFrame:
                            .then(pl.lit(100, pl.Int64)).otherwise(pl.col("flops")),
                            wait_ps=pl.when(pl.col("op_id") >= 1).then(pl.lit(5, pl.Int64))
                            .otherwise(pl.col("wait_ps")))
+
+
+def write_shared(path: Path, rows: list[tuple[int, str, str, int]]) -> None:
+    """Add a ``shared.parquet`` (op_id, part, resource, wait_ps) of ``rows`` to
+    the trace at ``path`` and list it in its manifest, as the chip-wide machine writes one on
+    hardware with a shared part."""
+    schema = pa.schema([
+        pa.field("op_id", pa.int64(), nullable=False),
+        pa.field("part", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+        pa.field("resource", pa.string(), nullable=False),
+        pa.field("wait_ps", pa.int64(), nullable=False),
+    ], metadata={b"kernbench": json.dumps({"format": "kernbench-shared",
+                                           "schema_version": 1}).encode()})
+    cols = list(zip(*rows, strict=True)) if rows else [[], [], [], []]
+    table = pa.Table.from_arrays([pa.array(cols[0], pa.int64()),
+                                  pa.array(cols[1], pa.string()).dictionary_encode(),
+                                  pa.array(cols[2], pa.string()),
+                                  pa.array(cols[3], pa.int64())], schema=schema)
+    pq.write_table(table, path / "shared.parquet")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["shared.parquet"] = ""
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    restamp(path)

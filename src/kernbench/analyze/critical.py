@@ -1,25 +1,18 @@
 """The critical path (docs/analysis.md): the chain of ops that sets a trace's latency, found
 from the op log alone, in linear time.
 
-Every op has two events: its issue ``I`` (``t_issue_ps``) and its start ``S``
-(``t_start_ps``). Each event happens at the latest of the times its predecessors release it
-(the machine is exact: the binding one releases it at exactly that time):
+Every op has two events, its issue and its start; each happens at the latest of the
+times its predecessors release it (``analyze.path_edges``: engine, issue, queue, slot, data,
+war, waw, wait, and on hardware with a shared part issue_port).
 
-- ``S(X)``: its own issue ``I(X)``; the previous op on its engine (same PE, engine and lane)
-  freeing it at ``S + busy`` (``engine``); the producer of an input landing at ``E``
-  (``data``); under async issue, an earlier op of its program that reads (``war``) or writes
-  (``waw``) the bytes X writes, ending at ``E``.
-- ``I(X)``: the kernel's previous op of the program (``issue``: at its end when it blocked
-  the kernel, else at its issue); when the kernel stalled (``wait_ps > 0``), the producer of
-  an input landing at ``I`` (``data``), the oldest op of a full engine queue starting at
-  ``I`` (``queue``), or any op of the program ending then (``wait``); the first op of a
-  program, the end of the previous program on its PE (``slot``: it took that program's place).
+An ``engine`` or ``queue`` edge from an op of another program of the PE is a head-of-line
+wait: the path names it ``behind``, with that program and its line (ADR-0740). The time each
+path op holds the path is split among its engine and the shared parts it waited for
+(``analyze.path_parts``).
 
-Candidates are matched by time equality (joins on ``(memory, time)``), the latest release
-wins, ties go to the first kind in ``EDGES``. Composite parents are bookkeeping: their end is
-their last child's, a first child is issued at its parent's issue. Walking back from the op
-that ends last gives the path: each op covers ``[t_from_ps, t_to_ps)``, from the release that
-bound it to its release of the next path op, so ``path_ps`` tiles the latency.
+Walking back from the op that ends last gives the path: each op covers ``[t_from_ps,
+t_to_ps)``, from the release that bound it to its release of the next path op, so ``path_ps``
+tiles the latency.
 """
 
 from __future__ import annotations
@@ -30,17 +23,21 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from kernbench.analyze.frames import ITEMSIZE, hw_of, open_trace, scan_ops
+from kernbench.analyze.frames import SHARED_SCHEMA, hw_of, load_shared, open_trace, scan_ops
 from kernbench.analyze.metrics import lane_expr
-from kernbench.schemas.ops import Engine, Kind
+from kernbench.analyze.path_edges import (
+    EDGES,
+    Graph,
+    offer_edges,
+    offer_issue_port,
+    participants,
+)
+from kernbench.analyze.path_parts import PART_COLUMNS, RESOURCES, attribute
+from kernbench.analyze.path_summary import TOP_LINES, summary
 from kernbench.trace import Trace
-from kernbench.trace.scalars import as_int
 
-#: edge kinds, in tie-break order (the first binds when two release at the same time)
-EDGES: tuple[str, ...] = ("engine", "issue", "queue", "slot", "data", "war", "waw", "wait",
-                          "start")
-_SPLIT = 1 << 40  # packs (role, row) into one sortable int
-_CODE = {e: i for i, e in enumerate(EDGES)}
+#: edges from a predecessor on the same PE that, from another program, are head-of-line waits
+_HOLDING = frozenset({"engine", "queue"})
 #: edges where the kernel stalled for the predecessor (its ``wait_ps`` is on the path)
 _STALL = frozenset({"data", "queue", "wait"})
 _COLUMNS = ("op_id", "pe", "program", "seq", "kind", "name", "engine", "parent", "t_issue_ps",
@@ -49,257 +46,26 @@ SCHEMA = pl.Schema({
     "op_id": pl.Int64(), "pe": pl.Int32(), "program": pl.Int32(), "seq": pl.Int64(),
     "name": pl.String(), "engine": pl.String(), "lane": pl.String(), "src": pl.String(),
     "t_issue_ps": pl.Int64(),
-    "t_start_ps": pl.Int64(), "t_end_ps": pl.Int64(), "edge": pl.String(),
+    "t_start_ps": pl.Int64(), "t_end_ps": pl.Int64(), "busy_ps": pl.Int64(), "edge": pl.String(),
     "t_from_ps": pl.Int64(), "t_to_ps": pl.Int64(), "path_ps": pl.Int64(),
     "wait_ps": pl.Int64(),
+    # a ``behind`` op: the other program, its line, and how long the op waited behind it
+    "behind_program": pl.Int32(), "behind_src": pl.String(), "behind_ps": pl.Int64(),
+    # the parts of path_ps spent waiting for a shared part (the rest: the op's engine)
+    **{c: pl.Int64() for c in PART_COLUMNS}, "resources": RESOURCES,
 })
 
 
-class _Graph:
-    """Best predecessor per event node (``2 * row`` start, ``2 * row + 1`` issue)."""
-
-    def __init__(self, t_start: np.ndarray, t_issue: np.ndarray) -> None:
-        n = len(t_start)
-        self.time = np.empty(2 * n, np.int64)  # each event's own time
-        self.time[0::2], self.time[1::2] = t_start, t_issue
-        self.release = np.full(2 * n, -1, np.int64)
-        self.pred = np.full(2 * n, -1, np.int64)
-        self.code = np.full(2 * n, _CODE["start"], np.int64)
-
-    def offer(self, node: np.ndarray, pred: np.ndarray, release: np.ndarray, edge: str) -> None:
-        """Offer edges ``pred -> node`` (each node at most once) released at ``release``; a
-        strictly later release replaces the current best (so kinds offered first win
-        ties); a release after the event (a hand-edited trace) is no predecessor."""
-        better = (release > self.release[node]) & (release <= self.time[node])
-        node, pred, release = node[better], pred[better], release[better]
-        self.release[node], self.pred[node], self.code[node] = release, pred, _CODE[edge]
-
-
-#: operand spaces as join keys
-_SPACES = {"hbm": 0, "tcm": 1, "stage": 2, "ipcq": 3}
-_ENGINE_CODE = {e.value: i for i, e in enumerate(Engine)}
-
-
-def _rows(ops: pl.DataFrame) -> pl.DataFrame:
-    """The ops that take part (no scope rows; scalar columns), with a dense row index
-    ``i``, ``lane`` and ``rep``: the row whose end stands for the op's end (a composite's
-    last child)."""
-    g = (ops.select("op_id", "pe", "program", "seq", "kind", "engine", "parent", "t_issue_ps",
-                    "t_start_ps", "t_end_ps", "busy_ps", "wait_ps")
-         .filter(pl.col("kind") != Kind.SCOPE.value).sort("op_id")
-         .with_row_index("i").with_columns(pl.col("i").cast(pl.Int64)))
-    lanes = (ops.filter(pl.col("engine") == Engine.LINK_TX.value)  # the only laned engine
-             .select("op_id", lane_expr()).select("op_id", lane=pl.col("lane").rank("dense")))
-    engine = pl.col("engine").replace_strict(_ENGINE_CODE, default=len(_ENGINE_CODE),
-                                             return_dtype=pl.Int64)
-    g = g.join(lanes, on="op_id", how="left", maintain_order="left").with_columns(
-        server=pl.col("pe").cast(pl.Int64) * 4096 + engine * 64
-        + pl.col("lane").fill_null(0).cast(pl.Int64))
-    last = (g.filter(pl.col("parent").is_not_null())
-            .sort("t_end_ps", "seq").group_by("parent").agg(pl.col("i").last().alias("rep")))
-    return (g.join(last, left_on="op_id", right_on="parent", how="left", maintain_order="left")
-            .with_columns(rep=pl.col("rep").fill_null(pl.col("i"))))
-
-
-def _operands(ops: pl.DataFrame, op_ids: np.ndarray) -> pl.DataFrame:
-    """Per operand of a participating row: i (its row), out (written), mem (space and PE as
-    one key), lo, hi (bytes)."""
-    ins = (ops.select("op_id", o="inputs").explode("o").filter(pl.col("o").is_not_null())
-           .with_columns(out=pl.lit(False)))
-    out = ops.select("op_id", o="output").filter(pl.col("o").is_not_null()).with_columns(
-        out=pl.lit(True))
-    both = pl.concat([ins, out]).unnest("o")
-    rank = as_int(both["shape"].list.len().max())
-    n = pl.lit(1, pl.Int64)
-    for k in range(rank):  # prod(shape) without a per-row list evaluation
-        n = n * pl.col("shape").list.get(k, null_on_oob=True).fill_null(1)
-    size = pl.col("dtype").replace_strict(ITEMSIZE, default=None, return_dtype=pl.Int64)
-    space = pl.col("space").replace_strict(_SPACES, default=len(_SPACES), return_dtype=pl.Int64)
-    frame = both.select("op_id", "out", mem=space * (1 << 32) + pl.col("pe").cast(pl.Int64),
-                        lo="addr", hi=pl.col("addr") + n * size)
-    ids = frame["op_id"].to_numpy()
-    i = np.minimum(np.searchsorted(op_ids, ids), max(len(op_ids) - 1, 0))
-    keep = op_ids[i] == ids if len(op_ids) else np.zeros(len(ids), np.bool_)
-    return frame.with_columns(i=pl.Series(i, dtype=pl.Int64)).filter(pl.Series(keep)).drop(
-        "op_id")
-
-
-def _at(frame: pl.DataFrame, **cols: np.ndarray) -> pl.DataFrame:
-    """``frame`` with per-row values of its op (``values[i]``) as columns."""
-    i = frame["i"].to_numpy()
-    return frame.with_columns(**{k: pl.Series(v[i]) for k, v in cols.items()})
-
-
-def _overlap_pairs(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """Pairs (a's ``i``, b's ``i_b``) whose byte ranges overlap in one memory at the same
-    time ``t``, ``i_b`` earlier in emission order."""
-    pairs = a.join(b.rename({c: f"{c}_b" for c in b.columns if c not in ("mem", "t")}),
-                   on=["mem", "t"])
-    return pairs.filter((pl.col("lo") < pl.col("hi_b")) & (pl.col("lo_b") < pl.col("hi"))
-                        & (pl.col("i_b") < pl.col("i")))
-
-
-def _offer_all(ops: pl.DataFrame, g: pl.DataFrame, graph: _Graph, asynchronous: bool) -> None:
-    """Offer every edge kind; the operand-matching kinds (data, war, waw) only to the events
-    the cheap kinds leave unexplained, so operands of a few ops are decoded, not all."""
-    col = {c: g[c].to_numpy() for c in ("op_id", "t_issue_ps", "t_start_ps", "t_end_ps",
-                                        "wait_ps", "rep")}
-    rows = np.arange(g.height, dtype=np.int64)
-    _offer_engine(g, graph)
-    graph.offer(2 * rows, 2 * rows + 1, col["t_issue_ps"], "issue")  # started when issued
-    stalled = g.filter(pl.col("wait_ps") > 0).select("i", "pe", "program", "engine",
-                                                     t="t_issue_ps")
-    if asynchronous:
-        _offer_queue(g, stalled, graph)
-    _offer_kernel(g, graph, col)
-    _offer_slots(g, graph)
-    # events still unexplained: S (even) or I (odd) later than their best release
-    open_ = np.flatnonzero(graph.release < graph.time)
-    if len(open_):
-        _offer_operands(ops, g, graph, col, open_, graph.time, asynchronous)
-    _offer_wait(g, stalled, graph)
-
-
-def _offer_operands(ops: pl.DataFrame, g: pl.DataFrame, graph: _Graph,
-                    col: dict[str, np.ndarray], open_: np.ndarray, node_t: np.ndarray,
-                    asynchronous: bool) -> None:
-    """Data (a producer of an input lands as the op starts, or as its stalled kernel
-    issues), and under async issue WAR/WAW, for the ``open_`` event nodes."""
-    times = np.unique(node_t[open_])
-    consumers = np.unique(open_ // 2)
-    producers = np.flatnonzero(np.isin(col["t_end_ps"], times))
-    ids = col["op_id"][np.union1d(consumers, producers)]
-    opnd = _operands(ops.filter(pl.col("op_id").is_in(pl.Series(ids).implode())), col["op_id"])
-    opnd = opnd.with_columns(node=pl.col("i") * 2)
-    ends = _at(opnd.filter(pl.col("out")), t=col["t_end_ps"], rep=col["rep"])
-    is_open = np.zeros(2 * g.height + 1, np.bool_)
-    is_open[open_] = True
-    ins = opnd.filter(~pl.col("out"))
-    for kind in (0, 1):  # S nodes, then I nodes
-        x = ins.filter(pl.Series(is_open[ins["node"].to_numpy() + kind]))
-        x = x.with_columns(t=pl.Series(node_t[x["node"].to_numpy() + kind]))
-        p = _first(_overlap_pairs(x.drop("node"), ends.drop("node"))
-                   .select("i", "rep_b", "t"), "rep_b")
-        graph.offer(2 * p["i"].to_numpy() + kind, 2 * p["rep_b"].to_numpy(),
-                    p["t"].to_numpy(), "data")
-    if asynchronous:
-        out = opnd.filter(pl.col("out") & pl.Series(is_open[opnd["node"].to_numpy()]))
-        _offer_hazards(g, out.drop("node"), opnd.drop("node"), col, graph)
-
-
-def _offer_engine(g: pl.DataFrame, graph: _Graph) -> None:
-    """Engine order: the previous op on the same capacity-1 server frees it."""
-    held = (g.filter((pl.col("engine") != Engine.NONE.value)
-                     & (pl.col("kind") != Kind.COMPOSITE.value))
-            .select("server", "i", "t_start_ps", "busy_ps").sort("server", "t_start_ps", "i")
-            .with_columns(prev=pl.col("i").shift(1),
-                          free=(pl.col("t_start_ps") + pl.col("busy_ps")).shift(1))
-            .filter(_same(("server",))))
-    graph.offer(2 * held["i"].to_numpy(), 2 * held["prev"].to_numpy(),
-                held["free"].to_numpy(), "engine")
-
-
-def _first(pairs: pl.DataFrame, by: str) -> pl.DataFrame:
-    """One pair per ``i``: the smallest ``by`` (deterministic), with its time ``t``."""
-    return pairs.group_by("i").agg(pl.col(by).min(), pl.col("t").first())
-
-
-def _same(key: tuple[str, ...]) -> pl.Expr:
-    """True where a (sorted) row has the same ``key`` as the row before it."""
-    same = pl.lit(True)
-    for c in key:
-        same = same & (pl.col(c) == pl.col(c).shift(1))
-    return same.fill_null(False)
-
-
-def _offer_hazards(g: pl.DataFrame, out: pl.DataFrame, opnd: pl.DataFrame,
-                   col: dict[str, np.ndarray], graph: _Graph) -> None:
-    """WAR/WAW: an earlier op of the program touching the bytes X writes (``out``) ends as X
-    starts."""
-    who = {"pe": g["pe"].to_numpy(), "program": g["program"].to_numpy()}
-    out = _at(out, t=col["t_start_ps"], **who)
-    touch = _at(opnd, t=col["t_end_ps"], rep=col["rep"], **who)
-    p = (_overlap_pairs(out, touch)
-         .filter((pl.col("pe") == pl.col("pe_b")) & (pl.col("program") == pl.col("program_b")))
-         .select("i", "t", k=pl.col("out_b").cast(pl.Int64) * _SPLIT + pl.col("rep_b")))
-    p = _first(p, "k")  # a reader before a writer: war first
-    for writes, edge in ((0, "war"), (1, "waw")):
-        q = p.filter(pl.col("k") // _SPLIT == writes)
-        graph.offer(2 * q["i"].to_numpy(), 2 * (q["k"].to_numpy() % _SPLIT), q["t"].to_numpy(),
-                    edge)
-
-
-def _offer_queue(g: pl.DataFrame, stalled: pl.DataFrame, graph: _Graph) -> None:
-    """A stalled issue released by a slot of its engine's full queue: an earlier op of that
-    engine starting."""
-    starts = g.select(j="i", pe="pe", engine="engine", t="t_start_ps")
-    q = _first(stalled.join(starts, on=["pe", "engine", "t"]).filter(pl.col("j") < pl.col("i")),
-               "j")
-    graph.offer(2 * q["i"].to_numpy() + 1, 2 * q["j"].to_numpy(), q["t"].to_numpy(), "queue")
-
-
-def _offer_wait(g: pl.DataFrame, stalled: pl.DataFrame, graph: _Graph) -> None:
-    """A stalled issue released by any earlier op of its program ending then."""
-    ends = g.select(j="rep", pe="pe", program="program", t="t_end_ps", k="i")
-    w = _first(stalled.join(ends, on=["pe", "program", "t"]).filter(pl.col("k") < pl.col("i")),
-               "j")
-    graph.offer(2 * w["i"].to_numpy() + 1, 2 * w["j"].to_numpy(), w["t"].to_numpy(), "wait")
-
-
-def _offer_kernel(g: pl.DataFrame, graph: _Graph, col: dict[str, np.ndarray]) -> None:
-    """Program order: the previous kernel-level op of the program (children: the previous
-    child of their composite; a first child: its parent's issue)."""
-    top = (g.filter(pl.col("parent").is_null()).select("pe", "program", "seq", "i")
-           .sort("pe", "program", "seq"))
-    top = top.with_columns(prev=pl.when(_same(("pe", "program"))).then(pl.col("i").shift(1)))
-    kids = (g.filter(pl.col("parent").is_not_null()).select("parent", "seq", "i")
-            .sort("parent", "seq").join(g.select(parent="op_id", parent_i="i"), on="parent",
-                                        how="left"))
-    kids = kids.with_columns(prev=pl.when(_same(("parent",))).then(pl.col("i").shift(1)))
-    first = kids.filter(pl.col("prev").is_null() & pl.col("parent_i").is_not_null())
-    graph.offer(2 * first["i"].to_numpy() + 1, 2 * first["parent_i"].to_numpy() + 1,
-                col["t_issue_ps"][first["parent_i"].to_numpy()], "issue")
-    both = pl.concat([top.select("i", "prev"), kids.select("i", "prev")]).drop_nulls()
-    x, q = both["i"].to_numpy(), both["prev"].to_numpy()
-    rep = col["rep"][q]
-    ready = col["t_issue_ps"][x] - col["wait_ps"][x]  # when the kernel could issue x
-    blocked = col["t_end_ps"][rep] == ready  # q held the kernel until it ended
-    pred = np.where(blocked, 2 * rep, 2 * q + 1)
-    release = np.where(blocked, col["t_end_ps"][rep], col["t_issue_ps"][q])
-    graph.offer(2 * x + 1, pred, release, "issue")
-
-
-def _offer_slots(g: pl.DataFrame, graph: _Graph) -> None:
-    """A program's first op is issued when an earlier program on its PE has ended."""
-    top = g.filter(pl.col("parent").is_null())
-    first = (top.sort("seq").group_by("pe", "program").agg(pl.col("i").first(),
-                                                           pl.col("t_issue_ps").first())
-             .sort("t_issue_ps"))
-    ends = (g.sort("t_end_ps", "i").group_by("pe", "program")
-            .agg(j=pl.col("rep").last(), t=pl.col("t_end_ps").last())
-            .rename({"program": "prev_program"}).sort("t"))
-    s = (first.join_asof(ends, left_on="t_issue_ps", right_on="t", by="pe",
-                         strategy="backward", check_sortedness=False)
-         .filter(pl.col("j").is_not_null() & (pl.col("prev_program") != pl.col("program"))))
-    graph.offer(2 * s["i"].to_numpy() + 1, 2 * s["j"].to_numpy(), s["t"].to_numpy(), "slot")
-
-
-def path_of(ops: pl.DataFrame, asynchronous: bool = False) -> pl.DataFrame:
-    """The critical path of an op log (columns of ``SCHEMA``, earliest op first).
-    ``asynchronous``: the trace's hw has ``engine_issue = "async"`` (WAR/WAW and queue
-    edges exist)."""
-    g = _rows(ops)
-    if not g.height:
-        return pl.DataFrame(schema=SCHEMA)
-    graph = _Graph(g["t_start_ps"].to_numpy(), g["t_issue_ps"].to_numpy())
-    _offer_all(ops, g, graph, asynchronous)
+def _walk(g: pl.DataFrame, graph: Graph) -> dict[str, list[int] | list[str]]:
+    """Walk back from the op that ends last: per path op (latest first) its row, the edge
+    that bound it, its span, its stall on the path and its predecessor's row (-1: none)."""
     t_issue, t_start = g["t_issue_ps"].to_numpy(), g["t_start_ps"].to_numpy()
     wait, rep = g["wait_ps"].to_numpy(), g["rep"].to_numpy()
     ends = g["t_end_ps"].to_numpy()
     last = int(rep[np.lexsort((g["op_id"].to_numpy(), ends))[-1]])
     node, t_to = 2 * last, int(ends[last])
     seen = np.zeros(2 * g.height, np.bool_)
-    out_i, out_edge, out_from, out_to, out_wait = [], [], [], [], []
+    out: dict[str, list[Any]] = {k: [] for k in ("i", "edge", "from", "to", "wait", "pred")}
     release, pred, code = graph.release.tolist(), graph.pred.tolist(), graph.code.tolist()
     while node >= 0 and not seen[node]:
         seen[node] = True
@@ -311,60 +77,87 @@ def path_of(ops: pl.DataFrame, asynchronous: bool = False) -> pl.DataFrame:
         t_from = release[node] if p >= 0 else int((t_start if node % 2 == 0 else t_issue)[row])
         edge = EDGES[code[node]]
         stalled = min(int(wait[row]), max(0, t_from - int(t_issue[row] - wait[row])))
-        out_i.append(row)
-        out_edge.append(edge)
-        out_from.append(t_from)
-        out_to.append(t_to)
-        out_wait.append(stalled if edge in _STALL else 0)
+        for k, v in (("i", row), ("edge", edge), ("from", t_from), ("to", t_to),
+                     ("wait", stalled if edge in _STALL else 0),
+                     ("pred", p // 2 if p >= 0 else -1)):
+            out[k].append(v)
         node, t_to = p, t_from
-    ids = g["op_id"].to_numpy()[np.array(out_i[::-1], np.int64)]
-    frame = (pl.DataFrame({"op_id": ids}, schema={"op_id": pl.Int64})
+    return {k: v[::-1] for k, v in out.items()}
+
+
+def _behind(g: pl.DataFrame, walk: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Head-of-line waits (ADR-0740): a path op whose engine or queue edge comes from an op of
+    another program of its PE, released exactly when the op started (or issued), is
+    ``behind`` it. Per path op: its edge, the other op's row
+    (-1) and ``behind_ps``: the time the path spends in that other op (the path op just
+    before; each path op is one op's predecessor at most, so these never add up to more than
+    the latency)."""
+    rows, pred = np.asarray(walk["i"], np.int64), np.asarray(walk["pred"], np.int64)
+    edge = np.asarray(walk["edge"], dtype=object)
+    prog = g["pe"].cast(pl.Int64).to_numpy() * (1 << 32) + g["program"].cast(pl.Int64).to_numpy()
+    # the event the edge released: a held engine, the start; a full queue, the issue
+    at = np.where(edge == "queue", g["t_issue_ps"].to_numpy()[rows],
+                  g["t_start_ps"].to_numpy()[rows])
+    exact = np.asarray(walk["from"], np.int64) == at  # released exactly then: it bound the op
+    holding = np.isin(edge, list(_HOLDING)) & (pred >= 0) & exact
+    other = holding & (prog[rows] != prog[np.maximum(pred, 0)])
+    span = np.asarray(walk["to"], np.int64) - np.asarray(walk["from"], np.int64)
+    before, before_row = np.zeros_like(span), np.full_like(rows, -1)
+    before[1:], before_row[1:] = span[:-1], rows[:-1]
+    ps = np.where(before_row == pred, before, 0)
+    return {"edge": np.where(other, "behind", edge).astype(str),
+            "behind": np.where(other, pred, -1), "behind_ps": np.where(other, ps, 0)}
+
+
+def path_of(ops: pl.DataFrame, asynchronous: bool = False, shared: pl.DataFrame | None = None,
+            issue_ps: int = 0) -> pl.DataFrame:
+    """The critical path of an op log (columns of ``SCHEMA``, earliest op first).
+    ``asynchronous``: the trace's hw has ``engine_issue = "async"`` (WAR/WAW and queue
+    edges exist); ``shared``: its ``shared.parquet`` rows (``frames.load_shared``), with
+    ``issue_ps`` the PE's issue interval."""
+    g = participants(ops)
+    if not g.height:
+        return pl.DataFrame(schema=SCHEMA)
+    shared = shared if shared is not None else pl.DataFrame(schema=SHARED_SCHEMA)
+    graph = Graph(g["t_start_ps"].to_numpy(), g["t_issue_ps"].to_numpy())
+    waited = g.join(shared.filter((pl.col("part") == "issue") & (pl.col("wait_ps") > 0))
+                    .select("op_id").unique(), on="op_id")["i"].to_numpy()
+    offer_issue_port(g, graph, waited, issue_ps)  # first: it wins ties
+    offer_edges(ops, g, graph, asynchronous)
+    walk = _walk(g, graph)
+    hol = _behind(g, walk)
+    ids = g["op_id"].to_numpy()
+    rows = np.asarray(walk["i"], np.int64)
+    behind_id = np.where(hol["behind"] >= 0, ids[np.maximum(hol["behind"], 0)], -1)
+    who = ops.select(behind_op="op_id", behind_program="program", behind_src="src")
+    frame = (pl.DataFrame({"op_id": ids[rows], "behind_op": behind_id},
+                          schema={"op_id": pl.Int64, "behind_op": pl.Int64})
              .join(ops.select("op_id", "pe", "program", "seq", "name", "engine", "attrs",
-                              "src", "t_issue_ps", "t_start_ps", "t_end_ps"),
+                              "src", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps"),
                    on="op_id", how="left", maintain_order="left")
-             .with_columns(lane_expr()).drop("attrs"))
-    t_from_s = pl.Series(out_from[::-1], dtype=pl.Int64)
-    t_to_s = pl.Series(out_to[::-1], dtype=pl.Int64)
-    return frame.with_columns(
-        edge=pl.Series(out_edge[::-1], dtype=pl.String), t_from_ps=t_from_s, t_to_ps=t_to_s,
-        path_ps=t_to_s - t_from_s, wait_ps=pl.Series(out_wait[::-1], dtype=pl.Int64),
-    ).cast(SCHEMA)
+             .join(who, on="behind_op", how="left", maintain_order="left")
+             .with_columns(lane_expr()).drop("attrs", "behind_op"))
+    t_from_s = pl.Series(walk["from"], dtype=pl.Int64)
+    t_to_s = pl.Series(walk["to"], dtype=pl.Int64)
+    frame = frame.with_columns(
+        edge=pl.Series(hol["edge"], dtype=pl.String), t_from_ps=t_from_s, t_to_ps=t_to_s,
+        path_ps=t_to_s - t_from_s, wait_ps=pl.Series(walk["wait"], dtype=pl.Int64),
+        behind_ps=pl.Series(hol["behind_ps"], dtype=pl.Int64))
+    return attribute(frame, shared).select(list(SCHEMA)).cast(SCHEMA)
 
 
 def critical_path(trace_or_path: Trace | str | Path) -> pl.DataFrame:
     """The critical path of a trace: one row per op on it, earliest first, with the edge
     that bound it (``EDGES``), the span it covers (``t_from_ps``..``t_to_ps``), its share
-    ``path_ps`` (the column sums to the latency when the path starts at 0) and ``wait_ps``,
-    the part of the op's own stall the path covers."""
+    ``path_ps`` (the column sums to the latency when the path starts at 0), ``wait_ps``,
+    the part of the op's own stall the path covers, the other program a ``behind`` op waited
+    behind, and the parts of ``path_ps`` spent waiting for a shared part (``PART_COLUMNS``)."""
     trace = open_trace(trace_or_path)
+    hw = hw_of(trace)
     ops = scan_ops(trace).select(_COLUMNS).collect()
-    return path_of(ops, asynchronous=hw_of(trace).engine_issue == "async")
+    return path_of(ops, asynchronous=hw.engine_issue == "async", shared=load_shared(trace),
+                   issue_ps=round(hw.issue_ns * 1000))
 
 
-#: how many source lines a summary lists (the rest are one ``(other lines)`` row)
-TOP_LINES = 15
-
-
-def summary(path: pl.DataFrame, latency: int, top: int = TOP_LINES) -> dict[str, Any]:
-    """Time on the path by engine and by source line, each with its share of ``latency``,
-    and the path's own share (1.0 when it tiles the whole latency)."""
-    def share(ps: int) -> float:
-        return ps / latency if latency else 0.0
-
-    total = int(path["path_ps"].sum() or 0)
-    by_engine = (path.group_by("engine").agg(path_ps=pl.col("path_ps").sum(), ops=pl.len())
-                 .sort("path_ps", "engine", descending=[True, False]))
-    by_line = (path.group_by("src").agg(path_ps=pl.col("path_ps").sum(), ops=pl.len(),
-                                        wait_ps=pl.col("wait_ps").sum())
-               .sort("path_ps", "src", descending=[True, False]))
-    if by_line.height > top:
-        rest = by_line.slice(top)
-        other = pl.DataFrame({"src": ["(other lines)"], **{
-            c: [int(rest[c].sum())] for c in ("path_ps", "ops", "wait_ps")}},
-            schema=by_line.schema)
-        by_line = pl.concat([by_line.head(top), other])
-    return {
-        "path_ps": total, "latency_ps": latency, "share": share(total), "ops": path.height,
-        "by_engine": [{**r, "share": share(r["path_ps"])} for r in by_engine.to_dicts()],
-        "by_line": [{**r, "share": share(r["path_ps"])} for r in by_line.to_dicts()],
-    }
+#: the path's summary by engine, line and part lives in ``analyze.path_summary``; named here too
+__all__ = ["EDGES", "SCHEMA", "critical_path", "path_of", "summary", "TOP_LINES"]

@@ -25,7 +25,11 @@ ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
 #: dictionary-encoded op columns, read as strings so comparisons need no categories
 DICT_COLUMNS = ("kind", "name", "engine", "src")
 VALUES_FILE = Path("replay") / "values.parquet"
+#: what delayed each op on hardware with a shared part (optional, sparse)
 SHARED_FILE = "shared.parquet"
+#: ``load_shared``'s frame: the Arrow schema with ``part`` as a string
+SHARED_SCHEMA = pl.Schema({"op_id": pl.Int64(), "part": pl.String(), "resource": pl.String(),
+                           "wait_ps": pl.Int64()})
 
 
 def open_trace(trace_or_path: Trace | str | Path, strict: bool = True) -> Trace:
@@ -153,3 +157,5 @@ def operands(ops: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
         *[o.struct.field(f) for f in fields[2:]],
     ).select("op_id", "role", "idx", "space", "mem_pe", "addr", "nbytes", "shape", "dtype",
              "transposed")
+
+

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.frames import hw_of, open_trace, scan_ops
+from kernbench.analyze.shared_ceilings import SHARED_CEILINGS, shared_metrics
 from kernbench.errors import closest_name
 from kernbench.notebook import MetricsDict
 from kernbench.schemas.ops import CAPACITY_ONE, Engine, Kind, Op
@@ -126,6 +127,37 @@ def _roofline_metrics(ops: pl.DataFrame, hw: HwConfig, latency: int) -> Metrics:
     return out
 
 
+def _hbm_bytes(ops: pl.DataFrame) -> int:
+    """HBM bytes the DMA engines moved (composite parents are bookkeeping)."""
+    dma = ops.filter(pl.col("engine").is_in([e.value for e in DMA_ENGINES])
+                     & (pl.col("kind") != Kind.COMPOSITE.value))
+    return int(dma["nbytes"].sum() or 0)
+
+
+def _binding(m: Metrics, shared: Metrics, latency: int) -> Metrics:
+    """The shared ceilings' keys, and what binds once they count (ADR-0742): ``efficiency``
+    against the largest of the busiest engine's busy time and every shared ceiling's time
+    (``efficiency_bound``, ``efficiency_bound_ps``), the roofline against the largest ideal
+    time. A shared ceiling binds only when strictly larger, so without one (ahbm-v1, v2:
+    every shared time 0) nothing but the new keys changes."""
+    out: Metrics = dict(shared)
+    bound, bound_ps = str(m["bottleneck_engine"]), float(m["max_engine_busy_ps"])
+    roof, roof_ps = str(m["roofline_bound"]), float(m["roofline_ps"])
+    for name, key in SHARED_CEILINGS.items():
+        ps = float(shared[key])
+        if ps > bound_ps:
+            bound, bound_ps = name, ps
+        if ps > roof_ps:
+            roof, roof_ps = name, ps
+    out["efficiency_bound"], out["efficiency_bound_ps"] = bound, bound_ps
+    if bound in SHARED_CEILINGS:
+        out["efficiency"] = _ratio(bound_ps, latency)
+    if roof in SHARED_CEILINGS:
+        out.update(roofline_ps=roof_ps, roofline_bound=roof,
+                   roofline_frac=_ratio(roof_ps, latency))
+    return out
+
+
 #: the ceilings of the roofline: one per kind of engine, over the engines of ``ENGINES`` it
 #: groups (the two HBM channels are one ceiling: HBM)
 CEILINGS: dict[str, tuple[Engine, ...]] = {
@@ -148,8 +180,10 @@ class Ceiling:
 
 
 def ceilings(m: Metrics, work: float | None = None) -> tuple[Ceiling, ...]:
-    """The four ceilings (HBM, GEMM, MATH, link) of the metrics ``m``, in that order. The
-    binding one is ``roofline_bound``'s; the kernel's point (``flops / latency``) sits at
+    """The four ceilings (HBM, GEMM, MATH, link) of the metrics ``m``, in that order, then
+    the shared ones the hardware has (``SHARED_CEILINGS``: the HBM stack, the busiest PE's
+    TCM, the busiest link; those of time 0 are left out). The binding one is
+    ``roofline_bound``'s; the kernel's point (``flops / latency``) sits at
     ``roofline_frac`` of it, which is ``efficiency`` whenever the bound engine's busy time is
     its ideal time (always for GEMM and MATH; for HBM when its loads are contiguous).
     ``work``: the amount the rates count instead of flops (a kernel without GEMM flops is
@@ -162,6 +196,11 @@ def ceilings(m: Metrics, work: float | None = None) -> tuple[Ceiling, ...]:
         rate = flops / ideal * 1000.0 if ideal else float("inf")  # flops/ps -> GFLOP/s
         out.append(Ceiling(name, ideal, rate, _ratio(ideal, latency),
                            bound in {str(e) for e in engines}))
+    for name, key in SHARED_CEILINGS.items():
+        ideal = float(m.get(key) or 0.0)
+        if ideal:
+            out.append(Ceiling(name, ideal, flops / ideal * 1000.0, _ratio(ideal, latency),
+                               bound == name))
     return tuple(out)
 
 
@@ -213,6 +252,7 @@ def metrics(trace_or_path: Trace | str | Path, pe: int | None = None) -> Metrics
     out.update(_overlap_metrics(ops))
     out.update(_scratch_metrics(ops, hw.n_pe if pe is None else None))
     out.update(_roofline_metrics(ops, hw, latency))
+    out.update(_binding(out, shared_metrics(trace, hw, _hbm_bytes(ops), pe), latency))
     return MetricsDict(out)  # a dict, with a short repr and an HTML table in notebooks
 
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.analyze.critical import critical_path, summary
-from kernbench.analyze.frames import open_trace, scan_ops
+from kernbench.analyze.critical import critical_path
+from kernbench.analyze.frames import hw_of, open_trace, scan_ops
 from kernbench.analyze.metrics import ENGINES, Metrics, ceilings, metrics
+from kernbench.analyze.path_parts import PART_COLUMNS
+from kernbench.analyze.path_summary import summary
 from kernbench.notebook import fmt
 from kernbench.schemas.replay_status import UNVERIFIED, VERIFIED, verdict_status
 from kernbench.trace import Trace
@@ -53,6 +55,7 @@ def to_json(obj: Any) -> str:
 #: the summary rows of ``kernbench report``, in order: (label, metric key)
 SUMMARY: tuple[tuple[str, str], ...] = (
     ("latency (ps)", "latency_ps"), ("efficiency", "efficiency"),
+    ("efficiency against", "efficiency_bound"),
     ("bottleneck engine", "bottleneck_engine"), ("max engine busy (ps)", "max_engine_busy_ps"),
     ("roofline bound", "roofline_bound"), ("roofline (ps)", "roofline_ps"),
     ("roofline fraction", "roofline_frac"),
@@ -112,7 +115,8 @@ class MetricsReport:
             "engines",
             format_table(["engine", "busy_ps", "busy_max_ps", "util", "util_mean",
                           "roofline_ps"], self.engine_rows()),
-            "roofline (a ceiling per engine: the kernel's GFLOP/s were it the only limit)",
+            "roofline (a ceiling per engine, then per shared part: the kernel's GFLOP/s were "
+            "it the only limit)",
             format_table(["ceiling", "ideal_ps", "gflops", "frac_of_latency", "binds"],
                          self.ceiling_rows()),
             "ops",
@@ -157,25 +161,54 @@ def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     trace = open_trace(trace_or_path)
     m = metrics(trace)
     replay, warnings = replay_line(trace)
+    critical = summary(critical_path(trace), int(m["latency_ps"]))
+    critical["shared_parts"] = hw_of(trace).shared  # the by-part table is shown then
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
-                         op_breakdown(trace).to_dicts(),
-                         summary(critical_path(trace), int(m["latency_ps"])),
+                         op_breakdown(trace).to_dicts(), critical,
                          replay=replay, warnings=warnings,
                          tensors=tensor_traffic(trace).to_dicts())
 
 
-#: the critical-path tables: (title, key, columns)
+#: the critical-path tables: (title, key, columns); the part and head-of-line columns
+#: (``WAIT_COLUMNS``) follow when any row has some
 CRITICAL_TABLES = (("by engine", "by_engine", ("engine", "path_ps", "share", "ops")),
-                   ("by source line", "by_line", ("src", "path_ps", "share", "ops", "wait_ps")))
+                   ("by source line", "by_line", ("src", "path_ps", "share", "ops", "wait_ps")),
+                   ("by part (the engines' own work, then waits for a shared part)", "by_part",
+                    ("part", "path_ps", "share")),
+                   ("by shared resource", "by_resource",
+                    ("resource", "part", "path_ps", "share", "ops")),
+                   ("head-of-line waits (an op behind another program's op on its engine or "
+                    "queue)", "behind",
+                    ("src", "engine", "behind_src", "programs", "ops", "behind_ps", "wait_ps",
+                     "path_ps")))
+WAIT_COLUMNS = (*PART_COLUMNS, "behind_ps")
+#: tables shown even when empty (by part: on hardware with a shared part, or when any is
+#: on the path)
+_ALWAYS = frozenset({"by_engine", "by_line"})
+
+
+def critical_tables(c: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The critical path's tables as (title, headers, rows), for the text and HTML reports."""
+    out = []
+    for title, key, cols in CRITICAL_TABLES:
+        rows = c.get(key, [])
+        if key == "by_part" and not (c.get("shared_parts") or any(
+                r["path_ps"] for r in rows if r["part"] != "engine")):
+            continue
+        if not rows and key not in _ALWAYS:
+            continue
+        extra = [w for w in WAIT_COLUMNS if w not in cols and any(r.get(w) for r in rows)]
+        headers = [*cols, *extra]
+        out.append((title, headers, [[r.get(k) for k in headers] for r in rows]))
+    return out
 
 
 def critical_text(c: dict[str, Any]) -> list[str]:
     """The critical-path sections of ``kernbench report``."""
     parts = [f"critical path (the chain of ops that sets the latency: {c['ops']} ops, "
              f"{fmt(c['path_ps'])} ps, {c['share']:.3f} of the latency)"]
-    for title, key, cols in CRITICAL_TABLES:
-        parts += [f"critical path {title}",
-                  format_table(list(cols), [[r[k] for k in cols] for r in c[key]])]
+    for title, headers, rows in critical_tables(c):
+        parts += [f"critical path {title}", format_table(headers, rows)]
     return parts
 
 

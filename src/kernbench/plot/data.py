@@ -130,6 +130,10 @@ def wait_by_line(trace: Trace, top: int = TOP_LINES) -> pl.DataFrame:
     return pl.concat([per.head(top), other])
 
 
+#: the ceilings that are HBM bandwidth: diagonals on the roofline (the kernel's HBM bytes over
+#: the ceiling's time is its slope)
+BANDWIDTH_CEILINGS = frozenset({"hbm", "hbm_stack"})
+
 @dataclass(frozen=True)
 class Roofline:
     """The kernel's roofline: one ceiling per engine (``metrics.ceilings``: HBM, GEMM, MATH,
@@ -138,7 +142,7 @@ class Roofline:
     for reference lines."""
 
     peak_gflops: float  # GEMM peak: 2 * rows * cols flops per cycle per PE
-    hbm_gbps: float  # HBM bandwidth over the PEs used
+    hbm_gbps: float  # HBM bandwidth over the PEs used (at most the shared stack's)
     intensity: float  # the kernel's flops per HBM byte moved (0 when it moved none)
     achieved_gflops: float  # flops / latency
     n_pe: int
@@ -164,8 +168,11 @@ class Roofline:
         return self.moved_bytes / hbm * 1000.0 if hbm else 0.0
 
     def ceiling_at(self, c: Ceiling, x: float) -> float:
-        """The height of ceiling ``c`` at intensity ``x``: HBM rises with x, the rest are flat."""
-        return x * self.hbm_slope_gbps if c.name == "hbm" else c.gflops
+        """The height of ceiling ``c`` at intensity ``x``: the HBM ceilings (the busiest
+        channel's, the shared stack's) rise with x, the rest are flat."""
+        if c.name not in BANDWIDTH_CEILINGS:
+            return c.gflops
+        return x * self.moved_bytes / c.ideal_ps * 1000.0 if c.ideal_ps else 0.0
 
 
 #: what a roofline counts, first that the kernel did any of: GEMM flops, else the elements
@@ -194,7 +201,7 @@ def roofline(trace: Trace, m: Metrics) -> Roofline:
             work, unit = moved, WORK[2]
     latency_ns = max(1, int(m["latency_ps"])) / 1000.0
     return Roofline(peak_gflops=2.0 * hw.gemm_rows * hw.gemm_cols * hw.clock_ghz * n_pe,
-                    hbm_gbps=float(hw.hbm_gbps) * n_pe,
+                    hbm_gbps=min(float(hw.hbm_gbps) * n_pe, hw.hbm_total_gbps or float("inf")),
                     intensity=work / moved if moved else 0.0,
                     achieved_gflops=work / latency_ns, n_pe=n_pe,
                     ceilings=ceilings(m, work), moved_bytes=moved, unit=unit)

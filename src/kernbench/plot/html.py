@@ -88,17 +88,17 @@ def trace_parts(path: Path) -> tuple[str, list[str], int]:
 
 
 def critical_parts(c: dict[str, Any]) -> list[str]:
-    """The critical path's tables (``critical.summary``): by engine and by source line."""
-    from kernbench.analyze.report import CRITICAL_TABLES
+    """The critical path's tables (``path_summary.summary``): by engine, by source line, by
+    part, by shared resource, and the head-of-line waits."""
+    from kernbench.analyze.report import critical_tables
 
     if not c:
         return []
     parts = ["<h2>critical path</h2>",
              f"<p>The chain of ops that sets the latency: {c['ops']} ops covering "
              f"{c['share']:.3f} of it (black on the timeline).</p>"]
-    for title, key, cols in CRITICAL_TABLES:
-        parts += [f"<h3>{html.escape(title)}</h3>",
-                  table(list(cols), [[r[k] for k in cols] for r in c[key]])]
+    for title, headers, rows in critical_tables(c):
+        parts += [f"<h3>{html.escape(title)}</h3>", table(headers, rows)]
     return parts
 
 

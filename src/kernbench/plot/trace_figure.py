@@ -10,9 +10,11 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kernbench.analyze.critical import critical_path, summary
+from kernbench.analyze.critical import critical_path
 from kernbench.analyze.frames import hw_of
 from kernbench.analyze.metrics import Metrics
+from kernbench.analyze.path_summary import summary
+from kernbench.analyze.shared_ceilings import SHARED_CEILINGS
 from kernbench.plot import data
 from kernbench.trace import Trace
 from kernbench.trace.scalars import as_int
@@ -134,27 +136,74 @@ def draw_wait(ax: Axes, trace: Trace, critical: dict[str, Any] | None = None) ->
     ax.set_xlabel("wait (µs, summed over PEs)")
 
 
+#: the by-line chart's parts of a line's time on the path: (summary key, colour, legend)
+PATH_PARTS = (("engine", PATH_COLOUR, "engine work"),
+              ("hbm", "#08519c", "waiting for HBM"),
+              ("tcm", "#ff7f0e", "waiting for TCM bandwidth"),
+              ("link", "#8c564b", "waiting for a link"),
+              ("issue", "#e377c2", "waiting for issue"))
+
+
+def _line_label(row: dict[str, Any], behind: dict[str, dict[str, Any]],
+                label: Callable[[str], str]) -> str:
+    text = f"{label(row['src'])} ({row['ops']} ops"
+    hol = behind.get(row["src"])
+    if hol is not None:
+        text += (f"; behind {label(hol['behind_src'])} of {hol['programs']} other "
+                  f"program{'s' if hol['programs'] != 1 else ''}")
+    return text + ")"
+
+
 def _draw_path_by_line(ax: Axes, critical: dict[str, Any], label: Callable[[str], str]) -> None:
+    """Each line's time on the path as a bar split into its engines' work and its waits for
+    each shared part; a line whose ops waited behind another program's says whose line."""
     rows = critical["by_line"]
     ax.set_title(f"on the critical path, by kernel source line ({critical['share']:.3f} "
                  "of the latency)")
     ys = list(range(len(rows)))
-    ax.barh(ys, [r["path_ps"] / US for r in rows], color=PATH_COLOUR, edgecolor="#555")
-    ax.set_yticks(ys, [f"{label(r['src'])} ({r['ops']} ops)" for r in rows], fontsize=7)
+    waits = {key: [int(r.get(f"{key}_ps", 0)) for r in rows] for key, _, _ in PATH_PARTS[1:]}
+    own = [r["path_ps"] - sum(w[i] for w in waits.values()) for i, r in enumerate(rows)]
+    left = [0.0] * len(rows)
+    shown = 0
+    for key, colour, legend in PATH_PARTS:
+        widths = own if key == "engine" else waits[key]
+        if key != "engine" and not any(widths):
+            continue
+        ax.barh(ys, [w / US for w in widths], left=left, color=colour, edgecolor="#555",
+                label=legend)
+        left = [a + w / US for a, w in zip(left, widths, strict=True)]
+        shown += 1
+    behind: dict[str, dict[str, Any]] = {}
+    for r in critical.get("behind", []):
+        behind.setdefault(r["src"], r)  # the largest wait of each line (sorted)
+    ax.set_yticks(ys, [_line_label(r, behind, label) for r in rows], fontsize=7)
     ax.set_ylim(max(len(rows), 6) - 0.5, -0.5)
     ax.set_xlabel("time on the critical path (µs)")
+    if shown > 1:
+        ax.legend(fontsize=7, loc="lower right")
 
 
 #: the colour of each roofline ceiling: its engine's
 CEILING_COLOURS = {"hbm": COLOURS["dma_rd"], "gemm": COLOURS["gemm"], "math": COLOURS["math"],
-                   "link": COLOURS["link_tx"]}
+                   "link": COLOURS["link_tx"], "hbm_stack": "#08519c", "tcm": "#ff7f0e",
+                   "links": "#8c564b"}
+
+
+def _ceiling_label(c: Any, m: Metrics) -> str:
+    """A ceiling's legend: its name, which PE's TCM or which link for those, and (binds)."""
+    where = {"tcm": f" pe{m.get('roofline_tcm_pe')}", "links": f" {m.get('roofline_link')}",
+             "hbm_stack": " (shared)"}.get(c.name, "")
+    return f"{c.name}{where}{' (binds)' if c.binds else ''}"
 
 
 def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
-    """One ceiling per engine (``metrics.ceilings``), the kernel's point under the one that
-    binds, at ``roofline_frac`` of it (``efficiency``, see ``ceilings``)."""
+    """One ceiling per engine and per shared part the hardware has (``metrics.ceilings``;
+    the shared ones dashed), the kernel's point under the one that binds, at
+    ``roofline_frac`` of it (``efficiency``, see ``ceilings``)."""
     r = data.roofline(trace, m)
-    ax.set_title(f"roofline per engine\n({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
+    what = "engine and shared part" if any(c.name in SHARED_CEILINGS for c in r.ceilings) \
+        else "engine"
+    ax.set_title(f"roofline per {what}\n({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
                  f"{r.peak_gflops / 1000:.0f} TFLOP/s GEMM)", fontsize=9)
     rate = {"flop": "GFLOP/s", "byte": "GB/s"}.get(r.unit, f"G {r.unit}s/s")
     ax.set_xlabel("arithmetic intensity (flop / HBM byte)" if r.unit == "flop"
@@ -177,7 +226,7 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
             continue  # the engine did no work: no roof
         ys = [r.ceiling_at(c, x) for x in xs]
         ax.loglog(xs, ys, color=CEILING_COLOURS[c.name], lw=2.2 if c.binds else 1.2,
-                  label=f"{c.name}{' (binds)' if c.binds else ''}")
+                  ls="--" if c.name in SHARED_CEILINGS else "-", label=_ceiling_label(c, m))
         heights.append(r.ceiling_at(c, r.intensity))
     roof = r.ceiling_at(bound, r.intensity)
     ax.plot([r.intensity], [r.achieved_gflops], "o", color="#111", ms=7, zorder=5)
@@ -196,11 +245,12 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
 
 def critical(trace: Trace, m: Metrics) -> tuple[pl.DataFrame, dict[str, Any] | None]:
     """The critical path's timeline spans, and its summary when the by-line chart shows it
-    (the hw issues engine ops asynchronously; under blocking issue the chart stays the
-    stalls, which the path agrees with)."""
+    (the hw issues engine ops asynchronously or has a shared part; under v1's blocking issue
+    the chart stays the stalls, which the path agrees with)."""
     path = critical_path(trace)
     latency = int(m["latency_ps"])
-    shown = summary(path, latency) if hw_of(trace).engine_issue == "async" else None
+    hw = hw_of(trace)
+    shown = summary(path, latency) if hw.engine_issue == "async" or hw.shared else None
     return data.path_spans(path, latency), shown
 
 
@@ -218,7 +268,7 @@ def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     latency = int(m["latency_ps"]) / US
     fig.suptitle(f"{trace.manifest.get('case')} on {preset(trace)}  ·  latency {latency:.3f} µs"
                  f"  ·  efficiency {float(m['efficiency']):.3f}  ·  bottleneck "
-                 f"{m['bottleneck_engine']}", fontsize=11)
+                 f"{m.get('efficiency_bound') or m['bottleneck_engine']}", fontsize=11)
     return fig
 
 
