@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.errors import PathDivergence
 from kernbench.replay.binding import (
     Bind,
     BindContext,
@@ -40,7 +41,7 @@ from kernbench.replay.binding import (
 from kernbench.replay.math_binders import infer, math_executors, reduce_step, sem
 from kernbench.replay.memory_binders import memory_executors
 from kernbench.replay.store import NP_DTYPES, UNPLACED, Operand
-from kernbench.schemas import bf16, ops
+from kernbench.schemas import bf16, guards, ops
 from kernbench.schemas.ops import Op
 from kernbench.schemas.policy import KERNBENCH
 from kernbench.schemas.rules import INFERRED
@@ -197,6 +198,22 @@ def _bind_nothing(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) 
     return nothing
 
 
+def _bind_guard(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+    """A guard (SPEC §14): its operand read at the guard's start, compared bit for bit with
+    the value the recorded path took; ``PathDivergence`` when they differ."""
+    need(len(ins) == 1, f"guard takes 1 input, got {len(ins)}")
+    need(numel(ins[0]) == 1, f"guard decides on one element, not {list(ins[0].shape)}")
+    need(guards.fits(attrs.get(guards.BITS), ins[0].dtype),
+         f"guard bits {attrs.get(guards.BITS)!r} are not a {ins[0].dtype} value")
+    return partial(_guard, _view(ins[0]), int(attrs[guards.BITS]), ins[0].dtype)
+
+
+def _guard(view: np.ndarray, recorded: int, dtype: str) -> None:
+    got = guards.encode(view)
+    if got != recorded:
+        raise PathDivergence(guards.show(recorded, dtype), guards.show(got, dtype))
+
+
 def _bind_scope_exit(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
     lo, hi = int(attrs["lo"]), int(attrs["hi"])
     need(0 <= lo <= hi, f"scope_exit rewinds [{lo}, {hi})")
@@ -229,6 +246,7 @@ EXECUTORS: dict[Op, Executor] = {
     Op.SCOPE_EXIT: Executor(_bind_scope_exit, writes=False),
     # a composite parent: its children (dma_read into stage, dot) carry the data
     Op.GEMM: Executor(_bind_nothing, writes=False),
+    Op.GUARD: Executor(_bind_guard, writes=False),
 }
 
 

@@ -37,7 +37,7 @@ FORMAT = "kernbench-ops"
 #: each decode the one row group from its start)
 SMALL_FILE_ROWS = 1 << 17
 #: the columns replay reads
-COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
+COLUMNS = ("op_id", "pe", "program", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
            "output")
 NEVER = np.iinfo(np.int64).max
 

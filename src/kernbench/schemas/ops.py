@@ -31,6 +31,7 @@ class Kind(StrEnum):
     IPCQ = "ipcq"
     SCOPE = "scope"
     COMPOSITE = "composite"
+    CONTROL = "control"  # a guard: the kernel's path decided by a value (trace format 4.1)
 
 
 class Engine(StrEnum):
@@ -53,6 +54,7 @@ class Cost(StrEnum):
     TRANSCENDENTAL = "transcendental"  # ... * transcendental_cost + overhead
     SOFTMAX = "softmax"  # ... * math_softmax_cost + overhead
     LINK = "link"
+    BRANCH = "branch"  # a guard: ``branch_cycles`` once its operand is visible
 
 
 class Family(StrEnum):
@@ -80,6 +82,7 @@ class Family(StrEnum):
     GATHER = "gather"  # HBM elements at offsets loaded in TCM -> TCM (lazy)
     SCATTER = "scatter"  # TCM values -> HBM elements at offsets loaded in TCM
     ATOMIC = "atomic"  # HBM read-modify-write at offsets; returns the old values (lazy)
+    GUARD = "guard"  # a decision on data: the operand's value (``bits``) chose the path
 
 
 class Dt(StrEnum):
@@ -167,6 +170,8 @@ class Op(StrEnum):
     ARGMAX = "argmax"
     ARGMIN = "argmin"
     ATOMIC_CAS = "atomic_cas"
+    # a guarded path (SPEC §14): a trace holding one is minor version 1 of its major
+    GUARD = "guard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +332,9 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.ATOMIC_CAS, Family.ATOMIC, Dt.GIVEN, -1,
           "HBM old = x; x = v if old == cmp (bitwise) else old; returns old (lazy)", cas,
           kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE),
+    _spec(Op.GUARD, Family.GUARD, Dt.GIVEN, 1,
+          "a decision on data: the kernel's path follows its operand's value (attrs bits)",
+          kind=Kind.CONTROL, engine=Engine.NONE, cost=Cost.BRANCH),
 )}
 
 #: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is
@@ -356,7 +364,11 @@ TERNARY = _where(lambda s: s.family is Family.TERNARY)
 SCANS = _where(lambda s: s.family is Family.SCAN)
 ARG_REDUCTIONS = _where(lambda s: s.family is Family.ARG)
 #: ops a trace of format version 1 cannot hold: using one makes the manifest version 2
-VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):])
+VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):list(Op).index(Op.ATOMIC_CAS) + 1])
+#: ops that make a trace's manifest a minor version 1 of its major (guarded paths, SPEC §14)
+GUARDED = frozenset({Op.GUARD})
+#: ops that write no output operand (a scope's marks, a guard's decision)
+NO_OUTPUT = SCOPE | GUARDED
 #: ops that move data and write an output operand Phase 2 must produce
 DATA_OPS = MEMORY | MATH | frozenset({Op.DOT, Op.SEND, Op.RECV})
 

@@ -24,6 +24,7 @@ from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace.attrs import attrs_findings, version_findings
 from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
+from kernbench.trace.guard_checks import guard_findings
 from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
 TENSOR_ROLES = ("input", "output", "inout")
@@ -285,9 +286,12 @@ def _attrs(b: OpBatch, found: Findings) -> None:
 
 
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_pe: int,
-                 found: Findings, access: AccessTable = EMPTY, major: int = 2) -> None:
+                 found: Findings, access: AccessTable = EMPTY,
+                 version: tuple[int, int] = (2, 0)) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
-    access.parquet, for indexed rows; ``major``: the manifest's schema version)."""
+    access.parquet, for indexed rows; ``version``: the manifest's schema version, (major,
+    minor))."""
+    major, minor = version
     offset = 0
     seq_next: dict[int, int] = {}  # pe -> the seq its next row must have
     budget = TileBudget()
@@ -299,5 +303,6 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_p
         _operand_rules(b, n_pe, regions, found)
         _attrs(b, found)
         attrs_findings(b, found)
-        version_findings(b, major, found)
+        version_findings(b, major, found, minor)
+        guard_findings(b, found)
         indexed_findings(b, regions, access, found, budget)

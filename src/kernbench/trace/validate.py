@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.schemas.arrow import SCHEMAS
+from kernbench.schemas.arrow import SCHEMAS, version_parts
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
 from kernbench.trace.element_checks import access_table, max_access_rows
@@ -195,14 +195,14 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     limits.require(f"{t_path} (HBM tensors)", 2 * tensor_bytes)
     access = read_access(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
-    major = int(str(manifest["schema_version"]).split(".")[0])
+    version = version_parts(manifest["schema_version"])
     ops = None
     if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
         ops = read(opf, o_path, names)
-        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major)
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, version)
     else:
         ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access,
-                     major)
+                     version)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     counts = {r: found.counts.get(r, 0) for r in RULES}
     return Validation(counts, tuple(found.rows), ops, tensors, opf, access)
