@@ -83,7 +83,7 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
     built = build_user_case(case, params)
     progress, shown = None, []
     if sys.stderr.isatty():  # recordings past a second show how far they are on a terminal
-        from kernbench.record.bounds import MAX_OPS_ENV, max_ops
+        from kernbench.record.lowering.bounds import MAX_OPS_ENV, max_ops
 
         limit, started = max_ops(), time.monotonic()
 

@@ -51,7 +51,8 @@ class UnsupportedError(KernelError, AttributeError):
 
 
 class RecordLimitError(KernelError):
-    """A launch would record more ops than ``KERNBENCH_MAX_OPS`` allows (record/bounds.py)."""
+    """A launch would record more ops than ``KERNBENCH_MAX_OPS`` allows
+    (record/lowering/bounds.py)."""
 
 
 class TraceFormatError(KernbenchError):

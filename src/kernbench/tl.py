@@ -1,4 +1,5 @@
-"""The kernel-facing ``tl`` API: a thin layer over the semantic checks (record/semantics.py).
+"""The kernel-facing ``tl`` API: a thin layer over the semantic checks
+(record/lowering/semantics.py).
 
 The table ops (``tl.exp``, ``tl.tanh``, ``tl.sum`` ...) are built from the op table
 ``kernbench.schemas.ops.OPS`` (docs/adr/0003-one-op-table.md): their names are written out
@@ -10,12 +11,12 @@ import builtins
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kernbench.record import semantics as _s
-from kernbench.record.comm import recv, recv_async, send
 from kernbench.record.handle import Pointer, TensorHandle
-from kernbench.record.memory import composite, copy_to, load, ref, store, wait
-from kernbench.record.scope import scratch_scope
-from kernbench.record.semantics import (
+from kernbench.record.lowering import semantics as _s
+from kernbench.record.lowering.comm import recv, recv_async, send
+from kernbench.record.lowering.memory import composite, copy_to, load, ref, store, wait
+from kernbench.record.lowering.scope import scratch_scope
+from kernbench.record.lowering.semantics import (
     arange,
     broadcast,
     dot,

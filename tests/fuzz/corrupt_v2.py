@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.record import addressing as ix
+from kernbench.record.lowering import addressing as ix
 
 from .corrupt import restamp
 

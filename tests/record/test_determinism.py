@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from kernbench.kernels.golden import GOLDEN
-from kernbench.record.columns import ENGINE_DICT, KIND_DICT, NAME_DICT
+from kernbench.record.rows.columns import ENGINE_DICT, KIND_DICT, NAME_DICT
 from kernbench.schemas.ops import Engine, Kind, Op
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"

@@ -77,7 +77,7 @@ def test_refuses_to_overwrite_a_directory_that_is_not_a_trace(tmp_path):
 
 
 def test_rows_stream_in_record_batches(tmp_path, monkeypatch):
-    from kernbench.record import writer
+    from kernbench.record.rows import writer
 
     monkeypatch.setattr(writer, "BATCH_ROWS", 1000)
     trace = kb.record(build_case("small-ops", {"iters": 500}), tmp_path / "m.ktrace")
@@ -110,7 +110,7 @@ def test_non_scalar_params_are_rejected(tmp_path):
 
 
 def test_progress_is_reported_after_every_batch(tmp_path, monkeypatch):
-    from kernbench.record import writer
+    from kernbench.record.rows import writer
 
     monkeypatch.setattr(writer, "BATCH_ROWS", 500)
     seen: list[int] = []

@@ -152,5 +152,5 @@ def test_replay_case_of_a_triton_launch_never_records_it_again(tmp_path, monkeyp
     lines, got = _modules(code)
     assert got["exit"] == 0 and lines[-1].startswith("verified: "), lines
     assert "kernbench.triton.launch" in got["modules"]  # the factory's own front end ran
-    heavy = {"kernbench.record.recorder", "kernbench.record.writer", "simpy", "ml_dtypes"}
+    heavy = {"kernbench.record.recorder", "kernbench.record.rows.writer", "simpy", "ml_dtypes"}
     assert sorted(heavy & set(got["modules"])) == []

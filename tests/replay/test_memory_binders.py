@@ -12,7 +12,7 @@ from tests.conftest import rewrite_ops
 import kernbench as kb
 from kernbench import tl
 from kernbench.analyze import check
-from kernbench.record import addressing as ix
+from kernbench.record.lowering import addressing as ix
 from kernbench.replay import replay
 
 X = np.arange(128, dtype=np.float32).reshape(8, 16) * 0.5

@@ -222,7 +222,7 @@ def test_a_replay_opens_ops_parquet_once_through_the_opened_trace(
 def test_a_version_2_replay_opens_access_parquet_once(tmp_path: Path,
                                                       parquet_opens: dict[str, int]) -> None:
     import kernbench as kb
-    from kernbench.record import addressing as ix
+    from kernbench.record.lowering import addressing as ix
     from kernbench.replay.session import replay_in_process
 
     gather = np.array([5, 0, 7, 2, 6, 1, 3, 4])  # no stride describes it: access.parquet

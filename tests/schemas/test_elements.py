@@ -11,7 +11,7 @@ import pytest
 import kernbench as kb
 from kernbench.analyze import check
 from kernbench.errors import TraceFormatError
-from kernbench.record import addressing as ix
+from kernbench.record.lowering import addressing as ix
 from tests.conftest import rewrite_ops
 
 

@@ -13,8 +13,8 @@ import pytest
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.record import semantics
-from kernbench.record.timing import TIMING
+from kernbench.record.lowering import semantics
+from kernbench.record.machine.timing import TIMING
 from kernbench.replay import replay
 from kernbench.replay.executors import EXECUTORS
 from kernbench.schemas import ops, rules

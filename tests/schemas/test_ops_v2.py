@@ -9,7 +9,7 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.errors import DtypeError
-from kernbench.record import semantics
+from kernbench.record.lowering import semantics
 from kernbench.replay import replay
 from kernbench.schemas import ops
 from kernbench.schemas.ops import OPS, Op

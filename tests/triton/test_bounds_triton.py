@@ -19,7 +19,7 @@ import kernbench as kb
 from kernbench import triton as kbt
 from kernbench.cli import main
 from kernbench.errors import RecordLimitError
-from kernbench.record import bounds
+from kernbench.record.lowering import bounds
 
 HERE = re.escape(f"{__name__.replace('.', '/')}.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_a_loop_nest_counts_the_loops_around_it(tmp_path, monkeypatch):
 
 def test_a_refusal_inside_a_loop_leaves_no_loop_state(tmp_path, monkeypatch):
     from kernbench.record.recorder import layout, run_programs
-    from kernbench.record.writer import OpWriter
+    from kernbench.record.rows.writer import OpWriter
     from kernbench.trace.hw import load_hw
 
     case = long_loop(trips=100)  # (its dry run, under the default bound)

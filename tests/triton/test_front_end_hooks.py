@@ -15,7 +15,7 @@ import triton.language as tl
 
 import kernbench as kb
 from kernbench import triton as kbt
-from kernbench.record import pipeline
+from kernbench.record.machine import pipeline
 from kernbench.triton import core, jit, standin
 
 

@@ -17,8 +17,8 @@ import kernbench as kb
 import kernbench.triton.language  # noqa: F401 - binds the operators of tl.tensor
 from kernbench import triton as kbt
 from kernbench.errors import BoundsError, UnsupportedError
-from kernbench.record import addressing, indexplan
 from kernbench.record.handle import HbmTensor
+from kernbench.record.lowering import addressing, indexplan
 from kernbench.record.memo import BoundedMemo
 from kernbench.schemas import dtypes
 from kernbench.triton import arith, memory, value

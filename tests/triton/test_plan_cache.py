@@ -17,7 +17,7 @@ import triton.language as tl
 
 import kernbench as kb
 from kernbench import triton as kbt
-from kernbench.record import addressing
+from kernbench.record.lowering import addressing
 from kernbench.record.memo import BoundedMemo
 from kernbench.triton import arith
 from kernbench.triton.value import concrete

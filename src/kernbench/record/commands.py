@@ -34,7 +34,7 @@ class Cmd(NamedTuple):
 new_cmd = tuple.__new__
 
 
-# -- requests that synchronise with SimPy (run by the PE driver, record/ipcq.py) -----------
+# -- requests that synchronise with SimPy (run by the PE driver, record/machine/ipcq.py) -----------
 #: ring directions a kernel may name; "next" lands in the neighbour's "prev" queue
 DIRECTIONS = ("next", "prev")
 

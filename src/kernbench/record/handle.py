@@ -69,7 +69,7 @@ class Buffer:
     writers wait for it. ``read_until`` is when an in-flight send stops reading it; only
     writers wait for that. A buffer reusing freed bytes starts with ``read_until`` = when
     those bytes' previous occupant was last touched. ``owner`` is the lease of a buffer
-    allocated in lifetime mode (``record/lifetime.py``), None under the bump allocator."""
+    allocated in lifetime mode (``record/lowering/lifetime.py``), None under the bump allocator."""
 
     __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event",
                  "read_until", "owner")
@@ -178,7 +178,7 @@ class TensorHandle:
 
 @runtime_checkable
 class FrontEnd(Protocol):
-    """What TensorHandle's operators call: the kernel front end (``record/semantics.py``, a
+    """What TensorHandle's operators call: the kernel front end (``record/lowering/semantics.py``, a
     module, satisfies it). The data layer must not import it (it sits above)."""
 
     def binary(self, op: Op, x: Any, y: Any) -> TensorHandle: ...
@@ -189,7 +189,7 @@ class FrontEnd(Protocol):
 
 
 class _Unbound:
-    """Stands in for the kernel front end until record/semantics.py binds itself."""
+    """Stands in for the kernel front end until record/lowering/semantics.py binds itself."""
 
     @staticmethod
     def _refuse() -> KernelError:
@@ -216,7 +216,7 @@ _sem: FrontEnd = _Unbound()
 
 
 def bind_front_end(front_end: object) -> None:
-    """Called once by record/semantics.py (a module): route the operators above through it.
+    """Called once by record/lowering/semantics.py (a module): route the operators above through it.
     A ``TypeError`` naming the missing operations if ``front_end`` lacks one of them."""
     global _sem
     if not isinstance(front_end, FrontEnd):

@@ -16,14 +16,14 @@ from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
-from kernbench.record.bounds import OpBound, check_grid, counted
 from kernbench.record.handle import HbmTensor, Pointer
-from kernbench.record.ipcq import Ring
 from kernbench.record.kernel import Kernel
-from kernbench.record.pe import PEDriver
-from kernbench.record.resident import occupancy
-from kernbench.record.tensors import write_tensors
-from kernbench.record.writer import OpWriter
+from kernbench.record.lowering.bounds import OpBound, check_grid, counted
+from kernbench.record.machine.ipcq import Ring
+from kernbench.record.machine.pe import PEDriver
+from kernbench.record.machine.resident import occupancy
+from kernbench.record.rows.tensors import write_tensors
+from kernbench.record.rows.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.hw import HwConfig, load_hw
@@ -53,8 +53,8 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  alone: bool = False) -> list[PEDriver]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
-    occupancy dry run, record/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
-    refused (``record/bounds.py``; program 0 alone projects the whole grid)."""
+    occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
+    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
@@ -138,6 +138,9 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
+    if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
+        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip (SPEC §15), "
+                            "which this kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)

@@ -10,6 +10,7 @@ from kernbench.record.memo import BoundedMemo
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])  # the folder holding kernbench/
 _RECORD_DIR = str(Path(__file__).resolve().parent)
+_RECORD_IN = _RECORD_DIR + os.sep  # record/'s rooms (lowering/, machine/, rows/)
 _TL_FILE = str(Path(__file__).resolve().parents[1] / "tl.py")
 _CACHE: dict[tuple[str, int | None], str] = {}
 _INTERNAL: dict[str, bool] = {}
@@ -29,6 +30,7 @@ def _is_internal(filename: str) -> bool:
         real = os.path.realpath(filename)
         folder = os.path.dirname(real)
         known = _INTERNAL[filename] = (real == _TL_FILE or folder == _RECORD_DIR
+                                       or folder.startswith(_RECORD_IN)
                                        or folder in _LAYER_DIRS)
     return known
 

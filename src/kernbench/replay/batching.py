@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,14 +36,12 @@ from kernbench.replay.binding import BindContext, ShapeMismatch, nothing
 from kernbench.replay.executors import EXECUTORS
 from kernbench.replay.math_binders import infer
 from kernbench.replay.overlap import independent
+from kernbench.replay.program import Program
 from kernbench.replay.schedule import DEFERRED, LANDING
 from kernbench.replay.store import UNPLACED, Operand
 from kernbench.schemas import ops
 from kernbench.schemas.ops import Op
 from kernbench.trace.columns import distinct
-
-if TYPE_CHECKING:
-    from kernbench.replay.decode import Program
 
 #: ops whose executor is correct over operands with a leading member axis; the value says
 #: how attrs change (``_axis``: an integer axis moves by one, None cannot batch)

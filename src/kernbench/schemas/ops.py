@@ -44,7 +44,8 @@ class Engine(StrEnum):
 
 
 class Cost(StrEnum):
-    """Which closed-form timing model prices the op (record/timing.py, docs/hardware-model)."""
+    """Which closed-form timing model prices the op (record/machine/timing.py,
+    docs/hardware-model)."""
 
     FREE = "free"
     DMA_READ = "dma_read"

@@ -26,7 +26,7 @@ from kernbench.trace.element_checks import indexed_rows
 from kernbench.trace.opbatch import OpBatch, fmt
 
 if TYPE_CHECKING:
-    from kernbench.trace.rows import Findings
+    from kernbench.trace.findings import Findings
 
 INPUT = "input"
 INT32 = 1 << 31

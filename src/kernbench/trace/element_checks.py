@@ -31,7 +31,7 @@ from kernbench.trace.columns import chunk
 from kernbench.trace.opbatch import OpBatch, Operands, Regions, Strs, fmt
 
 if TYPE_CHECKING:
-    from kernbench.trace.rows import Findings
+    from kernbench.trace.findings import Findings
 
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
 #: ops whose first HBM operand may be indexed (strides/access in attrs)

@@ -9,16 +9,13 @@ the key itself, ``trace/attrs.py``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kernbench.schemas.guards import BITS, fits
 from kernbench.schemas.ops import GUARDED
+from kernbench.trace.findings import Findings
 from kernbench.trace.opbatch import OpBatch, fmt
-
-if TYPE_CHECKING:
-    from kernbench.trace.rows import Findings
 
 _NAMES = frozenset(op.value for op in GUARDED)
 

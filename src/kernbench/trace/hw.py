@@ -13,7 +13,14 @@ from kernbench.trace.tomlfile import read_toml
 
 #: the two engine-issue policies of one PE machine (docs/hardware-model.md)
 ENGINE_ISSUE = ("blocking", "async")
-_TEXT_FIELDS = frozenset({"name", "engine_issue"})
+#: how an engine picks among the issued ops of a PE's resident programs (SPEC §15)
+ENGINE_ARBITRATION = ("in_order", "ready_first")
+#: the link topologies a ``send`` is routed on (``trace/topology.py``)
+TOPOLOGIES = ("ring", "bidir_ring", "mesh2d", "torus2d", "switch")
+_TEXT_FIELDS = frozenset({"name", "engine_issue", "engine_arbitration", "topology"})
+#: the fields whose value picks from a list, and the list
+_CHOICES = {"engine_issue": ENGINE_ISSUE, "engine_arbitration": ENGINE_ARBITRATION,
+            "topology": TOPOLOGIES}
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,22 @@ class HwConfig:
     engine_issue: str = "blocking"
     engine_queue_depth: int = 8  # issued-but-not-started ops one engine of one PE holds (async)
     max_programs_per_pe: int = 1  # resident programs per PE, capped further by scratch peak
+    # The shared memory system (SPEC §15, docs/hardware-model.md "What the shared parts
+    # cost"); each default reproduces ahbm-v1/v2, where every shared part is private and
+    # unlimited. HBM: the stack's bandwidth shared by every DMA channel of every PE (0:
+    # unlimited), its channels and the address interleave across them
+    hbm_total_gbps: float = 0
+    hbm_channels: int = 16
+    hbm_interleave_bytes: int = 256
+    # TCM bandwidth per PE shared by every engine's reads and writes of it (0: unlimited)
+    tcm_gbps: float = 0
+    # the links a send is routed over (trace/topology.py); each link is link_gbps wide
+    topology: str = "ring"
+    # the PE's control processor issues one op every issue_ns at most (0: free)
+    issue_ns: float = 0
+    # in_order: one FIFO per engine shared by the resident programs; ready_first: one per
+    # program, the op ready earliest starts (ties: the lower program)
+    engine_arbitration: str = "in_order"
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -68,14 +91,20 @@ class HwConfig:
         for positive in ("n_pe", "clock_ghz", "hbm_gbps", "gemm_rows", "gemm_cols", "math_lanes",
                          "dma_burst_bytes",
                          "link_gbps", "ipcq_depth", "tcm_align", "ipcq_slot_kib",
-                         "engine_queue_depth", "max_programs_per_pe"):
+                         "engine_queue_depth", "max_programs_per_pe", "hbm_channels",
+                         "hbm_interleave_bytes"):
             if getattr(self, positive) <= 0:
                 raise BadInputError(
                     f"hw field {positive} must be positive, got {getattr(self, positive)!r}")
 
-        if self.engine_issue not in ENGINE_ISSUE:
-            raise BadInputError(
-                f"hw field engine_issue must be one of {ENGINE_ISSUE}, got {self.engine_issue!r}")
+        for field, choices in _CHOICES.items():
+            if getattr(self, field) not in choices:
+                raise BadInputError(f"hw field {field} must be one of {choices}, got "
+                                    f"{getattr(self, field)!r}")
+        for whole in ("hbm_channels", "hbm_interleave_bytes"):
+            if not isinstance(getattr(self, whole), int):
+                raise BadInputError(
+                    f"hw field {whole} must be a whole number, got {getattr(self, whole)!r}")
         if not isinstance(self.name, str):
             raise BadInputError(f"hw field name must be a string, got {self.name!r}")
 
@@ -94,6 +123,14 @@ class HwConfig:
     @property
     def ipcq_slot_bytes(self) -> int:
         return self.ipcq_slot_kib * 1024
+
+    @property
+    def shared(self) -> bool:
+        """Whether a shared part of the chip is modelled (SPEC §15): then the chip-wide
+        machine times the recording (``record/machine/chip``); else each PE runs alone in
+        closed form, exactly as ahbm-v1 and ahbm-v2 always have."""
+        return (self.hbm_total_gbps > 0 or self.tcm_gbps > 0 or self.topology != "ring"
+                or self.issue_ns > 0 or self.engine_arbitration != "in_order")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -117,6 +154,12 @@ PRESETS: dict[str, HwConfig] = {
     "ahbm-v1": HwConfig(),
     "ahbm-v2": HwConfig(name="ahbm-v2", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32),
+    # ahbm-v2 with its shared parts priced (SPEC §15; each value's source in
+    # docs/hardware-model.md, "What the shared parts cost")
+    "ahbm-v3": HwConfig(name="ahbm-v3", engine_issue="async", engine_queue_depth=8,
+                        max_programs_per_pe=32, hbm_total_gbps=819.2, hbm_channels=16,
+                        hbm_interleave_bytes=256, tcm_gbps=2048, topology="torus2d",
+                        issue_ns=20, engine_arbitration="ready_first"),
 }
 
 

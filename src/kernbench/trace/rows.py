@@ -10,7 +10,7 @@ replay child runs these (ADR-0630).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -24,6 +24,7 @@ from kernbench.schemas.ops import ENGINE, KIND, Op
 from kernbench.trace.attrs import attrs_findings, version_findings
 from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
+from kernbench.trace.findings import Findings
 from kernbench.trace.guard_checks import guard_findings
 from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
@@ -31,46 +32,12 @@ TENSOR_ROLES = ("input", "output", "inout")
 INIT_KINDS = ("randn", "zeros", "arange", "data")
 SPACES = ("hbm", "tcm", "stage", "ipcq")
 ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
-__all__ = ["MAX_VALUE", "Finding", "Findings", "ops_findings", "tensor_findings"]
+__all__ = ["MAX_VALUE", "ops_findings", "tensor_findings"]
 _NAMES = frozenset(o.value for o in Op)
 _KIND = {o.value: KIND[o].value for o in Op}
 _ENGINE = {o.value: ENGINE[o].value for o in Op}
 _TIMES = ("t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps", "wait_ps")
 _COUNTS = ("num_elements", "nbytes", "flops", "scratch_cursor")
-#: one finding: (rule, op_id, other_op_id, message)
-Finding = tuple[str, int | None, int | None, str]
-
-
-class Findings:
-    """Exact counts per rule and the first ``keep`` findings of each."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep = keep
-        self.counts: dict[str, int] = {}
-        self.rows: list[Finding] = []
-
-    def add(self, rule: str, rows: np.ndarray, message: Callable[[int], str | None]) -> None:
-        """``len(rows)`` findings of ``rule`` at op rows ``rows``; ``message(k)`` is the
-        k-th's text (None: a null value; ``op ROW breaks the RULE rule`` then)."""
-        if not len(rows):
-            return
-        for k in range(self._room(rule, len(rows))):
-            row = int(rows[k])
-            text = message(k)
-            self.rows.append((rule, row, None, text if text is not None
-                              else f"op {row} breaks the {rule} rule"))
-
-    def one(self, rule: str, message: str, op_id: int | None = None, n: int = 1) -> None:
-        for _ in range(self._room(rule, n)):
-            self.rows.append((rule, op_id, None, message))
-
-    def _room(self, rule: str, n: int) -> int:
-        """Count ``n`` more findings of ``rule``; how many of them are kept."""
-        have = self.counts.get(rule, 0)
-        self.counts[rule] = have + n
-        return min(self.keep - min(have, self.keep), n)
-
-
 # -- tensors ---------------------------------------------------------------------------
 
 def _tensor_problem(row: dict[str, Any], n_pe: int) -> tuple[str | None, int]:

@@ -33,9 +33,10 @@ from kernbench.schemas.arrow import SCHEMAS, version_parts
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
 from kernbench.trace.element_checks import access_table, max_access_rows
+from kernbench.trace.findings import Finding, Findings
 from kernbench.trace.hw import HwConfig
 from kernbench.trace.parquet import batches, open_parquet, read
-from kernbench.trace.rows import MAX_VALUE, Finding, Findings, ops_findings, tensor_findings
+from kernbench.trace.rows import MAX_VALUE, ops_findings, tensor_findings
 
 if TYPE_CHECKING:
     import polars as pl

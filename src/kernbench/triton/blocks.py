@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kernbench.errors import KernelError, ShapeError
-from kernbench.record import semantics as sem
+from kernbench.record.lowering import semantics as sem
 from kernbench.record.source import src_here
 from kernbench.triton import arith, data
 from kernbench.triton import dtypes as d

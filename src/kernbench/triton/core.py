@@ -14,9 +14,9 @@ from typing import TypeVar
 import numpy as np
 
 from kernbench.errors import KernelError, ShapeError
-from kernbench.record import bounds
-from kernbench.record import semantics as sem
-from kernbench.record.context import current
+from kernbench.record.lowering import bounds
+from kernbench.record.lowering import semantics as sem
+from kernbench.record.machine.context import current
 from kernbench.record.source import src_here
 from kernbench.schemas.policy import axis_of
 from kernbench.triton import arith, data
@@ -287,8 +287,8 @@ def broadcast(a: object, b: object) -> tuple[Value, Value]:
 def _pipelined(it: builtins.range, num_stages: int | None, src: str) -> Iterator[int]:
     bounded = bounds.loop(it, src)  # a loop nest beyond KERNBENCH_MAX_OPS is refused here
     try:
-        from kernbench.record.pipeline import pipelined
-    except ImportError:  # no load pipelining (record/pipeline.py): loads issue at use
+        from kernbench.record.machine.pipeline import pipelined
+    except ImportError:  # no load pipelining (record/machine/pipeline.py): loads issue at use
         return bounded
     return pipelined(bounded, num_stages, src=src)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from kernbench.errors import KernelError
-from kernbench.record import addressing
-from kernbench.record import semantics as sem
 from kernbench.record.handle import TensorHandle
+from kernbench.record.lowering import addressing
+from kernbench.record.lowering import semantics as sem
 from kernbench.schemas.ops import BY_NAME, Op
 from kernbench.schemas.rules import broadcast_shapes
 from kernbench.triton import dtypes as d

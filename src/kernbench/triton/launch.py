@@ -33,7 +33,7 @@ from kernbench.case.stored_roles import StoredRoles
 from kernbench.errors import BadInputError, KernbenchError, KernelError
 from kernbench.record.handle import Pointer
 from kernbench.record.kernel import Kernel
-from kernbench.record.lifetime import lifetime_scope
+from kernbench.record.lowering.lifetime import lifetime_scope
 from kernbench.record.source import _is_internal, display_path, src_here
 from kernbench.triton import arith, core, descriptor, memory
 from kernbench.triton import dtypes as d
@@ -207,7 +207,7 @@ def _seen(key: tuple) -> frozenset[str]:
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     """The array parameters the kernel stores to (or updates atomically): a dry recording."""
     from kernbench.record.recorder import layout, run_programs
-    from kernbench.record.writer import OpWriter
+    from kernbench.record.rows.writer import OpWriter
     from kernbench.trace.hw import load_hw
 
     key = _stored_key(launch, case)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
-from kernbench.record import semantics as sem_
+from kernbench.record.lowering import semantics as sem_
 from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import src_here
 from kernbench.schemas.ops import OPS, Op

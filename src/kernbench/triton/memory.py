@@ -9,9 +9,9 @@ from collections.abc import Callable
 import numpy as np
 
 from kernbench.errors import DtypeError, KernelError, ShapeError
-from kernbench.record import addressing as ix
 from kernbench.record.handle import HbmTensor, TensorHandle
-from kernbench.record.indexplan import fits_int64, remember
+from kernbench.record.lowering import addressing as ix
+from kernbench.record.lowering.indexplan import fits_int64, remember
 from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import src_here
 from kernbench.schemas.rules import broadcast_shapes

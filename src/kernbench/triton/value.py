@@ -20,9 +20,9 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
-from kernbench.record.indexplan import Rel, canon, fits_int64
-from kernbench.record.lifetime import release as _release
-from kernbench.record.lifetime import retain as _retain
+from kernbench.record.lowering.indexplan import Rel, canon, fits_int64
+from kernbench.record.lowering.lifetime import release as _release
+from kernbench.record.lowering.lifetime import retain as _retain
 from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.triton import dtypes as d

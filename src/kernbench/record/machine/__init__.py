@@ -1,0 +1,3 @@
+"""The machine: the PE driver, its engines, the scoreboard, resident programs, asynchronous
+issue, IPCQ, composite GEMMs, pipelined loops, the timing models and TCM allocation.
+"""
