@@ -7,8 +7,9 @@ import json
 import math
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import simpy
 
@@ -16,6 +17,8 @@ from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
 from kernbench.errors import BadInputError, IpcqError, KernbenchError
+from kernbench.record.guards.graph import NeedsGuards, Shadow
+from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
@@ -29,6 +32,7 @@ from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.hw import HwConfig, load_hw
 
 HBM_ALIGN = 4096
+T = TypeVar("T")
 
 
 def layout(case: Case) -> dict[str, HbmTensor]:
@@ -48,13 +52,35 @@ def _check_params(case: Case) -> None:
         raise BadInputError(f"case grid {case.grid!r} must be positive ints")
 
 
+def shadow(case: Case, tensors: dict[str, HbmTensor], writer: OpWriter) -> Shadow:
+    """The value graph of a recording with guards: the case's tensors (their initial
+    contents made when a decision first reads them) and the access arrays ``writer`` keeps."""
+    specs = layout_specs(case.tensors)
+    hbm = Hbm({n: (t.addr, t.numel, t.dtype.storage,
+                   partial(specs[n].init.storage_view, specs[n].shape, specs[n].dtype))
+               for n, t in tensors.items()})
+    return Shadow(hbm, writer.access.keep())
+
+
+def guarded(run: Callable[[bool], T]) -> T:
+    """``run(False)``, or when the kernel decides on data (``NeedsGuards``), ``run(True)``:
+    a launch records with a value graph only when it needs one (ADR-0840). ``run`` starts
+    afresh each time (its own op log)."""
+    try:
+        return run(False)
+    except NeedsGuards:
+        return run(True)
+
+
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
-                 alone: bool = False) -> list[PEDriver]:
+                 alone: bool = False, guards: bool = False) -> list[PEDriver]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
     occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
-    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid)."""
+    refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid).
+    ``guards``: keep the value graph decisions on data evaluate (else a decision raises
+    ``NeedsGuards``)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
@@ -62,6 +88,10 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     total = check_grid(grid)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
+    if guards:
+        graph = shadow(case, tensors, writer)
+        for d in drivers:
+            d.attach(graph)
 
     def program() -> None:
         fn(*ptrs, **params)
@@ -108,11 +138,12 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     return drivers
 
 
-def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor]) -> int:
+def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor],
+                guards: bool) -> int:
     """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
     writer = OpWriter(path)
     try:
-        drivers = run_programs(case, hw, writer, tensors, alone=True)
+        drivers = run_programs(case, hw, writer, tensors, alone=True, guards=guards)
     finally:
         writer.abort()
     return max(drivers[0].scratch.peak, drivers[0].peak)
@@ -147,19 +178,26 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     _check_out(out)
     pending = case.tensors if isinstance(case.tensors, StoredRoles) else None
     with atomic_dir(out) as tmp:
-        if pending is not None:
-            pending.begin()  # its roles are the stores this recording sees
-        k = occupancy(hw, math.prod(int(g) for g in case.grid),
-                      lambda alone, path: _peak_alone(case, alone, path, tensors))
-        writer = OpWriter(tmp / "ops.parquet", progress=progress)
-        try:
-            drivers = run_programs(case, hw, writer, tensors, k)
-            writer.close()
+
+        def attempt(guards: bool) -> tuple[OpWriter, list[PEDriver], int]:
+            for leftover in ("ops.parquet", "access.parquet"):  # of a run without guards
+                (tmp / leftover).unlink(missing_ok=True)
             if pending is not None:
-                pending.settle()
-        except BaseException:
-            writer.abort()
-            raise
+                pending.begin()  # its roles are the stores this recording sees
+            k = occupancy(hw, math.prod(int(g) for g in case.grid),
+                          lambda alone, path: _peak_alone(case, alone, path, tensors, guards))
+            writer = OpWriter(tmp / "ops.parquet", progress=progress)
+            try:
+                drivers = run_programs(case, hw, writer, tensors, k, guards=guards)
+                writer.close()
+                if pending is not None:
+                    pending.settle()
+            except BaseException:
+                writer.abort()
+                raise
+            return writer, drivers, k
+
+        writer, drivers, k = guarded(attempt)
         write_tensors(tmp / "tensors.parquet", case, tensors)
         kernel = case.kernel.name if isinstance(case.kernel, Kernel) else (
             f"{case.kernel.__module__}:{case.kernel.__qualname__}")

@@ -318,8 +318,7 @@ def _bind_atomic(op: Op) -> Callable:
     return bind
 
 
-#: the operands an atomic's combine takes after the old value, in its order
-_OPERANDS: dict[Op, tuple[str, ...]] = {Op.ATOMIC_CAS: ("cmp", "value")}
+_OPERANDS = mops.OPERANDS
 
 
 def _runtime_index(t, offsets, read_mask, static, op):

@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.schemas.ops import Op
 from kernbench.schemas.storage import BF16, as_dtype, to_f32
+
+#: the operands an atomic's combine takes after the old value, in its order (default
+#: ``("value",)``): ``atomic_cas`` compares, then writes (ADR-0610)
+OPERANDS: dict[Op, tuple[str, ...]] = {Op.ATOMIC_CAS: ("cmp", "value")}
 
 
 def gathered(flat: np.ndarray, index: np.ndarray, sel: np.ndarray | None, other: Any,
