@@ -29,9 +29,10 @@ from kernbench.schemas.elements import AccessTable
 from kernbench.schemas.ops import ATOMICS, OP, OPS, Family, Op
 
 
-class NeedsGuards(Exception):  # noqa: N818 - a control-flow signal of the recorder, not an error
+class NeedsGuards(BaseException):  # noqa: N818 - a control-flow signal of the recorder
     """A kernel reached a decision on data in a recording that keeps no value graph: the
-    recorder records the launch again with one (``record/recorder.py``)."""
+    recorder records the launch again with one (``record/recorder.py``). A BaseException,
+    as ``GeneratorExit``: no ``except Exception`` of a front end or a kernel swallows it."""
 
 
 #: a place in recorded time order: (time, phase, op_id); an HBM write lands at phase 0 of
