@@ -155,8 +155,9 @@ def run_resolve(req: Resolve, pe: PE) -> Generator[simpy.Event, Any, None]:
 def run_sync(req: Sync, pe: PE) -> Generator[simpy.Event, Any, None]:
     """A guard's synchronisation (``record/machine/guard.py``): SimPy's clock reaches the
     guard's time, so every other PE has issued everything before it (each PE runs ahead of
-    SimPy only until it next waits in SimPy, and then at a clock no earlier than SimPy's)."""
-    yield from _sync(pe, req.t)
+    SimPy only until it next waits in SimPy, and then at a clock no earlier than SimPy's).
+    Always a timeout, even of 0: the processes due at the same time run first."""
+    yield pe.env.timeout(max(0, req.t - pe.env.now))
 
 
 #: the driver's handler of each request type (pe.PE.process dispatches by type)
