@@ -187,6 +187,8 @@ class PEDriver:
             self.now = ready + self.dispatch_ps
         else:
             self.now = t_end
+            if out is not None and out.buf.ready_ps < t_end:  # what a load a pipelined
+                out.buf.ready_ps = t_end  # loop hoists waits for (gather offsets, masks)
         self.row(ready, start, t_end, busy, wait, cmd)
 
     def timed(self, cmd: Cmd, model: Callable, engine: Any) -> None:
