@@ -91,7 +91,20 @@ INTEGERS = [
           "cross_entropy_launch"),
 ]
 
-ALL = KERNELS + INTEGERS + SEMANTICS
+#: kernels whose control flow depends on loaded data (issue 38: guards). The first four
+#: compute on integer-valued data, so they must agree with the interpreter bit for bit
+GUARDS = [
+    Entry("guard-varlen-lengths-early-return", "guards", "varlen_case", "varlen_launch"),
+    Entry("guard-page-table-per-page", "guards", "paged_case", "paged_launch"),
+    Entry("guard-while-on-data", "guards", "halve_case", "halve_launch"),
+    Entry("guard-spin-lock-atomic-cas", "guards", "locked_case", "locked_launch"),
+    Entry("guard-liger-cross-entropy-ignore-index", "guards", "cross_entropy_case",
+          "cross_entropy_launch"),
+    Entry("guard-liger-jsd-labels", "guards", "jsd_case", "jsd_launch"),
+]
+EXACT = SEMANTICS + GUARDS[:4]
+
+ALL = KERNELS + INTEGERS + SEMANTICS + GUARDS
 
 
 def params(entries: list[Entry]) -> Any:

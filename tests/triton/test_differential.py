@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.triton.conftest import ALL, SEMANTICS, Entry, params
+from tests.triton.conftest import ALL, EXACT, SEMANTICS, Entry, params
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERPRET = "from tests.triton.kernels.spec import interpret_main; interpret_main()"
@@ -70,4 +70,4 @@ def test_replay_matches_triton_interpreter(entry: Entry, interpreted, replayed) 
     assert res.outputs, res.verdict
     oracle = interpreted[entry.id]
     for name, got in res.outputs.items():
-        _assert_agree(got, oracle[name], entry in SEMANTICS, f"{entry.id}: {name}")
+        _assert_agree(got, oracle[name], entry in EXACT, f"{entry.id}: {name}")

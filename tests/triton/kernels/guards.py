@@ -281,7 +281,8 @@ def locked_launch(programs: int = 12, seed: int = 0) -> Launch:
     x = np.random.default_rng(seed).integers(1, 100, programs).astype(np.int32)
 
     def reference(x_ptr: np.ndarray, **_: np.ndarray) -> dict[str, np.ndarray]:
-        return {"lock_ptr": np.zeros(1, np.int32), "total_ptr": x_ptr.sum(keepdims=True),
+        return {"lock_ptr": np.zeros(1, np.int32),
+                "total_ptr": x_ptr.sum(keepdims=True, dtype=np.int32),
                 "count_ptr": np.array([programs], np.int32)}
 
     return Launch("triton-locked-sum", locked_sum_kernel, (programs,),
