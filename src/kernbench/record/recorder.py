@@ -16,7 +16,7 @@ import simpy
 from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
-from kernbench.errors import BadInputError, IpcqError, KernbenchError
+from kernbench.errors import BadInputError, IpcqError, KernbenchError, ScratchOverflowError
 from kernbench.record.guards.graph import NeedsGuards, Shadow
 from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
@@ -186,16 +186,26 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                 pending.begin()  # its roles are the stores this recording sees
             k = occupancy(hw, math.prod(int(g) for g in case.grid),
                           lambda alone, path: _peak_alone(case, alone, path, tensors, guards))
-            writer = OpWriter(tmp / "ops.parquet", progress=progress)
-            try:
-                drivers = run_programs(case, hw, writer, tensors, k, guards=guards)
-                writer.close()
-                if pending is not None:
-                    pending.settle()
-            except BaseException:
-                writer.abort()
-                raise
-            return writer, drivers, k
+            while True:
+                writer = OpWriter(tmp / "ops.parquet", progress=progress)
+                try:
+                    drivers = run_programs(case, hw, writer, tensors, k, guards=guards)
+                    writer.close()
+                    if pending is not None:
+                        pending.settle()
+                except ScratchOverflowError:
+                    writer.abort()
+                    if k == 1:
+                        raise
+                    # a program took a path needing more scratch than program 0's (a
+                    # decision on data): fewer resident programs, larger slots (ADR-0840)
+                    k //= 2
+                    (tmp / "access.parquet").unlink(missing_ok=True)
+                    continue
+                except BaseException:
+                    writer.abort()
+                    raise
+                return writer, drivers, k
 
         writer, drivers, k = guarded(attempt)
         write_tensors(tmp / "tensors.parquet", case, tensors)

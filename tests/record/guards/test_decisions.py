@@ -149,7 +149,8 @@ def early_case() -> kb.Case:
 def test_an_early_return_and_a_float_of_a_reduction_decide_on_data(tmp_path, hw):
     trace = kb.record(early_case(), tmp_path / "e.ktrace", hw=hw)
     rows = guard_rows(trace)
-    by_program = {r["program"]: r for r in rows if r["src"].endswith(f":{_line('if tl.load(flag')}")}
+    flag_line = f":{_line('if tl.load(flag')}"
+    by_program = {r["program"]: r for r in rows if r["src"].endswith(flag_line)}
     assert [bits(by_program[p]) for p in range(4)] == [0, 1, 0, 0]
     sums = [r for r in rows if r["src"].endswith(f":{_line('s = float(')}")]
     assert sorted(r["program"] for r in sums) == [0, 2, 3]

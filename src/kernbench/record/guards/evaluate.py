@@ -39,7 +39,13 @@ class Unevaluable(Exception):  # noqa: N818 - carries the reason to decide(), wh
 
 
 def _storage(dtype: str) -> np.dtype:
-    return np.dtype(by_name(dtype).storage)
+    st = _STORAGE.get(dtype)
+    if st is None:
+        st = _STORAGE[dtype] = np.dtype(by_name(dtype).storage)
+    return st
+
+
+_STORAGE: dict[str, np.dtype] = {}
 
 
 def read(ref: Ref) -> np.ndarray:

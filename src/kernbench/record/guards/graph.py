@@ -77,7 +77,16 @@ def opaque(why: str, h: TensorHandle) -> Node:
 
 
 def _attrs(text: str) -> dict[str, Any]:
-    return {} if text == "{}" else json.loads(text)
+    """The attrs object of a command (parsed once per distinct text; never written)."""
+    got = _ATTRS.get(text)
+    if got is None:
+        if len(_ATTRS) >= 4096:
+            _ATTRS.clear()
+        got = _ATTRS[text] = {} if text == "{}" else json.loads(text)
+    return got
+
+
+_ATTRS: dict[str, dict[str, Any]] = {}
 
 
 class Shadow:
