@@ -122,7 +122,7 @@ def paged_decode_reference(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarr
     request r's tokens ``kv_indptr[r]..kv_indptr[r+1]`` in pages ``page_table[r]``)."""
     b_n, h_q, d = q.shape
     h_kv = k_cache.shape[1]
-    group, scale = h_q // h_kv, np.float32(_scale(d))
+    group, scale = h_q // h_kv, _scale(d)
     out = np.zeros((b_n, h_q, d), np.float32)
     for b in range(b_n):
         n = int(kv_indptr[b + 1] - kv_indptr[b])
