@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.bench import decode, fixed, record, replay, sweep, triton_interpreter
+from kernbench.bench import decode, fixed, record, replay, serving, sweep, triton_interpreter
 
 #: the sections of the harness, each contributing keys to one flat JSON object
 SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("record", record.measure),
     ("replay", replay.measure),
     ("decode", decode.measure),
+    ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
     ("fixed costs", fixed.measure),

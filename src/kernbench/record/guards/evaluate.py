@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import KernelError, RecordLimitError
-from kernbench.record.guards.graph import Node, Ref, Shadow
+from kernbench.record.guards.graph import Node, Ref, Shadow, static_elements
 from kernbench.record.guards.hbm import Access, Effect, TensorState
 from kernbench.record.handle import TensorHandle
 from kernbench.schemas import given
@@ -121,7 +121,7 @@ class Evaluator:
             if e.key >= key:
                 break
             ea = e.access
-            if ea.index is None:  # offsets in TCM: know them first
+            if ea.dynamic:  # offsets in TCM: know them first
                 pending = [_node_of(r) for k, r in ea.roles.items()
                            if k in ("offsets", "mask") and _node_of(r).value is None]
                 if pending:
@@ -201,6 +201,9 @@ class Evaluator:
         """(flat element positions, tile positions or None) of an access; offsets held in
         TCM are read (their nodes evaluated) and checked against the tensor, once."""
         if a.index is not None:
+            return a.index, a.sel
+        if a.static is not None:
+            a.index, a.sel = static_elements(a)
             return a.index, a.sel
         offs = np.asarray(read(a.roles["offsets"])).reshape(-1).astype(np.int64)
         mask = read(a.roles["mask"]) if "mask" in a.roles else a.mask

@@ -166,15 +166,10 @@ class Shadow:
     def _static(self, h: TensorHandle, attrs: dict[str, Any], shape: tuple[int, ...]
                 ) -> Access:
         """The elements an HBM operand names (contiguous, or ``strides``/``access`` and a
-        static ``mask`` in attrs)."""
+        static ``mask`` in attrs), made when first evaluated (``static_elements``)."""
         t = self.hbm.at(h.buf.addr)
         first = (h.buf.addr - t.addr) // t.itemsize
-        if not ix.is_indexed(attrs):
-            n = int(np.prod(shape, dtype=np.int64))
-            return Access(t, first + np.arange(n, dtype=np.int64), None, None, {}, shape)
-        rel, mask = ix.elements(attrs, shape, self.access)
-        sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
-        return Access(t, first + ix.moved(rel, mask).astype(np.int64), sel, None, {}, shape)
+        return Access(t, None, None, None, {}, shape, (first, attrs, self.access))
 
     def _mask(self, attrs: dict[str, Any], shape: tuple[int, ...]) -> np.ndarray | None:
         return ix.mask_of(attrs, shape, self.access)
@@ -212,6 +207,18 @@ class Shadow:
         else:
             access = self._static(out, attrs, tuple(out.shape))
         access.t.effects.append(Effect((t_end, LAND, op_id), access, value, op, attrs))
+
+
+def static_elements(a: Access) -> tuple[np.ndarray, np.ndarray | None]:
+    """(flat positions, tile positions or None) of an access whose elements were known when
+    it was recorded."""
+    first, attrs, table = a.static
+    if not ix.is_indexed(attrs):
+        n = int(np.prod(a.shape, dtype=np.int64))
+        return first + np.arange(n, dtype=np.int64), None
+    rel, mask = ix.elements(attrs, a.shape, table)
+    sel = None if mask is None else np.flatnonzero(mask.reshape(-1))
+    return first + ix.moved(rel, mask).astype(np.int64), sel
 
 
 def atomic_roles(attrs: dict[str, Any], rest: tuple[TensorHandle, ...]) -> dict[str, Ref]:

@@ -51,15 +51,21 @@ class Access:
     and ``sel`` (their tile positions; None: all), known when recorded; or, for offsets held
     in TCM, ``roles["offsets"]`` (and ``roles["mask"]``, or the static ``mask``) to evaluate
     first. ``roles`` also holds an atomic's ``value`` and ``cmp`` operands; ``shape`` is the
-    tile's."""
+    tile's. ``static``: how to make ``index`` and ``sel`` when first needed, for elements
+    known when recorded (most accesses are never evaluated)."""
 
-    __slots__ = ("t", "index", "sel", "mask", "roles", "shape")
+    __slots__ = ("t", "index", "sel", "mask", "roles", "shape", "static")
 
     def __init__(self, t: TensorState, index: np.ndarray | None, sel: np.ndarray | None,
                  mask: np.ndarray | None, roles: dict[str, Any],
-                 shape: tuple[int, ...]) -> None:
+                 shape: tuple[int, ...], static: Any = None) -> None:
         self.t, self.index, self.sel, self.mask = t, index, sel, mask
-        self.roles, self.shape = roles, shape
+        self.roles, self.shape, self.static = roles, shape, static
+
+    @property
+    def dynamic(self) -> bool:
+        """The elements come from offsets held in TCM (evaluated first)."""
+        return self.index is None and self.static is None
 
 
 class Effect:
