@@ -65,7 +65,7 @@ class ReplayError(KernbenchError):
 
 class PathDivergence(ReplayError):
     """Phase 2 computes another value for a guard than the one its path was recorded on
-    (SPEC §14): ``recorded`` and ``computed`` are the two values as text; replay names the
+    (ADR-0840): ``recorded`` and ``computed`` are the two values as text; replay names the
     guard's kernel line and program around them."""
 
     def __init__(self, recorded: str, computed: str) -> None:

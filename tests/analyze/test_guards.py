@@ -1,4 +1,4 @@
-"""Guards in the analyses (SPEC §14): a kernel waiting on a decision shows on the critical
+"""Guards in the analyses (ADR-0840): a kernel waiting on a decision shows on the critical
 path and in the stall-by-line picture; ``diff`` names the first guard two traces of one
 kernel decide differently."""
 

@@ -1,4 +1,4 @@
-"""Phase 2 recomputes every guard and compares it bit for bit (SPEC §14): a trace whose
+"""Phase 2 recomputes every guard and compares it bit for bit (ADR-0840): a trace whose
 input data were edited, or whose decision depended on a race, is never verified."""
 
 from __future__ import annotations

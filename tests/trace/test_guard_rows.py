@@ -1,4 +1,4 @@
-"""The ``guard`` row in the trace format (SPEC §14): its op-table entry, the manifest's minor
+"""The ``guard`` row in the trace format (ADR-0840): its op-table entry, the manifest's minor
 version, the validator's rules, and traces without guards read and written as before."""
 
 from __future__ import annotations

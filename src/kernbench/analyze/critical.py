@@ -189,7 +189,7 @@ def _offer_operands(ops: pl.DataFrame, g: pl.DataFrame, graph: _Graph,
 
 
 def _offer_decisions(g: pl.DataFrame, graph: _Graph, col: dict[str, np.ndarray]) -> None:
-    """A guard held the kernel (SPEC §14): the next op of its program is issued when the
+    """A guard held the kernel (ADR-0840): the next op of its program is issued when the
     guard decided (``decision``) and starts when issued — the path runs through the guard,
     whose own issue waited for its operand (a ``data`` edge naming that wait)."""
     name = g["name"].to_numpy() if "name" in g.columns else None

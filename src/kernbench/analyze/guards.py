@@ -1,4 +1,4 @@
-"""The guards of two traces of one kernel, side by side (``kernbench diff``, SPEC §14).
+"""The guards of two traces of one kernel, side by side (``kernbench diff``, ADR-0840).
 
 A guard is a decision on data: its value chose the path the trace recorded. Two traces of
 one kernel on other data (or another kernel version) take other paths from the first guard

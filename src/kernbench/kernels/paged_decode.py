@@ -6,7 +6,7 @@ loaded length, an empty split is skipped (``if split_end > split_start``), and t
 reduction — serving engines' second kernel — runs in the program that finishes a (request,
 KV head)'s last split, which it learns from an acq_rel ticket.
 
-Every one of those is a decision on data: a ``guard`` row (SPEC §14). The module imports
+Every one of those is a decision on data: a ``guard`` row (ADR-0840). The module imports
 ``triton`` (the installed package, or kernbench's stand-in), so it is loaded only when the
 case is built (``kernels/serving.py`` registers it).
 """

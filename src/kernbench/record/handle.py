@@ -173,7 +173,7 @@ class TensorHandle:
 
     __hash__ = object.__hash__
 
-    # a decision on data (SPEC §14): a guard row, and the path the value takes
+    # a decision on data (ADR-0840): a guard row, and the path the value takes
     def __bool__(self) -> bool:
         return _decisions[0](self)
 

@@ -178,7 +178,7 @@ def _explain(program: Program, win: _Window, k: int, failure: Failure) -> RunOut
         except ReplayError as err:
             return RunOutcome(k - c, err, row)
         raise AssertionError("check_read accepted an invalid read")  # pragma: no cover
-    if isinstance(failure, PathDivergence):  # SPEC §14: the guard's line and program
+    if isinstance(failure, PathDivergence):  # ADR-0840: the guard's line and program
         return RunOutcome(k - c, ReplayError(diverges(
             program.src(row), program.program(row), failure.recorded, failure.computed)), row)
     if isinstance(failure, ReplayError):

@@ -191,7 +191,7 @@ def _bind_nothing(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) 
 
 
 def _bind_guard(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
-    """A guard (SPEC §14): its operand read at the guard's start, compared bit for bit with
+    """A guard (ADR-0840): its operand read at the guard's start, compared bit for bit with
     the value the recorded path took; ``PathDivergence`` when they differ."""
     need(len(ins) == 1, f"guard takes 1 input, got {len(ins)}")
     need(numel(ins[0]) == 1, f"guard decides on one element, not {list(ins[0].shape)}")

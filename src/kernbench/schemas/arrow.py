@@ -20,7 +20,7 @@ SUPPORTED_MAJOR = 1
 MANIFEST_VERSION_INDEXED = 2
 MANIFEST_VERSION_WIDE = 3
 MANIFEST_MAJORS = (1, 2, 3)
-#: a trace holding a ``guard`` row (a guarded path, SPEC §14) is minor version 1 of its
+#: a trace holding a ``guard`` row (a guarded path, ADR-0840) is minor version 1 of its
 #: major: the manifest says ``"MAJOR.1"`` (a string); a reader of the major reads it, and
 #: one that predates guards reports the op name it does not know (docs/trace-format.md)
 GUARD_MINOR = 1

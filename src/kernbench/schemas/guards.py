@@ -1,4 +1,4 @@
-"""A guard's value (SPEC §14): the exact bits of the one element a kernel decided on.
+"""A guard's value (ADR-0840): the exact bits of the one element a kernel decided on.
 
 A ``guard`` row's operand is the TCM element (a scalar, or a one-element block) whose value
 chose the kernel's path; its attrs hold that value's bits, ``{"bits": N}`` with ``N`` the
@@ -78,6 +78,6 @@ def show(bits: int, dtype: str) -> str:
 
 
 def diverges(src: str, program: int, recorded: str, computed: str) -> str:
-    """SPEC §14's message: the recorded path is not the one the data take."""
+    """ADR-0840's message: the recorded path is not the one the data take."""
     return (f"the trace's path diverges from its data at {src} (program {program}): "
             f"recorded {recorded}, replay computes {computed}")

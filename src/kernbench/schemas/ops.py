@@ -171,7 +171,7 @@ class Op(StrEnum):
     ARGMAX = "argmax"
     ARGMIN = "argmin"
     ATOMIC_CAS = "atomic_cas"
-    # a guarded path (SPEC §14): a trace holding one is minor version 1 of its major
+    # a guarded path (ADR-0840): a trace holding one is minor version 1 of its major
     GUARD = "guard"
 
 
@@ -366,7 +366,7 @@ SCANS = _where(lambda s: s.family is Family.SCAN)
 ARG_REDUCTIONS = _where(lambda s: s.family is Family.ARG)
 #: ops a trace of format version 1 cannot hold: using one makes the manifest version 2
 VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):list(Op).index(Op.ATOMIC_CAS) + 1])
-#: ops that make a trace's manifest a minor version 1 of its major (guarded paths, SPEC §14)
+#: ops that make a trace's manifest a minor version 1 of its major (guarded paths, ADR-0840)
 GUARDED = frozenset({Op.GUARD})
 #: ops that write no output operand (a scope's marks, a guard's decision)
 NO_OUTPUT = SCOPE | GUARDED

@@ -1,4 +1,4 @@
-"""The validator's rule for ``guard`` rows (SPEC §14): one TCM element, a value of its dtype.
+"""The validator's rule for ``guard`` rows (ADR-0840): one TCM element, a value of its dtype.
 
 A guard decides on one element in TCM: its single input is a ``tcm`` operand of one
 element, and its ``bits`` fit that operand's dtype (``schemas.guards.fits``). A row that

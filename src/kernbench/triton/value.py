@@ -159,7 +159,7 @@ class Concrete(tensor):
 class Symbolic(tensor):
     """Data known only in Phase 2: ``handle`` is the TCM buffer view holding it. ``known``:
     its value once the kernel decided on it (``if``, ``range``, ``int()`` ...: a guard row
-    pins its exact bits, SPEC §14), from then on computed with as index arithmetic."""
+    pins its exact bits, ADR-0840), from then on computed with as index arithmetic."""
 
     __slots__ = ("handle", "known")
     dtype: d.dtype

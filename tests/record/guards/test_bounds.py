@@ -1,4 +1,4 @@
-"""The bounds of decisions on data (SPEC §14): a loop whose bound comes from data counts
+"""The bounds of decisions on data (ADR-0840): a loop whose bound comes from data counts
 against ``KERNBENCH_MAX_OPS`` as it runs, and what a decision evaluates against
 ``KERNBENCH_MAX_MEMORY_GB``; both refuse with one line at the decision's line, never a
 traceback."""

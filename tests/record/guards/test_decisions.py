@@ -1,4 +1,4 @@
-"""Decisions on data in kernels written against kernbench's own ``tl`` (SPEC §14): ``if``/
+"""Decisions on data in kernels written against kernbench's own ``tl`` (ADR-0840): ``if``/
 ``elif``, ``while``, ``range`` bounds, early ``return``, ``bool()``/``int()``/``float()``
 of a one-element handle. Each records the path its data select, as ``guard`` rows whose
 bits are the numpy evaluation of the condition, and replays verified on both presets."""

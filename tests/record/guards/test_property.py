@@ -1,5 +1,5 @@
 """Property: random kernels that decide on random data record and replay verified, on both
-presets, and every guard row holds the value numpy computes for its condition (SPEC §14)."""
+presets, and every guard row holds the value numpy computes for its condition (ADR-0840)."""
 
 from __future__ import annotations
 

@@ -129,7 +129,7 @@ def test_tl_outside_a_kernel_is_a_kernel_error():
 
 
 def test_the_truth_value_of_a_block_of_more_than_one_element_is_refused(rec):
-    """``if`` on a handle is a decision on one element (a guard, SPEC §14); a block of two
+    """``if`` on a handle is a decision on one element (a guard, ADR-0840); a block of two
     has no truth value (tests/record/guards hold the one-element decisions)."""
     @kb.kernel
     def truthy(x):

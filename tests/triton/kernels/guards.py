@@ -1,4 +1,4 @@
-"""Kernels whose control flow depends on loaded data (SPEC §14, issue 38), in the style of
+"""Kernels whose control flow depends on loaded data (ADR-0840, issue 38), in the style of
 the public libraries: per-request lengths read from memory (early ``return`` on an empty
 request, ``range`` bounds from them), a page table read page by page, a ``while`` on data,
 Liger-Kernel's cross-entropy with ``ignore_index`` (an ``if`` on the label, an early

@@ -1,4 +1,4 @@
-"""Decisions on data (SPEC §14, ADR-0840): ``if``/``while`` on a value, a ``range`` bound,
+"""Decisions on data (ADR-0840): ``if``/``while`` on a value, a ``range`` bound,
 ``bool()``/``int()``/``float()`` of a value held in TCM.
 
 A kernel that decides on a loaded (or computed-from-loaded) value gets the value Phase 2

@@ -1,4 +1,4 @@
-"""A guard (SPEC §14, ADR-0840): the kernel decides its path on a value of data.
+"""A guard (ADR-0840): the kernel decides its path on a value of data.
 
 The one place a guard is timed, under either issue policy: an op of no engine whose start
 waits for its operand (the kernel stalls until the value is visible: the guard's

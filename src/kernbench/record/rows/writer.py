@@ -228,7 +228,7 @@ class OpWriter:
     def schema_version(self) -> int | str:
         """The manifest's schema_version: 3 when the trace holds a version-3 dtype or a
         bitcast, else 2 when it uses indexed memory, else 1; ``"MAJOR.1"`` when it holds a
-        guard (a guarded path, SPEC §14)."""
+        guard (a guarded path, ADR-0840)."""
         if self.wide:
             major = MANIFEST_VERSION_WIDE
         else:
