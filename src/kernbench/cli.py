@@ -81,20 +81,32 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
     if _OWN_PROCESS:  # what is imported so far is never garbage (ADR-0680)
         gc.freeze()
     built = build_user_case(case, params)
-    progress, shown = None, []
+    progress = programs = None
+    shown: list[int] = []
     if sys.stderr.isatty():  # recordings past a second show how far they are on a terminal
         from kernbench.record.lowering.bounds import MAX_OPS_ENV, max_ops
 
-        limit, started = max_ops(), time.monotonic()
+        limit, started, state = max_ops(), time.monotonic(), [0, 0, 0]  # ops, done, grid
 
-        def progress(n: int) -> None:
+        def show() -> None:
             took = time.monotonic() - started
             if took >= 1.0:
+                n, done, grid = state
                 shown.append(n)
-                click.echo(f"\rrecording {case}: {n:,} ops, {n / took:,.0f} ops/s "
+                ran = f"{done:,} of {grid:,} programs, " if grid else ""
+                click.echo(f"\rrecording {case}: {ran}{n:,} ops, {n / took:,.0f} ops/s "
                            f"({n / limit:.0%} of {MAX_OPS_ENV}={limit:,})", err=True, nl=False)
+
+        def progress(n: int) -> None:
+            state[0] = n
+            show()
+
+        def programs(done: int, grid: int) -> None:  # programs that record little, too
+            state[1], state[2] = done, grid
+            show()
     try:
-        trace = do_record(built, out or f"{built.name}.ktrace", hw=hw, progress=progress)
+        trace = do_record(built, out or f"{built.name}.ktrace", hw=hw, progress=progress,
+                          programs=programs)
     finally:
         if shown:  # end the progress line (before an error's one line, too)
             click.echo("", err=True)

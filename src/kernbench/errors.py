@@ -51,8 +51,8 @@ class UnsupportedError(KernelError, AttributeError):
 
 
 class RecordLimitError(KernelError):
-    """A launch would record more ops than ``KERNBENCH_MAX_OPS`` allows
-    (record/lowering/bounds.py)."""
+    """A launch would record more ops than ``KERNBENCH_MAX_OPS`` allows, or run more
+    programs than ``KERNBENCH_MAX_PROGRAMS`` (record/lowering/bounds.py)."""
 
 
 class TraceFormatError(KernbenchError):

@@ -42,6 +42,20 @@ def erf_as(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * (1 - poly * np.exp(-x * x))
 
 
+def philox_ref(seed: int, c: tuple[int, int, int, int], rounds: int = 10) -> list[int]:
+    """Philox-4x32-``rounds`` of one counter under a 64-bit seed, in plain Python integers
+    (the ``philox`` op family's oracle, apart from ``schemas/philox.py``'s vectorised one)."""
+    m = 0xFFFFFFFF
+    x = [v & m for v in c]
+    s = seed & 0xFFFFFFFFFFFFFFFF
+    k = [s & m, s >> 32]
+    for _ in range(rounds):
+        p0, p1 = 0xD2511F53 * x[0], 0xCD9E8D57 * x[2]
+        x = [(p1 >> 32) ^ x[1] ^ k[0], p1 & m, (p0 >> 32) ^ x[3] ^ k[1], p0 & m]
+        k = [(k[0] + 0x9E3779B9) & m, (k[1] + 0xBB67AE85) & m]
+    return x
+
+
 class Numpy:
     scope = staticmethod(contextlib.nullcontext)
 

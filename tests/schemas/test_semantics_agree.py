@@ -84,6 +84,8 @@ def cases(draw: Any, op: Op, policy: Policy) -> tuple[list[Any], dict[str, Any]]
     dt = draw(st.sampled_from(names))
     attrs: dict[str, Any] = {}
     fam = s.family
+    if fam is Family.PHILOX:
+        return _philox(draw, shape)
     if fam in (Family.BINARY, Family.TERNARY, Family.WHERE):
         n = 3 if fam is not Family.BINARY else 2
         args: list[Any] = []
@@ -116,6 +118,33 @@ def cases(draw: Any, op: Op, policy: Policy) -> tuple[list[Any], dict[str, Any]]
     elif fam is Family.BROADCAST:
         attrs = {"shape": [draw(st.integers(1, 3)), *shape]}
     return [x], attrs
+
+
+def _philox(draw: Any, shape: tuple[int, ...]) -> tuple[list[Any], dict[str, Any]]:
+    """(seed, c0, c1, c2, c3) over their full ranges: blocks broadcasting against ``shape``
+    (integer seeds of any width, 32-bit counters) or Python integers."""
+    args: list[Any] = []
+    scalars = []
+    for k in range(5):
+        names = ["int32", "int64", "uint32", "int8"] if k == 0 else ["int32", "uint32"]
+        info = np.iinfo(np_dtype(draw(st.sampled_from(names))))
+        if k and draw(st.booleans()):
+            v = draw(st.integers(0, 2**32 - 1))
+            args.append(v)
+            scalars.append([k, v])
+            continue
+        sub = shape[draw(st.integers(0, len(shape))):]
+        n = int(np.prod(sub))
+        vals = draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=n, max_size=n))
+        args.append(np.asarray(vals, info.dtype).reshape(sub))
+    if all(np.ndim(a) == 0 for a in args):  # one full block gives the output its shape
+        args[1] = np.zeros(shape, np.uint32)
+        scalars = [p for p in scalars if p[0] != 1]
+    attrs: dict[str, Any] = {"n_rounds": draw(st.integers(0, 10)), "word": draw(
+        st.integers(0, 3))}
+    if scalars:
+        attrs["scalars"] = scalars
+    return args, attrs
 
 
 def _tensors(args: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:

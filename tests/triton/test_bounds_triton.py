@@ -1,6 +1,8 @@
-"""Hostile Triton launches are refused up front, in one line (issue 27, point 5; ADR-0546):
-a grid of 10^7 programs of the README's add kernel (projected from its first program) and a
-constexpr loop of 10^9 iterations (the loop nest's trip count at its line)."""
+"""Hostile Triton launches are refused up front, in one line (issue 27, point 5; ADR-0546;
+issue 38, ADR-0861): a grid of 10^7 programs (by the program bound before any program runs,
+whether its programs do nothing or not; under a raised program bound, projected from its
+first program) and a constexpr loop of 10^9 iterations (the loop nest's trip count at its
+line)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,26 @@ def nest_kernel(x_ptr, OUTER: tl.constexpr, INNER: tl.constexpr, BLOCK: tl.const
     tl.store(x_ptr + tl.arange(0, BLOCK), acc)
 
 
+@triton.jit
+def early_return_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:  # the usual guard: every program past the data returns at once
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def nothing_grid(kind: str = "masked-add", programs: int = 10**7) -> kb.Case:
+    """10^7 programs that do nothing: the add with n = 0 (every lane masked off, 4 ops a
+    program) or an early return (no op at all)."""
+    x = np.zeros(1, np.float32)
+    if kind == "masked-add":
+        return kbt.case(add_kernel, (programs,), x, x.copy(), x.copy(), 0, BLOCK=1024,
+                        name="add-nothing")
+    return kbt.case(early_return_kernel, (programs,), x, x.copy(), 0, BLOCK=1024,
+                    name="early-return")
+
+
 def _nest(outer: int, inner: int, grid: int = 2) -> kb.Case:
     return kbt.case(nest_kernel, (grid,), np.zeros(16, np.float32), OUTER=outer, INNER=inner,
                     BLOCK=16, outputs=["x_ptr"])
@@ -79,6 +101,7 @@ def _cli(*args: str):
 ], ids=["grid-of-ten-million", "loop-of-a-billion"])
 def test_hostile_launch_is_refused_in_one_line(tmp_path, monkeypatch, factory, message):
     monkeypatch.delenv(bounds.MAX_OPS_ENV, raising=False)
+    monkeypatch.setenv(bounds.MAX_PROGRAMS_ENV, "100_000_000")  # the op bound's projection
     out = tmp_path / "h.ktrace"
     res = _cli("record", f"{__name__}:{factory}", "-o", str(out))
     assert res.exit_code == 2, res.output
@@ -91,6 +114,7 @@ def test_hostile_launch_is_refused_in_one_line(tmp_path, monkeypatch, factory, m
 
 def test_the_grid_of_ten_million_is_refused_as_a_whole_process(tmp_path, monkeypatch):
     monkeypatch.delenv(bounds.MAX_OPS_ENV, raising=False)
+    monkeypatch.setenv(bounds.MAX_PROGRAMS_ENV, "100_000_000")  # the op bound's projection
     out = tmp_path / "h.ktrace"
     proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "record",
                            f"{__name__}:wide_add_grid", "-o", str(out)], cwd=ROOT,
@@ -99,6 +123,35 @@ def test_the_grid_of_ten_million_is_refused_as_a_whole_process(tmp_path, monkeyp
     assert proc.stderr.startswith("kernbench: RecordLimitError: launch refused: its first "
                                   "program recorded 4 ops")
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["masked-add", "early-return"])
+def test_a_grid_of_ten_million_programs_that_do_nothing_is_refused_before_any_runs(
+        tmp_path, monkeypatch, kind):
+    from kernbench.record import recorder
+
+    monkeypatch.delenv(bounds.MAX_OPS_ENV, raising=False)
+    monkeypatch.delenv(bounds.MAX_PROGRAMS_ENV, raising=False)
+    ran: list[int] = []
+    counted = recorder.counted
+
+    def counting(run, bound):  # every program's body goes through here
+        body = counted(run, bound)
+        return lambda: (ran.append(1), body())[1]
+
+    monkeypatch.setattr(recorder, "counted", counting)
+    out = tmp_path / "n.ktrace"
+    res = _cli("record", f"{__name__}:nothing_grid", "-p", f"kind={kind}", "-o", str(out))
+    assert res.exit_code == 2 and not out.exists(), res.output
+    assert res.output.strip() == (
+        "kernbench: RecordLimitError: launch refused: the grid [10000000] has 10,000,000 "
+        "programs, more than KERNBENCH_MAX_PROGRAMS=1,000,000 allows (each program runs the "
+        "kernel's body while recording, even one that records nothing); set "
+        "KERNBENCH_MAX_PROGRAMS to raise the bound")
+    assert ran == []  # refused before any program ran ...
+    res = _cli("record", f"{__name__}:nothing_grid", "-p", f"kind={kind}", "-p",
+               "programs=3", "-o", str(out), "--hw", "ahbm-v1")
+    assert res.exit_code == 0 and len(ran) == 3, res.output  # ... where 3 programs run
 
 
 def test_a_loop_nest_counts_the_loops_around_it(tmp_path, monkeypatch):

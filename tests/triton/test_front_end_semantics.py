@@ -96,19 +96,8 @@ def test_trans_without_dims_reverses_the_axes() -> None:
     assert core.trans(concrete(x), 1, 0, 2).value.tolist() == x.transpose(1, 0, 2).tolist()
 
 
-def test_philox_matches_the_published_known_answers() -> None:
-    """Philox-4x32-10's known-answer vectors (Random123): all-zero and all-one counter/key."""
-    from kernbench.triton.random import philox
-
-    z, f = np.zeros(1, np.uint32), np.full(1, 0xFFFFFFFF, np.uint32)
-    assert [int(w[0]) for w in philox(0, z, z)] == [
-        0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
-    assert [int(w[0]) for w in philox(2**64 - 1, f, f, f, f)] == [
-        0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
-
-
-def test_rand_of_loaded_offsets_is_refused() -> None:
+def test_rand_of_float_offsets_is_refused() -> None:
     from kernbench.triton import random
 
-    with pytest.raises(KernelError, match=r"tl\.rand offsets must be integer index values"):
+    with pytest.raises(KernelError, match=r"tl\.rand offsets must be an integer, got "):
         random.rand(1, concrete(np.float32(1.5)))

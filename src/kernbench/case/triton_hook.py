@@ -23,6 +23,7 @@ STAND_INS: dict[str, str] = {
     "triton.language.core": "kernbench.triton.language",
     "triton.language.math": "kernbench.triton.tlmath",
     "triton.language.standard": "kernbench.triton.standard",
+    "triton.language.random": "kernbench.triton.random",
     "triton.language.extra": "kernbench.triton.extra",
     "triton.language.extra.libdevice": "kernbench.triton.libdevice",
     "triton.language.extra.cuda": "kernbench.triton.extra",

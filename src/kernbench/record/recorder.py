@@ -22,6 +22,8 @@ from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
+from kernbench.record.machine.chip import launch as chip_launch
+from kernbench.record.machine.chip.launch import run_chip
 from kernbench.record.machine.ipcq import Ring
 from kernbench.record.machine.pe import PEDriver
 from kernbench.record.machine.resident import occupancy
@@ -74,34 +76,38 @@ def guarded(run: Callable[[bool], T]) -> T:
 
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
-                 alone: bool = False, guards: bool = False) -> list[PEDriver]:
+                 alone: bool = False, guards: bool = False,
+                 on_programs: Callable[[int, int], Any] | None = None) -> list[int]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
     occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
     refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid).
-    ``guards``: keep the value graph decisions on data evaluate (else a decision raises
-    ``NeedsGuards``)."""
+    Hardware with a shared part is timed by the chip (``record/machine/chip``), anything
+    else PE by PE in closed form. The scratch peak of each PE. ``guards``: keep the value
+    graph decisions on data evaluate (else a decision raises ``NeedsGuards``)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
     grid = tuple(int(g) for g in case.grid)
     total = check_grid(grid)
-    env = simpy.Environment()
-    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
-    if guards:
-        graph = shadow(case, tensors, writer)
-        for d in drivers:
-            d.attach(graph)
 
     def program() -> None:
         fn(*ptrs, **params)
 
     # program 0's op count projects the launch only when it runs one program per PE at a
     # time (k = 1): resident programs share the PE's seq
-    bound = OpBound(total, writer.progress, project=k == 1)
+    bound = OpBound(total, writer.progress, project=k == 1, on_programs=on_programs)
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
+    if hw.shared or chip_launch.ALWAYS:
+        return run_chip(hw, writer, grid, run, k, n_programs, alone)
+    env = simpy.Environment()
+    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
+    if guards:
+        graph = shadow(case, tensors, writer)
+        for d in drivers:
+            d.attach(graph)
     if not alone:
         ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
         for d in drivers:
@@ -135,7 +141,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                 "record on hardware with more PEs (n_pe)")
         raise IpcqError(f"deadlock: no PE can make progress ({where}){hint}",
                         getattr(stuck[0].blocked_at, "src", None))
-    return drivers
+    return [max(d.scratch.peak, d.peak) for d in drivers]
 
 
 def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor],
@@ -143,10 +149,10 @@ def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTens
     """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
     writer = OpWriter(path)
     try:
-        drivers = run_programs(case, hw, writer, tensors, alone=True, guards=guards)
+        peaks = run_programs(case, hw, writer, tensors, alone=True, guards=guards)
     finally:
         writer.abort()
-    return max(drivers[0].scratch.peak, drivers[0].peak)
+    return peaks[0]
 
 
 def _check_out(out: Path) -> None:
@@ -162,16 +168,15 @@ def _check_out(out: Path) -> None:
 
 
 def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
-           progress: Callable[[int], Any] | None = None) -> Trace:
+           progress: Callable[[int], Any] | None = None,
+           programs: Callable[[int, int], Any] | None = None) -> Trace:
     """Phase 1: record ``case`` on ``hw`` into the trace directory ``out``. ``progress`` is
-    called with the number of ops recorded so far, every batch of rows.
+    called with the number of ops recorded so far, every batch of rows; ``programs`` with
+    the programs finished so far and the grid's, every ``PROGRAM_TICK`` programs.
 
     ``out`` is replaced atomically under a lock (``kernbench.trace.atomic``). The returned Trace
     is the one this call wrote, even if a concurrent record to ``out`` swaps in later."""
     hw = load_hw(hw)
-    if hw.shared:  # until the chip-wide machine lands (record/machine/chip)
-        raise BadInputError(f"hw {hw.name!r} models a shared part of the chip (SPEC §15), "
-                            "which this kernbench cannot record yet")
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
@@ -179,7 +184,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     pending = case.tensors if isinstance(case.tensors, StoredRoles) else None
     with atomic_dir(out) as tmp:
 
-        def attempt(guards: bool) -> tuple[OpWriter, list[PEDriver], int]:
+        def attempt(guards: bool) -> tuple[OpWriter, list[int], int]:
             for leftover in ("ops.parquet", "access.parquet"):  # of a run without guards
                 (tmp / leftover).unlink(missing_ok=True)
             if pending is not None:
@@ -189,7 +194,8 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             while True:
                 writer = OpWriter(tmp / "ops.parquet", progress=progress)
                 try:
-                    drivers = run_programs(case, hw, writer, tensors, k, guards=guards)
+                    peaks = run_programs(case, hw, writer, tensors, k, guards=guards,
+                                         on_programs=programs)
                     writer.close()
                     if pending is not None:
                         pending.settle()
@@ -205,9 +211,9 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                 except BaseException:
                     writer.abort()
                     raise
-                return writer, drivers, k
+                return writer, peaks, k
 
-        writer, drivers, k = guarded(attempt)
+        writer, peaks, k = guarded(attempt)
         write_tensors(tmp / "tensors.parquet", case, tensors)
         kernel = case.kernel.name if isinstance(case.kernel, Kernel) else (
             f"{case.kernel.__module__}:{case.kernel.__qualname__}")
@@ -224,7 +230,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "hw": hw.to_dict(),
             "n_ops": writer.n_ops,
             "t_end_ps": writer.t_end_ps,
-            "scratch_peak_bytes": max(max(d.scratch.peak, d.peak) for d in drivers),
+            "scratch_peak_bytes": max(peaks),
             "programs_per_pe": k,
             "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
                       if n in DATA_FILES or (tmp / n).is_file()},

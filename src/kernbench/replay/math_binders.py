@@ -1,6 +1,7 @@
 """Executors of the version-2 math families, thin over the op table's semantics
-(``OPS[op].sem``): ternary elementwise (``fma``), scans (``cumsum``) and arg-reductions
-(``argmax``); and the helpers every family's binder shares (``sem``, ``infer``)."""
+(``OPS[op].sem``): ternary elementwise (``fma``), scans (``cumsum``), arg-reductions
+(``argmax``) and Philox words (``philox``); and the helpers every family's binder shares
+(``sem``, ``infer``)."""
 
 from __future__ import annotations
 
@@ -96,8 +97,19 @@ def _bind_arg(op: Op) -> Bind:
     return bind
 
 
+def _bind_philox(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+    """One Philox word of (seed, c0, c1, c2, c3): input handles and ``scalars`` in position
+    order, numpy broadcasting (``schemas/philox.py``)."""
+    o = arity(ins, out, (1, 2, 3, 4, 5), "philox")
+    slots, taken = template(attrs, ins, 5, "philox")
+    check_broadcast(ins, o, "philox")
+    infer(Op.PHILOX, attrs, ins)
+    return elementwise_step(sem(Op.PHILOX).evaluator(attrs, KERNBENCH), slots, taken)
+
+
 def math_executors() -> dict[Op, Executor]:
     return {
+        Op.PHILOX: Executor(_bind_philox),
         **{op: Executor(_bind_ternary(op)) for op in TERNARY},
         **{op: Executor(_bind_scan(op)) for op in SCANS},
         **{op: Executor(_bind_arg(op)) for op in ARG_REDUCTIONS},

@@ -83,6 +83,7 @@ class Family(StrEnum):
     GATHER = "gather"  # HBM elements at offsets loaded in TCM -> TCM (lazy)
     SCATTER = "scatter"  # TCM values -> HBM elements at offsets loaded in TCM
     ATOMIC = "atomic"  # HBM read-modify-write at offsets; returns the old values (lazy)
+    PHILOX = "philox"  # one word of Philox-4x32 of (seed, c0, c1, c2, c3) (schemas/philox.py)
     GUARD = "guard"  # a decision on data: the operand's value (``bits``) chose the path
 
 
@@ -94,6 +95,7 @@ class Dt(StrEnum):
     BOOL = "bool"
     INT32 = "int32"
     FLOAT32 = "float32"
+    UINT32 = "uint32"
     ATTR = "attr"  # attrs["dtype"]
     GIVEN = "given"  # chosen by the kernel (the tensor's, or out_dtype=); not inferable
 
@@ -171,6 +173,7 @@ class Op(StrEnum):
     ARGMAX = "argmax"
     ARGMIN = "argmin"
     ATOMIC_CAS = "atomic_cas"
+    PHILOX = "philox"
     # a guarded path (ADR-0840): a trace holding one is minor version 1 of its major
     GUARD = "guard"
 
@@ -220,6 +223,7 @@ _SEMANTICS: dict[Family, Callable[..., sm.Semantics]] = {
     Family.SOFTMAX: lambda n, f, r, d: sm.Softmax(n, r),
     Family.BROADCAST: lambda n, f, r, d: sm.Broadcast(n),
     Family.COPY: lambda n, f, r, d: sm.Copy(n),
+    Family.PHILOX: lambda n, f, r, d: sm.Philox(n),
 }
 
 
@@ -333,6 +337,9 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     _spec(Op.ATOMIC_CAS, Family.ATOMIC, Dt.GIVEN, -1,
           "HBM old = x; x = v if old == cmp (bitwise) else old; returns old (lazy)", cas,
           kind=Kind.MEMORY, engine=Engine.DMA_WR, cost=Cost.DMA_WRITE),
+    # priced as 8 lane operations per element and round (ADR-0860): the recorder's work
+    _spec(Op.PHILOX, Family.PHILOX, Dt.UINT32, 5,
+          "word attrs.word of Philox-4x32-n_rounds at counter (c0, c1, c2, c3) under seed"),
     _spec(Op.GUARD, Family.GUARD, Dt.GIVEN, 1,
           "a decision on data: the kernel's path follows its operand's value (attrs bits)",
           kind=Kind.CONTROL, engine=Engine.NONE, cost=Cost.BRANCH),
@@ -365,7 +372,7 @@ TERNARY = _where(lambda s: s.family is Family.TERNARY)
 SCANS = _where(lambda s: s.family is Family.SCAN)
 ARG_REDUCTIONS = _where(lambda s: s.family is Family.ARG)
 #: ops a trace of format version 1 cannot hold: using one makes the manifest version 2
-VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):list(Op).index(Op.ATOMIC_CAS) + 1])
+VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):list(Op).index(Op.PHILOX) + 1])
 #: ops that make a trace's manifest a minor version 1 of its major (guarded paths, ADR-0840)
 GUARDED = frozenset({Op.GUARD})
 #: ops that write no output operand (a scope's marks, a guard's decision)

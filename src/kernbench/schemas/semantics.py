@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.schemas.philox import Philox
 from kernbench.schemas.policy import (
     Policy,
     PromotionError,
@@ -41,8 +42,8 @@ from kernbench.schemas.policy import (
 Shape = tuple[int, ...]
 Fn = Callable[..., Any]
 
-__all__ = ["Arg", "Broadcast", "Cast", "Copy", "Elementwise", "Reduce", "Scan", "Semantics",
-           "Softmax", "broadcast_shapes", "broadcast_to", "result_rule"]
+__all__ = ["Arg", "Broadcast", "Cast", "Copy", "Elementwise", "Philox", "Reduce", "Scan",
+           "Semantics", "Softmax", "broadcast_shapes", "broadcast_to", "result_rule"]
 
 
 def broadcast_shapes(a: Shape, b: Shape) -> Shape:
@@ -82,6 +83,7 @@ RULES: dict[str, Callable[[str, Policy], str]] = {
     "bool": lambda dt, policy: policy.bool_name,
     "int32": lambda dt, policy: "int32",
     "float32": lambda dt, policy: "float32",
+    "uint32": lambda dt, policy: "uint32",
 }
 
 
@@ -392,4 +394,4 @@ class Copy:
         return np.array(arrays[0])
 
 
-Semantics = Elementwise | Cast | Reduce | Scan | Softmax | Broadcast | Copy
+Semantics = Elementwise | Cast | Reduce | Scan | Softmax | Broadcast | Copy | Philox

@@ -1,5 +1,5 @@
-"""Which bytes of an op cross a PE's TCM port (SPEC §15, ``tcm_gbps``): the one rule the
-machine prices and the analyses (the TCM roofline) sum.
+"""Which bytes of an op cross a PE's TCM port (``tcm_gbps``, docs/hardware-model.md): the
+one rule the machine prices and the analyses (the TCM roofline) sum.
 
 An op moves through TCM every byte of its operands that live there: the kernel-scratch
 (``tcm``) and staging (``stage``) areas are both TCM. A DMA read writes its tile into TCM and

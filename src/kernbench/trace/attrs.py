@@ -42,10 +42,15 @@ def _scalar(v: Any) -> bool:
         isinstance(v, float) and (math.isfinite(v) or math.isinf(v) or math.isnan(v)))
 
 
-def _scalars(v: Any) -> bool:
+def _scalars(v: Any, positions: int = 3, test: Callable[[Any], bool] = _scalar) -> bool:
     return isinstance(v, list) and all(
-        isinstance(p, list) and len(p) == 2 and _int(p[0]) and 0 <= p[0] < 3 and _scalar(p[1])
-        for p in v)
+        isinstance(p, list) and len(p) == 2 and _int(p[0]) and 0 <= p[0] < positions
+        and test(p[1]) for p in v) and len({p[0] for p in v}) == len(v)
+
+
+def _philox_scalars(v: Any) -> bool:
+    """Integers at distinct positions of philox's five (seed, c0, c1, c2, c3)."""
+    return _scalars(v, 5, lambda x: _int(x) and -(1 << 63) <= x < 1 << 64)
 
 
 #: kind name -> (test, what it must be)
@@ -65,6 +70,9 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pair": (lambda v: isinstance(v, list) and len(v) == 2 and all(map(_int, v))
              and 0 <= v[0] < v[1], "[k0, k1] with 0 <= k0 < k1"),
     "scalars": (_scalars, "a list of [position, scalar]"),
+    "philox_scalars": (_philox_scalars, "a list of [position 0-4, integer]"),
+    "word": (lambda v: _int(v) and 0 <= v < 4, "0, 1, 2 or 3"),
+    "rounds": (lambda v: _int(v) and 0 <= v <= 1 << 16, "a number of rounds (0 to 65536)"),
     "dtype": (lambda v: v in DTYPES, f"one of {sorted(DTYPES)}"),
     "offset": (lambda v: _int(v) and 0 <= v < 1 << 62, "a non-negative offset"),
     "bits": (lambda v: _int(v) and 0 <= v < 1 << 64, "an unsigned integer of at most 64 bits"),
@@ -92,12 +100,13 @@ FIELDS: dict[Family, dict[str, str]] = {
     Family.BINARY: _ELEMENTWISE, Family.TERNARY: _ELEMENTWISE, Family.WHERE: _ELEMENTWISE,
     Family.UNARY: _ELEMENTWISE,
     Family.SCOPE: {"lo": "offset", "hi": "offset"},
+    Family.PHILOX: {"scalars": "philox_scalars", "n_rounds": "rounds", "word": "word"},
     Family.GUARD: {"bits": "bits"},
 }
 #: family -> keys (or alternatives, ``a|b``) an op cannot replay without
 REQUIRED: dict[Family, tuple[str, ...]] = {
     Family.ATOMIC: ("strides|access|offsets",), Family.CONST: ("values",),
-    Family.FILL: ("value",), Family.GUARD: ("bits",),
+    Family.FILL: ("value",), Family.PHILOX: ("n_rounds", "word"), Family.GUARD: ("bits",),
 }
 #: ops of a family that need more keys than the family
 REQUIRED_BY_OP: dict[Op, tuple[str, ...]] = {Op.SCOPE_EXIT: ("lo", "hi"),
@@ -116,7 +125,9 @@ def _inputs_atomic(a: dict) -> int:
 #: family -> the number of inputs an op's attrs imply
 INPUTS: dict[Family, Callable[[dict], int]] = {
     Family.GATHER: _inputs_gather, Family.SCATTER: _inputs_gather,
-    Family.ATOMIC: _inputs_atomic, Family.GUARD: lambda a: 1,
+    Family.ATOMIC: _inputs_atomic,
+    Family.PHILOX: lambda a: 5 - len(a.get("scalars") or ()),
+    Family.GUARD: lambda a: 1,
 }
 _FAMILY = {op.value: spec.family for op, spec in OPS.items()}
 

@@ -13,7 +13,7 @@ from kernbench.trace.tomlfile import read_toml
 
 #: the two engine-issue policies of one PE machine (docs/hardware-model.md)
 ENGINE_ISSUE = ("blocking", "async")
-#: how an engine picks among the issued ops of a PE's resident programs (SPEC §15)
+#: how an engine picks among the issued ops of a PE's resident programs (docs/hardware-model.md)
 ENGINE_ARBITRATION = ("in_order", "ready_first")
 #: the link topologies a ``send`` is routed on (``trace/topology.py``)
 TOPOLOGIES = ("ring", "bidir_ring", "mesh2d", "torus2d", "switch")
@@ -63,8 +63,8 @@ class HwConfig:
     engine_issue: str = "blocking"
     engine_queue_depth: int = 8  # issued-but-not-started ops one engine of one PE holds (async)
     max_programs_per_pe: int = 1  # resident programs per PE, capped further by scratch peak
-    # The shared memory system (SPEC §15, docs/hardware-model.md "What the shared parts
-    # cost"); each default reproduces ahbm-v1/v2, where every shared part is private and
+    # The shared memory system (docs/hardware-model.md, "What the shared parts cost");
+    # each default reproduces ahbm-v1/v2, where every shared part is private and
     # unlimited. HBM: the stack's bandwidth shared by every DMA channel of every PE (0:
     # unlimited), its channels and the address interleave across them
     hbm_total_gbps: float = 0
@@ -126,8 +126,8 @@ class HwConfig:
 
     @property
     def shared(self) -> bool:
-        """Whether a shared part of the chip is modelled (SPEC §15): then the chip-wide
-        machine times the recording (``record/machine/chip``); else each PE runs alone in
+        """Whether a shared part of the chip is modelled (docs/hardware-model.md): then the
+        chip-wide machine times the recording (``record/machine/chip``); else each PE runs alone in
         closed form, exactly as ahbm-v1 and ahbm-v2 always have."""
         return (self.hbm_total_gbps > 0 or self.tcm_gbps > 0 or self.topology != "ring"
                 or self.issue_ns > 0 or self.engine_arbitration != "in_order")
@@ -154,7 +154,7 @@ PRESETS: dict[str, HwConfig] = {
     "ahbm-v1": HwConfig(),
     "ahbm-v2": HwConfig(name="ahbm-v2", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32),
-    # ahbm-v2 with its shared parts priced (SPEC §15; each value's source in
+    # ahbm-v2 with its shared parts priced (docs/hardware-model.md; each value's source in
     # docs/hardware-model.md, "What the shared parts cost")
     "ahbm-v3": HwConfig(name="ahbm-v3", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32, hbm_total_gbps=819.2, hbm_channels=16,

@@ -1,4 +1,4 @@
-"""Link topologies (SPEC §15): which links a message from one PE to another crosses.
+"""Link topologies (docs/hardware-model.md): which links a message from one PE to another crosses.
 
 Nodes are the PEs ``0 .. n - 1`` (and, on a ``switch``, the switch itself, node ``n``); a
 link is the ordered pair of nodes it joins, one direction of a wire. A route is the

@@ -93,6 +93,9 @@ erf, abs, floor, ceil = (mathops.MATH1[n] for n in ("erf", "abs", "floor", "ceil
 cos, sin = mathops.MATH1["cos"], mathops.MATH1["sin"]
 globals().update(memory.ATOMICS)
 rand, randn, randint, randint4x = random.rand, random.randn, random.randint, random.randint4x
+philox, rand4x, randn4x = random.philox, random.rand4x, random.randn4x
+uint_to_uniform_float, pair_uniform_to_normal = (random.uint_to_uniform_float,
+                                                 random.pair_uniform_to_normal)
 
 
 def cast(input: object, dtype: object, fp_downcast_rounding: object = None, bitcast: bool = False
@@ -147,7 +150,9 @@ __all__ = [
     "broadcast", "static_range", "range", "cdiv", "static_assert", "debug_barrier",
     "multiple_of", "max_contiguous", "max_constancy", "where", "maximum", "minimum", "clamp",
     "fma", "fdiv", "div_rn", "dot", "tanh", "math", "extra", *memory.ATOMICS,
-    "rand", "randn", "randint", "randint4x", "split", "join", "interleave", "flip", "histogram",
+    "rand", "randn", "randint", "randint4x", "philox", "rand4x", "randn4x",
+    "uint_to_uniform_float", "pair_uniform_to_normal", "random", "split", "join",
+    "interleave", "flip", "histogram",
     "reduce", "associative_scan", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor", "tensor_descriptor", "static_print", "device_assert",
     "standard", "reduce_or",

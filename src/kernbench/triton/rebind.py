@@ -24,6 +24,7 @@ from kernbench.triton import (
     language,
     libdevice,
     mathops,
+    random,
     standard,
     standin,
     tlmath,
@@ -39,6 +40,7 @@ MODULES: dict[str, types.ModuleType] = {
     "triton.language.extra.libdevice": libdevice, "triton.language.extra.cuda": extra,
     "triton.language.extra.cuda.libdevice": libdevice,
     "triton.language.extra.hip.libdevice": libdevice,
+    "triton.language.random": random,
 }
 _KERNEL_CLASSES = frozenset({"JITFunction", "Autotuner", "Heuristics", "ConstexprFunction"})
 
@@ -143,6 +145,8 @@ class Rebinder:
             inner = v
             while not inspect.isfunction(inner) and hasattr(inner, "fn"):
                 inner = inner.fn
+            if inspect.isfunction(inner) and inner.__module__ == "triton.language.random":
+                return self._named(inner.__module__, inner.__name__)  # ours, not its source
             return self.function(inner) if inspect.isfunction(inner) else v
         if _is_triton(cls.__module__):
             return self._object(v)

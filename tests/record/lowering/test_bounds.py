@@ -1,6 +1,7 @@
-"""Record-time bounds (``record/lowering/bounds.py``, ADR-0546): no launch records more than
-``KERNBENCH_MAX_OPS`` ops; a grid or the first program's projection beyond it is refused
-before the rest runs, otherwise recording stops at the bound (issue 27, point 5)."""
+"""Record-time bounds (``record/lowering/bounds.py``, ADR-0546, ADR-0861): no launch records
+more than ``KERNBENCH_MAX_OPS`` ops nor runs more than ``KERNBENCH_MAX_PROGRAMS`` programs; a
+grid or the first program's projection beyond them is refused before the rest runs,
+otherwise recording stops at the bound (issue 27, point 5; issue 38)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import pytest
 import kernbench as kb
 from kernbench import tl
 from kernbench.errors import BadInputError, RecordLimitError
-from kernbench.record.lowering.bounds import DEFAULT_MAX_OPS, MAX_OPS_ENV, max_ops
+from kernbench.record.lowering import bounds
+from kernbench.record.lowering.bounds import (
+    DEFAULT_MAX_OPS,
+    DEFAULT_MAX_PROGRAMS,
+    MAX_OPS_ENV,
+    MAX_PROGRAMS_ENV,
+    max_ops,
+    max_programs,
+)
 from kernbench.record.recorder import layout, run_programs
 from kernbench.record.rows.writer import OpWriter
 from kernbench.trace.hw import load_hw
@@ -100,3 +109,44 @@ def test_recording_stops_at_the_bound_when_later_programs_record_more(monkeypatc
     assert 100 < got <= 100 + batch  # within one written batch of the bound
     monkeypatch.setenv(MAX_OPS_ENV, "252")
     assert kb.record(case, tmp_path / "t.ktrace").n_ops == 252
+
+
+def test_the_program_bound_defaults_to_a_million_and_reads_the_environment(monkeypatch):
+    monkeypatch.delenv(MAX_PROGRAMS_ENV, raising=False)
+    assert max_programs() == DEFAULT_MAX_PROGRAMS == 1_000_000
+    monkeypatch.setenv(MAX_PROGRAMS_ENV, "2_000_000")
+    assert max_programs() == 2_000_000
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-5", "1.5"])
+def test_a_program_bound_that_is_not_a_positive_integer_is_bad_input(monkeypatch, tmp_path,
+                                                                     bad):
+    monkeypatch.setenv(MAX_PROGRAMS_ENV, bad)
+    with pytest.raises(BadInputError, match=rf"^{MAX_PROGRAMS_ENV}={re.escape(repr(bad))} is "
+                                            "not a positive integer number of programs"):
+        kb.record(_case(2), tmp_path / "t.ktrace")
+    assert RAN == []
+
+
+def test_a_grid_beyond_the_program_bound_is_refused_before_any_program_runs(monkeypatch,
+                                                                            tmp_path):
+    monkeypatch.setenv(MAX_PROGRAMS_ENV, "3")
+    out = tmp_path / "t.ktrace"
+    with pytest.raises(RecordLimitError, match=r"^launch refused: the grid \[4\] has 4 "
+                                               r"programs, more than KERNBENCH_MAX_PROGRAMS=3 "
+                                               r"allows \(each program runs the kernel's body "
+                                               r".*\); set KERNBENCH_MAX_PROGRAMS to raise the "
+                                               r"bound$"):
+        kb.record(_case(4), out, hw="ahbm-v1")
+    assert RAN == [] and not out.exists()
+    assert kb.record(_case(3), out, hw="ahbm-v1").n_ops == 9 and RAN == [0, 1, 2]
+
+
+def test_finished_programs_are_reported_every_tick(monkeypatch, tmp_path):
+    """Programs that record little still show progress (``kernbench record`` on a
+    terminal prints them): every ``PROGRAM_TICK`` finished programs, and never otherwise."""
+    monkeypatch.setattr(bounds, "PROGRAM_TICK", 2)
+    seen: list[tuple[int, int]] = []
+    kb.record(_case(5), tmp_path / "t.ktrace", hw="ahbm-v1",
+              programs=lambda done, grid: seen.append((done, grid)))
+    assert seen == [(2, 5), (4, 5)]

@@ -1,9 +1,11 @@
-"""Record-time bounds: no launch records more than ``KERNBENCH_MAX_OPS`` ops (ADR-0546).
+"""Record-time bounds: no launch records more than ``KERNBENCH_MAX_OPS`` ops (ADR-0546)
+nor runs more than ``KERNBENCH_MAX_PROGRAMS`` programs (ADR-0861).
 
 A recording is refused, as one line, as early as its size can be known:
 
-1. **the grid**: a launch of more programs than the bound (every program is counted as at
-   least one op) is refused before any program runs;
+1. **the grid**: a launch of more programs than ``KERNBENCH_MAX_PROGRAMS`` (every program
+   runs the kernel's Python body, even one that records nothing), or than the op bound
+   (every program is counted as at least one op), is refused before any program runs;
 2. **a loop nest** of the Triton front end: entering a loop whose trip count, times the trip
    counts of the loops around it, times the grid's programs, exceeds the bound is refused at
    the loop's line (every iteration is counted as at least one op: a loop of a billion
@@ -16,8 +18,10 @@ A recording is refused, as one line, as early as its size can be known:
    bound (checked at every written batch of rows, so within ``record.writer.BATCH_ROWS``
    ops of it).
 
-The bound comes from ``KERNBENCH_MAX_OPS`` (a positive integer; default
-``DEFAULT_MAX_OPS``), read once per value of the variable.
+The bounds come from ``KERNBENCH_MAX_OPS`` and ``KERNBENCH_MAX_PROGRAMS`` (positive
+integers; defaults ``DEFAULT_MAX_OPS`` and ``DEFAULT_MAX_PROGRAMS``), each read once per
+value of its variable. A launch reports its finished programs every ``PROGRAM_TICK``
+programs (``OpBound.on_programs``): programs that record little still show progress.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 from kernbench.errors import BadInputError, RecordLimitError
 from kernbench.record.machine.context import current
 
-__all__ = ["MAX_OPS_ENV", "DEFAULT_MAX_OPS", "max_ops", "check_grid", "loop", "counted",
+__all__ = ["MAX_OPS_ENV", "DEFAULT_MAX_OPS", "MAX_PROGRAMS_ENV", "DEFAULT_MAX_PROGRAMS",
+           "PROGRAM_TICK", "max_ops", "max_programs", "check_grid", "loop", "counted",
            "OpBound"]
 
 MAX_OPS_ENV = "KERNBENCH_MAX_OPS"
@@ -39,24 +44,39 @@ MAX_OPS_ENV = "KERNBENCH_MAX_OPS"
 #: built-in workload (gqa-prefill S=8192) records 3 million
 DEFAULT_MAX_OPS = 20_000_000
 _HINT = f"set {MAX_OPS_ENV} to raise the bound"
+MAX_PROGRAMS_ENV = "KERNBENCH_MAX_PROGRAMS"
+#: a million programs: a program costs 0.1 ms of recording when it records nothing (an
+#: early return), 0.6 ms as the README's add with every lane masked off, so the bound is
+#: one to ten minutes of recording, shown as progress (ADR-0861); the built-in and Triton
+#: bench workloads launch at most a few thousand
+DEFAULT_MAX_PROGRAMS = 1_000_000
+#: finished programs between two reports to ``OpBound.on_programs``
+PROGRAM_TICK = 1024
 
 
 def max_ops() -> int:
     """The op bound, from ``KERNBENCH_MAX_OPS`` (BadInputError when it is not a positive
     integer)."""
-    return _parse(os.environ.get(MAX_OPS_ENV))
+    return _parse(MAX_OPS_ENV, os.environ.get(MAX_OPS_ENV), DEFAULT_MAX_OPS, "ops")
 
 
-@functools.lru_cache(maxsize=8)
-def _parse(raw: str | None) -> int:
+def max_programs() -> int:
+    """The program bound, from ``KERNBENCH_MAX_PROGRAMS`` (BadInputError when it is not a
+    positive integer)."""
+    return _parse(MAX_PROGRAMS_ENV, os.environ.get(MAX_PROGRAMS_ENV), DEFAULT_MAX_PROGRAMS,
+                  "programs")
+
+
+@functools.lru_cache(maxsize=16)
+def _parse(name: str, raw: str | None, default: int, unit: str) -> int:
     if raw is None or not raw.strip():
-        return DEFAULT_MAX_OPS
+        return default
     try:
         n = int(raw.strip().replace("_", ""))
     except ValueError:
         n = 0
     if n <= 0:
-        raise BadInputError(f"{MAX_OPS_ENV}={raw!r} is not a positive integer number of ops")
+        raise BadInputError(f"{name}={raw!r} is not a positive integer number of {unit}")
     return n
 
 
@@ -65,8 +85,14 @@ def _bound() -> str:
 
 
 def check_grid(grid: tuple[int, ...]) -> int:
-    """The grid's program count; RecordLimitError when it alone exceeds the bound."""
+    """The grid's program count; RecordLimitError when it alone exceeds a bound."""
     n = math.prod(grid)
+    limit = max_programs()
+    if n > limit:
+        raise RecordLimitError(f"launch refused: the grid {list(grid)} has {n:,} programs, "
+                               f"more than {MAX_PROGRAMS_ENV}={limit:,} allows (each program "
+                               "runs the kernel's body while recording, even one that records "
+                               f"nothing); set {MAX_PROGRAMS_ENV} to raise the bound")
     if n > max_ops():
         raise RecordLimitError(f"launch refused: the grid {list(grid)} has {n:,} programs, "
                                f"more than {_bound()} ops allow; {_HINT}")
@@ -114,13 +140,17 @@ class OpBound:
     bound refuses, every PE stops at its next program or written batch with the same error
     (SimPy reports a failed PE only after the others have run)."""
 
-    __slots__ = ("programs", "limit", "projected", "inner", "error")
+    __slots__ = ("programs", "limit", "projected", "inner", "error", "finished",
+                 "on_programs")
 
     def __init__(self, programs: int, inner: Callable[[int], Any] | None,
-                 project: bool = True) -> None:
+                 project: bool = True,
+                 on_programs: Callable[[int, int], Any] | None = None) -> None:
         self.programs, self.limit, self.projected = programs, max_ops(), not project
         self.inner = inner
         self.error: RecordLimitError | None = None
+        #: programs finished so far; ``on_programs(finished, programs)`` every PROGRAM_TICK
+        self.finished, self.on_programs = 0, on_programs
 
     def _refuse(self, message: str) -> None:
         self.error = RecordLimitError(f"{message}, more than {MAX_OPS_ENV}={self.limit:,} "
@@ -165,5 +195,8 @@ def counted(run: Callable[[], Any], bound: OpBound) -> Callable[[], Any]:
             _NESTS.pop(key, None)
         if not bound.projected:
             bound.program_done(driver.seq - start)
+        bound.finished += 1
+        if bound.on_programs is not None and not bound.finished % PROGRAM_TICK:
+            bound.on_programs(bound.finished, bound.programs)
 
     return body

@@ -1,0 +1,126 @@
+"""A PE of the chip: its engines and their queues, its issue port, its slots, and what an op
+costs when it starts (its own engine's closed form, then the shared parts it crosses)."""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from kernbench.record.machine.chip.engines import POLICIES, ChipEngine, InOrder
+from kernbench.record.machine.chip.node import NEVER, Node
+from kernbench.record.machine.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
+from kernbench.record.machine.timing import models
+from kernbench.schemas.ops import ENGINE, Engine, Op
+from kernbench.schemas.traffic import tcm_bytes
+from kernbench.trace.hw import HwConfig
+
+#: the engines whose ops wait in a queue (sends, receives, scopes and composite parents
+#: wait for nothing but their data)
+QUEUED = (Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH)
+
+
+def _operand_bytes(cmd: Any) -> int:
+    """The op's bytes that cross TCM (``schemas/traffic.tcm_bytes``): its TCM operands'
+    (a TCM operand covers its whole buffer)."""
+    ops = [(h.buf.space, h.buf.nbytes) for h in cmd.inputs]
+    if cmd.out is not None:
+        ops.append((cmd.out.buf.space, cmd.out.buf.nbytes))
+    return tcm_bytes(ops)
+
+
+class ChipPE:
+    """One PE: cost models (the closed forms of ``machine/engines.py``), the chip engines
+    that queue and arbitrate its ops, the issue port, the slots of its resident programs."""
+
+    def __init__(self, index: int, hw: HwConfig, parts: Any) -> None:
+        self.index, self.hw = index, hw
+        self.seq = 0
+        # the closed-form cost models the timing registry reads (``timing.models``)
+        self.dma_rd, self.dma_wr = DmaChannel(hw), DmaChannel(hw)
+        self.gemm, self.math = GemmEngine(hw), MathEngine(hw)
+        self.links = {"next": LinkEngine(hw), "prev": LinkEngine(hw)}
+        policy = POLICIES[hw.engine_arbitration]
+        self.engines: dict[Engine, ChipEngine] = {
+            e: policy(e.value, index, hw.engine_queue_depth, None) for e in QUEUED}
+        self.models = models(self)  # type: ignore[arg-type]  # (pe, cmd) -> (busy, latency)
+        self.by_op: dict[Any, tuple[Any, Any, Any]] = {}  # op -> (model, engine, handler)
+        self.issue_ps = round(hw.issue_ns * 1000)
+        self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps
+        self.issue_free = 0  # the issue port takes the next op no earlier than this
+        self.parts = parts  # the chip's shared parts (HBM stack, TCM ports, fabric)
+        self.free: list[tuple[int, int]] = []  # the slots nobody holds: (free at, slot)
+        self.waiting: list[int] = []  # programs not started, last first
+        self.peak = 0
+        self.links_out: dict[str, ChipEngine] = {}
+        self.ring = hw.topology in ("ring", "bidir_ring")
+
+    def engine_of(self, op: Op) -> ChipEngine | None:
+        return self.engines.get(ENGINE[op])
+
+    def take_issue(self, t: int) -> int:
+        """The issue port: an op the kernel issues at ``t`` goes out then, or once the port
+        is free (one op per ``issue_ns``)."""
+        if self.issue_ps:
+            if self.issue_free > t:
+                t = self.issue_free
+            self.issue_free = t + self.issue_ps
+        return t
+
+    def price(self, node: Node, t: int) -> tuple[int, int, list[tuple[str, str, int]]]:
+        """Starting at ``t``: when ``node``'s engine is free again, when its result is
+        visible, and which shared part kept it longer, by how much. Its own cost is the
+        engine's closed form; it takes no less than its HBM bytes through the stack and its
+        TCM bytes through this PE's port; a message crosses the links of its route."""
+        cmd = node.cmd
+        parts = self.parts
+        if cmd.op is Op.SEND:
+            # on a ring, "next" and "prev" are the links to the neighbours themselves
+            start, busy, arrival, rows = parts.carry(self.index, node.engine.dst, t,
+                                                     cmd.nbytes, self.ring)
+            return start + busy, arrival, rows
+        busy, latency = node.model(self, cmd)
+        own = t + busy
+        done, why = own, None
+        engine = node.engine.name
+        if parts.hbm is not None and engine in ("dma_rd", "dma_wr"):
+            h = next((x for x in (*cmd.inputs, cmd.out) if x is not None
+                      and x.buf.space == "hbm"), None)
+            if h is not None:
+                nbytes = cmd.work[1] if len(cmd.work) > 1 else cmd.nbytes
+                end, _, channel = parts.hbm.transfer(t, h.buf.addr, nbytes)
+                if end > done:
+                    done, why = end, ("hbm", f"hbm.ch{channel}")
+        if parts.tcm is not None:
+            nbytes = _operand_bytes(cmd)
+            if nbytes:
+                end, _ = parts.tcm[self.index].move(t, nbytes)
+                if end > done:
+                    done, why = end, ("tcm", f"tcm.pe{self.index}")
+        if why is None:
+            return done, done + latency, []
+        return done, done + latency, [(why[0], why[1], done - own)]
+
+    def link(self, direction: str, dst: int) -> ChipEngine:
+        """The in-order injection queue of this PE's messages towards ``direction``: one
+        message at a time, in issue order (as ahbm-v2's per-direction link)."""
+        e = self.links_out.get(direction)
+        if e is None:
+            e = self.links_out[direction] = InOrder(f"link.{direction}", self.index, NEVER,
+                                                     None)
+            e.dst = dst
+        return e
+
+    # -- slots ---------------------------------------------------------------------------
+    def open_slots(self, k: int, programs: list[int]) -> None:
+        self.free = [(0, s) for s in range(k)]
+        self.waiting = list(reversed(programs))
+
+    def next_start(self) -> tuple[int, int, int] | None:
+        """(program, slot, at) of the next program to start here, or None."""
+        if not self.waiting or not self.free:
+            return None
+        at, slot = heapq.heappop(self.free)
+        return self.waiting.pop(), slot, at
+
+    def release(self, slot: int, at: int) -> None:
+        heapq.heappush(self.free, (at, slot))
