@@ -201,7 +201,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
                         pending.settle()
                 except ScratchOverflowError:
                     writer.abort()
-                    if k == 1:
+                    if k == 1 or not guards:  # without decisions every program is program 0
                         raise
                     # a program took a path needing more scratch than program 0's (a
                     # decision on data): fewer resident programs, larger slots (ADR-0840)

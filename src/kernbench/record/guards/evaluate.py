@@ -106,9 +106,9 @@ class Evaluator:
         need = [_node_of(r) for r in n.ins if _node_of(r).value is None]
         if n.pieces:
             need += [p for _, p in n.pieces if p.value is None]
-        if need or n.access is None:
+        if need or n.access is None or n.key is None:
             return need
-        return self._effect_needs(n.access, n.key)  # type: ignore[arg-type]
+        return self._effect_needs(n.access, n.key)
 
     def _effect_needs(self, a: Access, key: tuple[int, int, int]) -> list[Node]:
         """The nodes the effects before ``key`` on ``a``'s elements need."""

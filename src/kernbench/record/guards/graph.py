@@ -128,7 +128,9 @@ class Shadow:
         asm = self.assembling
         if child and asm is not None and buf is not asm[0] and buf.space == asm[0].space \
                 and asm[0].addr <= buf.addr < asm[0].addr + asm[0].nbytes:
-            asm[1].pieces.append((buf.addr - asm[0].addr, node))  # type: ignore[union-attr]
+            pieces = asm[1].pieces
+            assert pieces is not None, "a composite's node collects its blocks"
+            pieces.append((buf.addr - asm[0].addr, node))
             return
         buf.val = node
 

@@ -219,12 +219,13 @@ class PEDriver:
         """Record with guards: every row is noted in the value graph ``shadow`` first (the
         plain ``row`` is untouched: a recording without guards pays nothing)."""
         self.shadow = shadow
-        self.row = self._noted_row  # type: ignore[method-assign]
+        setattr(self, "row", self._noted_row)  # noqa: B010 - an instance's own row
 
     def _noted_row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int,
                    cmd: Cmd, parent: int = NO_PARENT) -> None:
-        self.shadow.note(cmd, start, t_end, self.writer.next_op_id,  # type: ignore[union-attr]
-                         parent != NO_PARENT)
+        shadow = self.shadow
+        assert shadow is not None, "attach() set it"
+        shadow.note(cmd, start, t_end, self.writer.next_op_id, parent != NO_PARENT)
         PEDriver.row(self, t_issue, start, t_end, busy, wait, cmd, parent)
 
     def set_loop(self, loop: Loop | None) -> None:
