@@ -75,3 +75,21 @@ def test_the_example_records_and_replays(tmp_path):
     assert trace.n_ops == 2 * (1024 // 256) * 6  # scope enter, load, mul, exp, store, exit
     res = kb.replay(trace.path, case=lambda: scope["case"], in_process=True)
     assert res.ok and res.verdict["reference"] is not None
+
+
+def _section(title: str) -> str:
+    m = re.search(rf"^## {title}\n(.*?)(?=^## )", DOC.read_text(), re.M | re.S)
+    assert m, f"docs/tl.md has no '## {title}'"
+    return m.group(1)
+
+
+def test_dtypes_are_said_once_every_tl_dtype_listed_none_called_unsupported():
+    """Issue 42: the page listed int64 and uint32 under Dtypes and said "no int64" under
+    what is not supported. The truth is ``tl``'s dtype names."""
+    names = [n for n in tl.__all__ if isinstance(getattr(tl, n), tl.DType)]
+    listed = set(re.findall(r"`tl\.(\w+)`", _section("Dtypes")))
+    assert listed == set(names)
+    unsupported = _section("What is not supported")
+    said = set(re.findall(r"\b(u?int\d+|float\d+|bfloat16|fp8)\b", unsupported))
+    assert said and not said & set(names), said & set(names)
+    assert f"the {len(names)} under [Dtypes]" in " ".join(unsupported.split())

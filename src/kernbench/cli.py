@@ -352,8 +352,9 @@ def sweep(spec: str, params: tuple[str, ...], out: str, workers: int | None, ray
               help="Only show the best point of each sweep in SWEEP (e.g. the output of "
                    "`kernbench sweep milestone`).")
 @click.option("--hw", default=None, metavar="NAME|FILE",
-              help="Record on this preset or TOML file; the headline rows also on ahbm-v1, "
-                   "side by side [default: ahbm-v1 only].")
+              help="Record on this preset or TOML file, and the headline rows also on "
+                   "ahbm-v1, side by side, when it is another [default: ahbm-v2, or "
+                   "$KERNBENCH_HW, as record].")
 @_one_line
 def panel(mode: str, out: str | None, best: str | None, hw: str | None) -> None:
     """The milestone-gqa-headline panel: GQA decode/prefill/ring configurations."""

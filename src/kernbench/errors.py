@@ -77,6 +77,11 @@ class SpaceError(KernelError):
     """An operand lives in the wrong memory space (copy_to, load out=)."""
 
 
+class DocBlockError(KernbenchError, AssertionError):
+    """A documented block did not do what its page says: a command failed, or printed other
+    figures than the page shows (``kernbench.docs``; an AssertionError for the doc tests)."""
+
+
 def closest(name: str, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest known name (difflib), else ``""``."""
     import difflib  # only on an error: every process imports this module

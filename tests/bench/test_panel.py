@@ -60,3 +60,21 @@ def test_panel_on_an_unknown_preset_is_one_line_of_bad_input():
     result = CliRunner().invoke(main, ["panel", "--hw", "ahbm-v9"])
     assert result.exit_code == 2 and "ahbm-v9" in result.output
     assert "Traceback" not in result.output
+
+
+def test_panel_default_preset_is_the_recording_default(tmp_path, monkeypatch):
+    """Issue 42: ``panel`` recorded on ahbm-v1 when no ``--hw`` was given while the docs (and
+    ``record``) say ahbm-v2: help, code and docs now name one default, ``DEFAULT_PRESET``
+    (or ``$KERNBENCH_HW``)."""
+    from kernbench.trace.hw import DEFAULT_PRESET
+
+    small = [panel.Config("prefill 128", "gqa-prefill",
+                          {"S": 128, "T_kv": 64, "H_q": 8, "H_kv": 1}, headline=True)]
+    monkeypatch.setattr(panel, "QUICK", small)
+    monkeypatch.delenv("KERNBENCH_HW", raising=False)
+    frame = panel.run_panel()
+    assert frame["hw"].to_list() == [DEFAULT_PRESET, panel.BASELINE]  # v1 side by side
+    monkeypatch.setenv("KERNBENCH_HW", "ahbm-v1")
+    assert panel.run_panel()["hw"].to_list() == ["ahbm-v1"]
+    help_text = " ".join(CliRunner().invoke(main, ["panel", "--help"]).output.split())
+    assert f"[default: {DEFAULT_PRESET}, or $KERNBENCH_HW" in help_text

@@ -286,13 +286,15 @@ def _footer_lies(nbytes: int, rows: int = 100) -> Callable[[Path], None]:
     return edit
 
 
-def _tile_bomb(n_rows: int, elements: int) -> Callable[[Path], None]:
-    """``n_rows`` copies of the strided dma_read, each over a tile of ``elements``."""
+def tile_bomb(shape: list[int], n_rows: int = 1) -> Callable[[Path], None]:
+    """``n_rows`` copies of the strided dma_read, each over a float32 tile of ``shape`` with
+    strides all 0: every element is ``x[0]``, in bounds (a large tile's TCM output does not
+    fit the scratch area: ``check`` says so, replay stops there)."""
     def fn(rows: list[dict]) -> None:
         r = _find(rows, "dma_read", "strides")
-        r["inputs"][0]["shape"] = [elements]
-        r["output"]["shape"] = [elements]
-        r["attrs"] = json.dumps({"strides": [0]})
+        r["inputs"][0]["shape"] = list(shape)
+        r["output"]["shape"] = list(shape)
+        r["attrs"] = json.dumps({"strides": [0] * len(shape)})
         for k in range(1, n_rows):
             extra = json.loads(json.dumps(r))
             extra["inputs"][0]["addr"] += 4 * k
@@ -307,7 +309,7 @@ def _tile_bomb(n_rows: int, elements: int) -> Callable[[Path], None]:
 
 BOMBS: dict[str, Callable[[Path], None]] = {
     "lz4_footer_lies_1_25_gib": _footer_lies(5 << 28),
-    "indexed_tile_bomb_12x2_26": _tile_bomb(12, 1 << 26),
+    "indexed_tile_bomb_12x2_26": tile_bomb([1 << 26], 12),
 }
 
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import polars as pl
 
+from kernbench.analyze.footprint import Kept, footprint
 from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import ATOMICS, Op
+from kernbench.trace import limits
 
+#: bytes the race detector takes per access row (a byte range of an operand, or a piece of
+#: one cut at every other range's ends) at its peak: ~480 measured on a 140k-op trace
+BYTES_PER_ACCESS = 512
 _ITEMSIZE = {name: d.itemsize for name, d in DTYPES.items()}
 _ATOMIC_NAMES = [op.value for op in ATOMICS]
 _ELEMENT_NAMES = [Op.DMA_READ.value, Op.DMA_WRITE.value, *_ATOMIC_NAMES]
@@ -26,21 +30,16 @@ INDEXED = pl.col("name").is_in(_ELEMENT_NAMES) & pl.col("attrs").str.contains(
     '"strides"|"access"', literal=False)
 
 
-def _runs(attrs_text: str, shape: tuple[int, ...], itemsize: int, table: ix.AccessTable
-          ) -> tuple[list[int], list[int], int]:
-    """(run starts, run ends) in bytes from the operand address, and the moved elements."""
+def _runs(attrs_text: str, shape: tuple[int, ...], itemsize: int, table: ix.AccessTable,
+          kept: Kept) -> tuple[list[int], list[int], int]:
+    """(run starts, run ends) in bytes from the operand address, and the moved elements:
+    from the operand's footprint (closed form for a strided tile, ``analyze.footprint``)."""
     try:
-        rel, mask = ix.elements(json.loads(attrs_text), shape, table)
+        fp = footprint(json.loads(attrs_text), shape, table, kept)
     except (ValueError, TypeError):
         return [], [], 0
-    moved = ix.moved(rel, mask)
-    if not len(moved):
-        return [], [], 0
-    u = np.unique(moved)
-    cut = np.flatnonzero(np.diff(u) != 1) + 1
-    starts = u[np.concatenate(([0], cut))]
-    ends = u[np.concatenate((cut - 1, [len(u) - 1]))] + 1
-    return (starts * itemsize).tolist(), (ends * itemsize).tolist(), len(moved)
+    starts, ends = fp.runs()
+    return (starts * itemsize).tolist(), (ends * itemsize).tolist(), fp.moved
 
 
 def patterns(ops: pl.DataFrame, table: ix.AccessTable) -> pl.DataFrame:
@@ -59,7 +58,8 @@ def patterns(ops: pl.DataFrame, table: ix.AccessTable) -> pl.DataFrame:
                            shape=pl.col("o").struct.field("shape"),
                            dtype=pl.col("o").struct.field("dtype")).drop("o")
     keys = hbm.select("attrs", "shape", "dtype").unique(maintain_order=True)
-    found = [_runs(a, tuple(s or ()), _ITEMSIZE.get(d, 1), table)
+    kept = Kept("the indexed operands' byte runs")
+    found = [_runs(a, tuple(s or ()), _ITEMSIZE.get(d, 1), table, kept)
              for a, s, d in keys.iter_rows()]
     keys = keys.with_columns(r_lo=pl.Series([f[0] for f in found], dtype=pl.List(pl.Int64)),
                              r_hi=pl.Series([f[1] for f in found], dtype=pl.List(pl.Int64)),
@@ -82,6 +82,9 @@ def exact_accesses(ops: pl.DataFrame, opnd: pl.DataFrame, table: ix.AccessTable
         return opnd
     is_run = (pl.col("space") == "hbm") & pl.col("op_id").is_in(pat["op_id"].implode())
     first = opnd.filter(is_run).join(pat, on="op_id", how="inner", suffix="_run")
+    n_runs = int(first["lo_run"].list.len().sum() or 0)
+    limits.require(f"the race detector ({opnd.height:,} accesses and {n_runs:,} byte runs "
+                   "of indexed operands)", (n_runs + opnd.height) * BYTES_PER_ACCESS)
     runs = (first.select("op_id", "ev", "space", "mem_pe", "addr", lo="lo_run", hi="hi_run")
             .explode("lo", "hi").filter(pl.col("lo").is_not_null())
             .with_columns(lo=pl.col("lo") + pl.col("addr"), hi=pl.col("hi") + pl.col("addr")))

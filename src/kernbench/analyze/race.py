@@ -38,11 +38,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from kernbench.analyze.byte_runs import exact_accesses
+from kernbench.analyze.byte_runs import BYTES_PER_ACCESS, exact_accesses
 from kernbench.analyze.frames import operands
 from kernbench.analyze.ordering import Clocks, clocks
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.schemas.ops import Kind, Op
+from kernbench.trace import limits
 from kernbench.trace.scalars import as_int
 
 READ, WRITE, KILL = 0, 1, 2
@@ -132,9 +133,12 @@ def segments(acc: pl.DataFrame) -> pl.DataFrame:
     i0 = np.searchsorted(bounds, k * span + lo)
     i1 = np.searchsorted(bounds, k * span + hi)
     counts = i1 - i0
+    total = int(counts.sum())
+    limits.require(f"the race detector ({len(counts):,} accesses cut into {total:,} "
+                   "segments)", total * BYTES_PER_ACCESS)
     rep = np.repeat(np.arange(len(counts)), counts)
     first = np.cumsum(counts) - counts
-    seg = i0[rep] + (np.arange(int(counts.sum())) - first[rep])
+    seg = i0[rep] + (np.arange(total) - first[rep])
     base = k[rep] * span
     return acc[rep].with_columns(seg=pl.Series(seg), seg_lo=pl.Series(bounds[seg] - base),
                                  seg_hi=pl.Series(bounds[seg + 1] - base))

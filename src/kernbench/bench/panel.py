@@ -18,7 +18,7 @@ from kernbench.errors import BadInputError
 from kernbench.kernels.registry import build_case
 from kernbench.record.recorder import record
 from kernbench.trace import writing
-from kernbench.trace.hw import HwConfig, load_hw
+from kernbench.trace.hw import HwConfig, default_hw, load_hw
 from kernbench.trace.scalars import as_float
 
 LLAMA = {"H_q": 64, "H_kv": 8, "D": 128}
@@ -147,10 +147,11 @@ def run_config(cfg: Config, workdir: Path, hw: str = BASELINE,
 def run_panel(full: bool = False, out: str | Path | None = None,
               progress: Callable[[str], Any] | None = None,
               hw: str | None = None) -> pl.DataFrame:
-    """Record (and replay) every configuration on ``hw`` (default ``BASELINE``), and the
+    """Record (and replay) every configuration on ``hw`` (default: the recording default,
+    ``$KERNBENCH_HW`` or ``DEFAULT_PRESET``, as ``record`` and ``sweep``; ADR-0802), and the
     headline ones also on ``BASELINE`` when ``hw`` is another preset (side by side:
     ``compare_presets``); write Parquet, CSV and a PNG chart to ``out`` if given."""
-    hw = hw or BASELINE
+    hw = hw or default_hw()
     load_hw(hw)  # an unknown preset or a bad file: one line before any recording
     jobs = [(cfg, hw) for cfg in (FULL if full else QUICK)]
     if hw != BASELINE:

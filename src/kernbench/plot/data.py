@@ -7,6 +7,8 @@ a picture of a million-op trace costs about as much as one of a thousand ops.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -60,14 +62,58 @@ def stall_spans(trace: Trace, bins: int = BINS) -> pl.DataFrame:
             .drop("new").sort("pe", "t0").collect())
 
 
+def drain_spans(trace: Trace) -> pl.DataFrame:
+    """Columns pe, t0, t1 (ps): from a PE's last issue to the end of its last op, when its
+    kernel has issued everything and only its engines still run (async issue; under
+    blocking issue the span is empty and left out)."""
+    return (scan_ops(trace).filter(pl.col("parent").is_null())
+            .group_by("pe").agg(t0=pl.col("t_issue_ps").max(), t1=pl.col("t_end_ps").max())
+            .filter(pl.col("t1") > pl.col("t0")).sort("pe").collect())
+
+
 def scratch_steps(trace: Trace, bins: int = BINS) -> pl.DataFrame:
     """Columns pe, t (ps), bytes: the kernel-scratch cursor over time, the maximum per bin
-    (so the peak survives the reduction)."""
+    (so the peak survives the reduction), drawn over the whole recording: each PE's last
+    value holds until its last op ends (under async issue the kernel's last allocation comes
+    long before its engines finish with it)."""
     width = max(1, trace.t_end_ps // bins)
-    return (scan_ops(trace).select("pe", "t_issue_ps", "scratch_cursor")
-            .with_columns(t=(pl.col("t_issue_ps") // width) * width)
-            .group_by("pe", "t").agg(bytes=pl.col("scratch_cursor").max())
-            .sort("pe", "t").collect())
+    ops = scan_ops(trace)
+    steps = (ops.select("pe", "t_issue_ps", "scratch_cursor")
+             .with_columns(t=(pl.col("t_issue_ps") // width) * width)
+             .group_by("pe", "t").agg(bytes=pl.col("scratch_cursor").max())
+             .sort("pe", "t").collect())
+    ends = ops.group_by("pe").agg(t=pl.col("t_end_ps").max()).collect()
+    last = (steps.group_by("pe").agg(pl.col("bytes").last(), pl.col("t").last().alias("at"))
+            .join(ends, on="pe").filter(pl.col("t") > pl.col("at")).select(steps.columns))
+    return pl.concat([steps, last.cast(steps.schema)]).sort("pe", "t")
+
+
+def src_labels(trace: Trace) -> Callable[[str], str]:
+    """``file:line`` labels relative to the kernel's module: a file under the folder the
+    kernel's module was imported from is named from there (``tiled_matmul.py:38``, not
+    ``/home/me/proj/examples/tiled_matmul.py:38``); package files keep their
+    ``kernbench/...`` spelling; any other absolute path is cut to its last two parts."""
+    module = str(trace.manifest.get("kernel") or "").split(":")[0]
+    rel = module.replace(".", "/") + ".py" if module and module != "__main__" else ""
+    srcs = scan_ops(trace).select(pl.col("src").cast(pl.String).unique()).collect()
+    paths = {s.rpartition(":")[0] for s in srcs["src"].to_list() if s}
+    root = next((p[:-len(rel)] for p in sorted(paths) if rel and p.endswith("/" + rel)
+                 or p == rel), None)
+    if root is None:
+        absolute = [p for p in paths if os.path.isabs(p)]
+        root = os.path.commonpath([os.path.dirname(p) for p in absolute]) + "/" if absolute else ""
+
+    def label(src: str) -> str:
+        path, _, line = src.rpartition(":")
+        if not path:
+            return src
+        if root and path.startswith(root):
+            path = path[len(root):]
+        elif os.path.isabs(path):
+            path = "/".join(path.split("/")[-2:])
+        return f"{path}:{line}"
+
+    return label
 
 
 def wait_by_line(trace: Trace, top: int = TOP_LINES) -> pl.DataFrame:

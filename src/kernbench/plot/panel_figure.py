@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from kernbench.plot import save
 from kernbench.plot.trace_figure import COLOURS
@@ -44,17 +45,19 @@ def panel_figure(frame: pl.DataFrame) -> Figure:
         at = [y for y, c in zip(ys, labels, strict=True) if c in base]
         eff.barh(at, [base[labels[y]] for y in at], height=0.3, fill=False,
                  edgecolor="#d62728", linewidth=1.2, label=base_hw)
-        eff.legend(fontsize=7, loc="lower left")
+        eff.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                   frameon=False)  # under the axis, never over a bar
     eff.set_xlim(0, 1)
     eff.set_xlabel("efficiency (busiest engine / latency)")
     for y, v in zip(ys, frame["efficiency"].to_list(), strict=True):
         inside = v > 0.85  # label inside the bar's end, else just past it
         eff.text(v - 0.01 if inside else v + 0.01, y, f"{v:.3f}", va="center", fontsize=7,
                  ha="right" if inside else "left", color="white" if inside else "black")
-    for b in sorted({str(b) for b in bounds}):
-        lat.barh([0], [0], color=COLOURS.get(b, "#7f7f7f"), label=b)
     if bounds:
-        lat.legend(fontsize=7, loc="lower right")
+        lat.legend(handles=[Patch(color=COLOURS.get(b, "#7f7f7f"), label=b)
+                            for b in sorted({str(b) for b in bounds})],
+                   fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                   frameon=False)
     title = "milestone-gqa-headline panel" + (f" on {own} (outlined: {base_hw})" if base else "")
     fig.suptitle(title, fontsize=11)
     return fig

@@ -3,6 +3,7 @@ Pareto front of two metrics to minimise. Reads ``points.parquet`` and ``sweep.to
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,10 @@ def _label(row: dict[str, Any], params: list[str]) -> str:
 
 
 def draw_metric(ax: Axes, points: pl.DataFrame, param: str, others: list[str],
-                metric: tuple[str, str, float]) -> None:
+                metric: tuple[str, str, float], legend: bool = True) -> None:
+    """``metric`` against ``param``, a line per combination of the ``others``; the legend
+    (``legend``: the column's top chart only, the lines are the same below) sits above the
+    axes, never over the lines."""
     col, label, scale = metric
     groups = points.select(others).unique().sort(others) if others else pl.DataFrame([{}])
     many = groups.height > MAX_LINES
@@ -87,8 +91,8 @@ def draw_metric(ax: Axes, points: pl.DataFrame, param: str, others: list[str],
     ax.set_xlabel(param)
     ax.set_ylabel(label)
     ax.grid(True, color="#eeeeee")
-    if not many and others and groups.height > 1:
-        ax.legend(fontsize=6)
+    if legend and not many and others and groups.height > 1:
+        ax.legend(fontsize=6, loc="lower center", bbox_to_anchor=(0.5, 1.02), frameon=False)
 
 
 def draw_pareto(ax: Axes, points: pl.DataFrame, params: list[str],
@@ -99,15 +103,33 @@ def draw_pareto(ax: Axes, points: pl.DataFrame, params: list[str],
             ms=5, label="point")
     ax.plot((front[x] * 1e-6).to_list(), (front[y] / 1024).to_list(), "o-", color="#d62728",
             ms=6, label="Pareto front")
+    xs = points[x].cast(pl.Float64).to_numpy()
+    mid = (float(xs.min()) + float(xs.max())) / 2 * 1e-6
     for row in front.iter_rows(named=True):
+        right = row[x] * 1e-6 > mid  # a label on the right half points left: never cut
         ax.annotate(_label(row, params), (row[x] * 1e-6, row[y] / 1024), fontsize=7,
-                    textcoords="offset points", xytext=(5, 4))
+                    textcoords="offset points", xytext=(-5 if right else 5, 4),
+                    ha="right" if right else "left")
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("scratch peak (KiB)")
     ax.set_title(f"Pareto front: {x} vs {y} (both lower is better; {front.height} of "
                  f"{points.height} points)", fontsize=9)
     ax.grid(True, color="#eeeeee")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              frameon=False)
+
+
+def presets(path: Path, points: pl.DataFrame) -> str:
+    """The hardware the sweep's points ran on: the ``hw.preset`` column, else the name in a
+    point trace's manifest (a sweep that names no preset runs on the recording default)."""
+    if "hw.preset" in points.columns:
+        return ", ".join(str(p) for p in points["hw.preset"].unique(maintain_order=True))
+    for manifest in sorted((path / "points").glob("*.ktrace/manifest.json"))[:1]:
+        try:
+            return str(json.loads(manifest.read_text())["hw"]["name"])
+        except (OSError, ValueError, KeyError, TypeError):
+            break
+    return "unknown hardware"
 
 
 def sweep_figure(path: Path) -> Figure:
@@ -122,9 +144,10 @@ def sweep_figure(path: Path) -> Figure:
     for i, metric in enumerate(metrics):
         for j, param in enumerate(shown):
             draw_metric(fig.add_subplot(grid[i, j]), points, param,
-                        [p for p in params if p != param], metric)
+                        [p for p in params if p != param], metric, legend=i == 0)
     if all(c in points.columns for c in PARETO):
         draw_pareto(fig.add_subplot(grid[n_rows, :]), points, params)
     case = points["case"][0] if "case" in points.columns else path.name
-    fig.suptitle(f"sweep {path.name} ({case}): {points.height} points", fontsize=11)
+    fig.suptitle(f"sweep {path.name} ({case}) on {presets(path, points)}: {points.height} "
+                 "points", fontsize=11)
     return fig

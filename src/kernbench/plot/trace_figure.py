@@ -3,6 +3,7 @@ kernel source line, and the kernel's point on the modelled hardware's roofline."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -28,11 +29,15 @@ MIN_WIDTH = 800  # a drawn span is at least latency / MIN_WIDTH wide (about 1.5 
 STYLES = ("-", "--", "-.", ":")  # PEs that run in lock-step stay distinguishable
 PATH_COLOUR = "#111111"
 PATH_LABEL = "critical path"  # the label of the path's lines on the timeline
+DRAIN_COLOUR = "#eeeeee"  # the stall row after the kernel's last issue, engines still busy
 
 
-def _rows(spans: pl.DataFrame, stalls: pl.DataFrame) -> list[tuple[int, str, str]]:
+def _rows(spans: pl.DataFrame, stalls: pl.DataFrame,
+          drains: pl.DataFrame | None = None) -> list[tuple[int, str, str]]:
     keys = {(r[0], r[1], r[2]) for r in spans.select("pe", "engine", "lane").iter_rows()}
     keys |= {(pe, "stall", "") for pe in stalls["pe"].unique().to_list()}
+    if drains is not None:
+        keys |= {(pe, "stall", "") for pe in drains["pe"].to_list()}
     return sorted(keys, key=lambda k: (k[0], ROW_ORDER.get(k[1], 9), k[2]))
 
 
@@ -42,7 +47,8 @@ def draw_timeline(ax: Axes, trace: Trace,
     """Busy spans per engine row, the kernel's stalls, and ``path`` (``data.path_spans``:
     the critical path) as a black line through the rows it runs on."""
     spans, stalls = frames or (data.engine_spans(trace), data.stall_spans(trace))
-    rows = _rows(spans, stalls)
+    drains = data.drain_spans(trace)
+    rows = _rows(spans, stalls, drains)
     stall_rows = stalls.with_columns(engine=pl.lit("stall"), lane=pl.lit(""))
     both = pl.concat([spans, stall_rows.select(spans.columns)])
     labels = []
@@ -58,12 +64,19 @@ def draw_timeline(ax: Axes, trace: Trace,
         colour = COLOURS.get(engine, "#7f7f7f")
         ax.broken_barh(wide, (y - 0.4, 0.8), facecolors=colour, edgecolor="white", lw=0.4)
         ax.broken_barh(thin, (y - 0.4, 0.8), facecolors=colour, edgecolor="none")
+        if engine == "stall":  # the kernel has issued everything; its engines still run
+            done = drains.filter(pl.col("pe") == pe)
+            ax.broken_barh([(t0 / US, (t1 - t0) / US) for t0, t1 in
+                            done.select("t0", "t1").iter_rows()], (y - 0.4, 0.8),
+                           facecolors=DRAIN_COLOUR, edgecolor="#999999", hatch="///", lw=0.4)
         labels.append(f"PE{pe} {data.track_label(engine, lane)}")
     ax.set_yticks(range(len(rows)), labels, fontsize=7 if len(rows) > 24 else 8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, max(trace.t_end_ps, 1) / US)
     ax.set_xlabel("time (µs)")
-    title = "engine timeline per PE (busy spans; grey: kernel stalled waiting"
+    title = "engine timeline per PE\n(busy spans; grey: kernel stalled waiting"
+    if drains.height:
+        title += "; hatched: all issued, engines still running"
     if path is not None and path.height:
         y_of = {r: y for y, r in enumerate(rows)}
         on = [(y_of[(pe, e, lane)], t0 / US, t1 / US) for pe, e, lane, t0, t1
@@ -96,14 +109,15 @@ def draw_scratch(ax: Axes, trace: Trace, budget: int) -> None:
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("scratch in use (KiB)")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=5, loc="upper right")
+    ax.legend(fontsize=7, ncol=10, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              frameon=False)  # under the axis: never over the curves or the budget
 
 
 def draw_wait(ax: Axes, trace: Trace, critical: dict[str, Any] | None = None) -> None:
     """Stall time by source line; with ``critical`` (``critical.summary``, given when the
     engines issue asynchronously) the time on the critical path by source line instead."""
     if critical is not None:
-        return _draw_path_by_line(ax, critical)
+        return _draw_path_by_line(ax, critical, data.src_labels(trace))
     per = data.wait_by_line(trace)
     ax.set_title("stall time by kernel source line")
     if per.height == 0:
@@ -113,19 +127,20 @@ def draw_wait(ax: Axes, trace: Trace, critical: dict[str, Any] | None = None) ->
         return
     ys = range(per.height)
     ax.barh(list(ys), (per["wait_ps"] / US).to_list(), color=COLOURS["stall"], edgecolor="#555")
-    ax.set_yticks(list(ys), [f"{s} ({n} ops)" for s, n in per.select("src", "ops").iter_rows()],
-                  fontsize=7)
+    label = data.src_labels(trace)
+    ax.set_yticks(list(ys), [f"{label(s)} ({n} ops)"
+                             for s, n in per.select("src", "ops").iter_rows()], fontsize=7)
     ax.set_ylim(max(per.height, 6) - 0.5, -0.5)  # thin bars even for one line
     ax.set_xlabel("wait (µs, summed over PEs)")
 
 
-def _draw_path_by_line(ax: Axes, critical: dict[str, Any]) -> None:
+def _draw_path_by_line(ax: Axes, critical: dict[str, Any], label: Callable[[str], str]) -> None:
     rows = critical["by_line"]
     ax.set_title(f"on the critical path, by kernel source line ({critical['share']:.3f} "
                  "of the latency)")
     ys = list(range(len(rows)))
     ax.barh(ys, [r["path_ps"] / US for r in rows], color=PATH_COLOUR, edgecolor="#555")
-    ax.set_yticks(ys, [f"{r['src']} ({r['ops']} ops)" for r in rows], fontsize=7)
+    ax.set_yticks(ys, [f"{label(r['src'])} ({r['ops']} ops)" for r in rows], fontsize=7)
     ax.set_ylim(max(len(rows), 6) - 0.5, -0.5)
     ax.set_xlabel("time on the critical path (µs)")
 
@@ -139,7 +154,7 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
     """One ceiling per engine (``metrics.ceilings``), the kernel's point under the one that
     binds, at ``roofline_frac`` of it (``efficiency``, see ``ceilings``)."""
     r = data.roofline(trace, m)
-    ax.set_title(f"roofline per engine ({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
+    ax.set_title(f"roofline per engine\n({r.n_pe} PE; machine: {r.hbm_gbps:.0f} GB/s HBM, "
                  f"{r.peak_gflops / 1000:.0f} TFLOP/s GEMM)", fontsize=9)
     rate = {"flop": "GFLOP/s", "byte": "GB/s"}.get(r.unit, f"G {r.unit}s/s")
     ax.set_xlabel("arithmetic intensity (flop / HBM byte)" if r.unit == "flop"
@@ -174,7 +189,8 @@ def draw_roofline(ax: Axes, trace: Trace, m: Metrics) -> None:
                 xytext=(0, -12), ha="center", va="top", fontsize=8)
     ax.set_xlim(lo, hi)
     ax.set_ylim(min(heights) / 4, max(heights) * 3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              frameon=False)  # under the axis: the ceilings run across the whole plot
     ax.grid(True, which="major", color="#eeeeee")
 
 
@@ -192,7 +208,7 @@ def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     """One figure: timeline on top, scratch below, wait and roofline side by side."""
     frames = data.engine_spans(trace), data.stall_spans(trace)
     path, by_line = critical(trace, m)
-    timeline_h = max(2.5, 0.18 * len(_rows(*frames)))
+    timeline_h = max(2.5, 0.18 * len(_rows(*frames, data.drain_spans(trace))))
     fig = Figure(figsize=(12, timeline_h + 7.5), layout="constrained")
     grid = fig.add_gridspec(3, 2, height_ratios=[timeline_h, 3, 4])
     draw_timeline(fig.add_subplot(grid[0, :]), trace, frames, path)
@@ -200,10 +216,16 @@ def trace_figure(trace: Trace, m: Metrics, budget: int) -> Figure:
     draw_wait(fig.add_subplot(grid[2, 0]), trace, by_line)
     draw_roofline(fig.add_subplot(grid[2, 1]), trace, m)
     latency = int(m["latency_ps"]) / US
-    fig.suptitle(f"{trace.manifest.get('case')}  ·  latency {latency:.3f} µs  ·  "
-                 f"efficiency {float(m['efficiency']):.3f}  ·  bottleneck "
+    fig.suptitle(f"{trace.manifest.get('case')} on {preset(trace)}  ·  latency {latency:.3f} µs"
+                 f"  ·  efficiency {float(m['efficiency']):.3f}  ·  bottleneck "
                  f"{m['bottleneck_engine']}", fontsize=11)
     return fig
+
+
+def preset(trace: Trace) -> str:
+    """The hardware a trace was recorded on, as its title names it (the preset, or the name
+    of a TOML file's config)."""
+    return str((trace.manifest.get("hw") or {}).get("name") or "unnamed hardware")
 
 
 def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
@@ -211,7 +233,8 @@ def panels(trace: Trace, m: Metrics, budget: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     frames = data.engine_spans(trace), data.stall_spans(trace)
     path, by_line = critical(trace, m)
-    fig = Figure(figsize=(12, max(2.5, 0.18 * len(_rows(*frames))) + 1), layout="constrained")
+    rows = len(_rows(*frames, data.drain_spans(trace)))
+    fig = Figure(figsize=(12, max(2.5, 0.18 * rows) + 1), layout="constrained")
     draw_timeline(fig.add_subplot(), trace, frames, path)
     out["timeline"] = fig
     fig = Figure(figsize=(12, 3.5), layout="constrained")

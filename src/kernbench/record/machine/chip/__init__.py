@@ -1,4 +1,4 @@
-"""The chip: one machine for the whole accelerator (docs/hardware-model.md, docs/adr/0730).
+"""The chip: one machine for the whole accelerator (docs/hardware-model.md, docs/adr/0735).
 
 Shared parts — HBM, each PE's TCM port, routed links, each PE's issue port — make every PE's
 timing depend on the others', so the chip decides every op's start in one global time order

@@ -12,7 +12,7 @@ of the links it crosses; a receive's row when the message has arrived and its bu
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kernbench.errors import IpcqError
 from kernbench.record.commands import Cmd, Recv, RecvAsync, Resolve, Send
@@ -186,7 +186,7 @@ class Ipcq:
             raise UsesIpcq
         q = self.queue(prog.pe, req.direction)
         post = Post(req, prog.clock)
-        req.out.buf.event = post  # type: ignore[assignment]
+        req.out.buf.event = cast(Any, post)
         prog.unresolved.append(req.out.buf)
         if q.messages and not q.posted:
             self._match(q, post, prog.clock)

@@ -1,5 +1,5 @@
 """The chip's event loop: every PE's resident programs as greenlets, and every op's start
-decided in one global time order (docs/adr/0730).
+decided in one global time order (docs/adr/0735).
 
 Two heaps drive it: the programs that can run, by ``(clock, program)``, and the decisions
 due, by time (an engine that may start an op). A program runs first when its clock is no
@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from greenlet import greenlet
 
@@ -106,7 +106,7 @@ class Chip:
                              f"(slot size {size} bytes, k = {k} resident programs per PE, "
                              "from program 0's scratch peak)") if k > 1 else ""
         prog = P.Prog(self, pe, program, slot, at, scratch)
-        ctx = prog.ctx = KernelContext(prog, program, self.grid)  # type: ignore[arg-type]
+        ctx = prog.ctx = KernelContext(cast(Any, prog), program, self.grid)
         ctx.issue = prog.issue
         ctx.by_op = pe.by_op
         g = prog.greenlet = ProgramGreenlet(self.body, parent=self.main)

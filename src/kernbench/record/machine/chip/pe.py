@@ -4,7 +4,7 @@ costs when it starts (its own engine's closed form, then the shared parts it cro
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import Any, cast
 
 from kernbench.record.machine.chip.engines import POLICIES, ChipEngine, InOrder
 from kernbench.record.machine.chip.node import NEVER, Node
@@ -42,7 +42,7 @@ class ChipPE:
         policy = POLICIES[hw.engine_arbitration]
         self.engines: dict[Engine, ChipEngine] = {
             e: policy(e.value, index, hw.engine_queue_depth, None) for e in QUEUED}
-        self.models = models(self)  # type: ignore[arg-type]  # (pe, cmd) -> (busy, latency)
+        self.models = models(cast(Any, self))  # op -> (pe, cmd) -> (busy, latency)
         self.by_op: dict[Any, tuple[Any, Any, Any]] = {}  # op -> (model, engine, handler)
         self.issue_ps = round(hw.issue_ns * 1000)
         self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps

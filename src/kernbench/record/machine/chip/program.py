@@ -12,7 +12,7 @@ value lands in TCM never depends on the hardware's timing (docs/hardware-model.m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from kernbench.record.commands import Cmd, Wait
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
@@ -110,8 +110,9 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     loop = prog.loop
     if loop is not None and loop.stages >= 2 and cmd.op in _PIPELINABLE:
         loop.target(cmd.src, prog.now)  # the load site's history, for its buffer ring
-        if cmd.out.buf.owner is not None:  # type: ignore[union-attr]
-            adopt(prog, loop, cmd)  # type: ignore[arg-type]
+        assert cmd.out is not None, "a load writes a buffer"
+        if cmd.out.buf.owner is not None:
+            adopt(cast(Any, prog), loop, cmd)
     cpe = prog.cpe
     clock = prog.clock
     t = clock
