@@ -111,6 +111,7 @@ GUARDS = [
     Entry("guard-liger-cross-entropy-ignore-index", "guards", "cross_entropy_case",
           "cross_entropy_launch"),
     Entry("guard-liger-jsd-labels", "guards", "jsd_case", "jsd_launch"),
+    Entry("guard-serving-decode-paged-split-kv", "guards", "serving_case", "serving_launch"),
 ]
 
 ALL = KERNELS + INTEGERS + SEMANTICS + RANDOM + GUARDS

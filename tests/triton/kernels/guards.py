@@ -292,3 +292,37 @@ def locked_launch(programs: int = 12, seed: int = 0) -> Launch:
 
 def locked_case(programs: int = 12, seed: int = 0):
     return locked_launch(programs, seed).case()
+
+
+# -- the library's serving decode, as Triton runs it (fp16: the interpreter's bf16 dot is off)
+def serving_launch(batch: int = 3, s_max: int = 70, h_q: int = 16, h_kv: int = 2, d: int = 16,
+                   page: int = 16, splits: int = 3, seed: int = 0) -> Launch:
+    from kernbench.case.references import paged_decode_reference
+    from kernbench.kernels import paged_decode as pd
+
+    lens = pd.lengths(batch, s_max, seed)
+    indptr, table, n_pages, max_pages = pd.arrays(lens, h_kv, d, page, seed)
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batch, h_q, d)).astype(np.float16)
+    kc = rng.standard_normal((n_pages, h_kv, page, d)).astype(np.float16)
+    vc = rng.standard_normal((n_pages, h_kv, page, d)).astype(np.float16)
+    group = h_q // h_kv
+
+    def reference(Q: np.ndarray, K_cache: np.ndarray, V_cache: np.ndarray,  # noqa: N803
+                  page_table: np.ndarray, kv_indptr: np.ndarray, **_: np.ndarray
+                  ) -> dict[str, np.ndarray]:
+        return {"Out": paged_decode_reference(Q, K_cache, V_cache, page_table, kv_indptr,
+                                              page).astype(np.float16)}
+
+    return Launch("serving-decode-fp16", pd.paged_decode_kernel, (batch, h_kv, splits),
+                  (q, kc, vc, table, indptr, np.zeros((batch, h_q, splits, d), np.float32),
+                   np.zeros((batch, h_q, splits), np.float32), np.zeros((batch, h_kv), np.int32),
+                   np.zeros((batch, h_q, d), np.float16), 1.0 / float(np.sqrt(d)), max_pages),
+                  {"H_Q": h_q, "H_KV": h_kv, "GROUP": group, "BLOCK_G": max(16, group),
+                   "HEAD_DIM": d, "PAGE_SIZE": page, "NUM_SPLITS": splits}, reference,
+                  outputs=("Out",))
+
+
+def serving_case(batch: int = 3, s_max: int = 70, h_q: int = 16, h_kv: int = 2, d: int = 16,
+                 page: int = 16, splits: int = 3, seed: int = 0):
+    return serving_launch(batch, s_max, h_q, h_kv, d, page, splits, seed).case()
