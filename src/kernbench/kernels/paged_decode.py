@@ -63,17 +63,14 @@ def _merge_splits(Mid_O, Mid_LSE, Out, cur_batch, cur_kv_head, seq_len,
 
 
 @triton.jit
-def paged_decode_kernel(Q, K_cache, V_cache, page_table, kv_indptr, Mid_O, Mid_LSE, Ticket,
-                        Out, sm_scale, max_pages,
-                        H_Q: tl.constexpr, H_KV: tl.constexpr, GROUP: tl.constexpr,
-                        BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr,
-                        PAGE_SIZE: tl.constexpr, NUM_SPLITS: tl.constexpr):
-    """One program per (request, KV head, split): the split's pages of the request, the
-    GROUP query heads of the KV head padded to BLOCK_G rows for ``tl.dot``."""
-    cur_batch = tl.program_id(0)
-    cur_kv_head = tl.program_id(1)
-    split_id = tl.program_id(2)
-    seq_len = tl.load(kv_indptr + cur_batch + 1) - tl.load(kv_indptr + cur_batch)
+def _split_partial(Q, K_cache, V_cache, page_table, Mid_O, Mid_LSE, sm_scale, max_pages,
+                   cur_batch, cur_kv_head, split_id, seq_len,
+                   H_Q: tl.constexpr, H_KV: tl.constexpr, GROUP: tl.constexpr,
+                   BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, PAGE_SIZE: tl.constexpr,
+                   NUM_SPLITS: tl.constexpr):
+    """One split of one request's pages (a serving engine's ``_fwd_kernel_stage1``): the
+    GROUP query heads of the KV head (padded to BLOCK_G rows for ``tl.dot``) against the
+    split's pages, online softmax; its partial output and log-sum-exp to Mid_O, Mid_LSE."""
     num_pages = tl.cdiv(seq_len, PAGE_SIZE)
     pages_per_split = tl.cdiv(num_pages, NUM_SPLITS)
     split_start = split_id * pages_per_split
@@ -109,6 +106,24 @@ def paged_decode_kernel(Q, K_cache, V_cache, page_table, kv_indptr, Mid_O, Mid_L
         tl.store(Mid_O + row[:, None] * HEAD_DIM + offs_d[None, :], acc / e_sum[:, None],
                  mask=mask_g[:, None])
         tl.store(Mid_LSE + row, e_max + tl.log(e_sum), mask=mask_g)
+
+
+@triton.jit
+def paged_decode_kernel(Q, K_cache, V_cache, page_table, kv_indptr, Mid_O, Mid_LSE, Ticket,
+                        Out, sm_scale, max_pages,
+                        H_Q: tl.constexpr, H_KV: tl.constexpr, GROUP: tl.constexpr,
+                        BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr,
+                        PAGE_SIZE: tl.constexpr, NUM_SPLITS: tl.constexpr):
+    """One program per (request, KV head, split): the request's length from ``kv_indptr``,
+    its split of the pages, then — in the program that finishes the last split of its
+    (request, KV head) — the merge of every split."""
+    cur_batch = tl.program_id(0)
+    cur_kv_head = tl.program_id(1)
+    split_id = tl.program_id(2)
+    seq_len = tl.load(kv_indptr + cur_batch + 1) - tl.load(kv_indptr + cur_batch)
+    _split_partial(Q, K_cache, V_cache, page_table, Mid_O, Mid_LSE, sm_scale, max_pages,
+                   cur_batch, cur_kv_head, split_id, seq_len, H_Q, H_KV, GROUP, BLOCK_G,
+                   HEAD_DIM, PAGE_SIZE, NUM_SPLITS)
     # stage 2, folded: the program that finishes the request's last split merges them
     done = tl.atomic_add(Ticket + cur_batch * H_KV + cur_kv_head, 1)
     if done == NUM_SPLITS - 1:
