@@ -63,6 +63,16 @@ class ReplayError(KernbenchError):
     """Phase 2 found an op reading bytes it must not (out of region, wrong size, invalid)."""
 
 
+class PathDivergence(ReplayError):
+    """Phase 2 computes another value for a guard than the one its path was recorded on
+    (ADR-0840): ``recorded`` and ``computed`` are the two values as text; replay names the
+    guard's kernel line and program around them."""
+
+    def __init__(self, recorded: str, computed: str) -> None:
+        super().__init__(f"recorded {recorded}, replay computes {computed}")
+        self.recorded, self.computed = recorded, computed
+
+
 class SpaceError(KernelError):
     """An operand lives in the wrong memory space (copy_to, load out=)."""
 

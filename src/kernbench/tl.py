@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kernbench.record.handle import Pointer, TensorHandle
+from kernbench.record.lowering import decide as _decide  # noqa: F401 - binds bool/int/float
 from kernbench.record.lowering import semantics as _s
 from kernbench.record.lowering.comm import recv, recv_async, send
 from kernbench.record.lowering.memory import composite, copy_to, load, ref, store, wait

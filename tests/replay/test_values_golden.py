@@ -32,6 +32,7 @@ DIGESTS = {
     "ring-decode": (70, "1f6d95ed45b4eecc"),
     "ring-prefill": (104, "3d9404695326e614"),
     "scale-exp": (32, "4ee69d78790178a6"),
+    "serving-decode": (280, "a7e12a931f718726"),  # issue 38, pinned by this replay
     "small-ops": (102, "85abe27e6efb4ee6"),
     "softmax": (48, "c2ded9aa10e4b153"),
     "stream-sum": (26, "ac4e96c6adecbbb6"),

@@ -192,3 +192,30 @@ def test_coverage_counts_its_ranges_against_the_memory_budget(ragged, monkeypatc
         coverage(ragged.ops, ragged.tensors, ragged.access)
     monkeypatch.setenv(LIMIT_ENV, str((writes * BYTES_PER_RANGE + 1) / 2**30))
     assert coverage(ragged.ops, ragged.tensors, ragged.access)[0].n_unwritten == 192
+
+
+def _locked_writes(with_lock: bool) -> pl.DataFrame:
+    """Programs 0 and 1 each store y[0:4]; with ``with_lock`` each first takes a lock with
+    ``atomic_cas`` (the lock's int32 sits at byte 64)."""
+    lock = {**_operand(64, 1), "dtype": "int32"}
+    rows = []
+    for p in (0, 1):
+        if with_lock:
+            rows.append({"program": p, "name": "atomic_cas", "inputs": [lock], "output": None})
+        rows.append({"program": p, "name": "dma_write", "inputs": [], "output": _operand(0, 4)})
+    operand = pl.Struct({"space": pl.String, "pe": pl.Int64, "addr": pl.Int64,
+                         "shape": pl.List(pl.Int64), "dtype": pl.String,
+                         "transposed": pl.Boolean})
+    return pl.DataFrame([{**r, "op_id": i, "attrs": "{}"} for i, r in enumerate(rows)],
+                        schema_overrides={"inputs": pl.List(operand), "output": operand})
+
+
+@pytest.mark.parametrize("with_lock", [False, True])
+def test_plain_writes_after_an_atomic_of_their_program_are_ordered_by_it(with_lock):
+    """Atomics are acq_rel: two programs storing the same elements inside a lock taken with
+    ``atomic_cas`` are ordered by the lock, not by timing; without it they are a double
+    write."""
+    tensors = pl.DataFrame({"name": ["y"], "role": ["inout"], "addr": [0], "shape": [[4]],
+                            "dtype": ["float32"]})
+    (found,) = coverage(_locked_writes(with_lock), tensors)
+    assert found.n_shared == (0 if with_lock else 4)

@@ -101,9 +101,22 @@ RANDOM = [
     Entry("philox-randn4x-block-seeds-loaded", "random_data", "philox_case", "philox_launch"),
 ]
 
-ALL = KERNELS + INTEGERS + SEMANTICS + RANDOM
+#: kernels whose control flow depends on loaded data (issue 38: guards). The first four
+#: compute on integer-valued data, so they must agree with the interpreter bit for bit
+GUARDS = [
+    Entry("guard-varlen-lengths-early-return", "guards", "varlen_case", "varlen_launch"),
+    Entry("guard-page-table-per-page", "guards", "paged_case", "paged_launch"),
+    Entry("guard-while-on-data", "guards", "halve_case", "halve_launch"),
+    Entry("guard-spin-lock-atomic-cas", "guards", "locked_case", "locked_launch"),
+    Entry("guard-liger-cross-entropy-ignore-index", "guards", "cross_entropy_case",
+          "cross_entropy_launch"),
+    Entry("guard-liger-jsd-labels", "guards", "jsd_case", "jsd_launch"),
+    Entry("guard-serving-decode-paged-split-kv", "guards", "serving_case", "serving_launch"),
+]
+
+ALL = KERNELS + INTEGERS + SEMANTICS + RANDOM + GUARDS
 #: compared with Triton's interpreter bit for bit
-EXACT = SEMANTICS + RANDOM
+EXACT = SEMANTICS + RANDOM + GUARDS[:4]
 
 
 def params(entries: list[Entry]) -> Any:

@@ -205,9 +205,9 @@ def and_on_int_data(x_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def if_and_on_data(x_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr)
-    if tl.program_id(0) == 0 and x > 0:
+def if_and_on_block(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    if tl.program_id(0) == 0 and x > 0:  # a scalar decides (tests/triton/test_guards.py)
         tl.store(x_ptr, x)
 
 
@@ -246,7 +246,7 @@ def imported_refused(x_ptr, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize(("kernel", "match"), [
     (and_on_int_data, r"Python 'and' on a tl\.int32 value: Triton's compiler rejects it"),
-    (if_and_on_data, r"control flow on loaded data"),
+    (if_and_on_block, r"the truth value of a \[8\] block is ambiguous"),
     (not_on_int, r"Python 'not' on a tl\.int32 value: Triton's compiler rejects it"),
     (gather_call, r"tl\.gather is not supported by kernbench: a gather of a block"),
     (missing_member, r"tl\.tensor\.frobnicate is not supported by kernbench: Triton's "
@@ -254,7 +254,7 @@ def imported_refused(x_ptr, BLOCK: tl.constexpr):
     (missing_dtype_attr, r"tl\.dtype\.to_ir is not supported by kernbench"),
     (missing_libdevice, r"libdevice\.j0 is not supported by kernbench"),
     (imported_refused, r"tl\.inline_asm_elementwise is not supported by kernbench: inline"),
-], ids=["and-int-data", "if-and-data", "not-int", "gather", "tensor-attr", "dtype-attr",
+], ids=["and-int-data", "if-and-block", "not-int", "gather", "tensor-attr", "dtype-attr",
         "libdevice", "imported-name"])
 def test_refusal_is_a_kernel_error_at_the_kernel_line(tmp_path, kernel, match) -> None:
     c = kbt.case(kernel, (1,), np.zeros(8, np.int32), BLOCK=8, outputs=["x_ptr"])

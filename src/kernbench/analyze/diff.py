@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from kernbench.analyze.frames import load_ops, load_values, open_trace
+from kernbench.analyze.guards import first_guard_difference, guard_text
 from kernbench.analyze.metrics import ENGINES, Metrics, metrics, resolve_metric
 from kernbench.analyze.report import fmt, format_table, op_breakdown, to_json
 from kernbench.errors import BadInputError, TraceFormatError
@@ -184,6 +185,8 @@ class DiffReport:
     first_value: dict[str, Any] | None
     thresholds: tuple[ThresholdResult, ...]
     warnings: tuple[str, ...] = ()  # e.g. a corrupt replay/values.parquet left out
+    #: the first decision on data whose value (or line) differs (``analyze/guards.py``)
+    first_guard: dict[str, Any] | None = None
 
     @property
     def changed_metrics(self) -> list[str]:
@@ -193,7 +196,7 @@ class DiffReport:
     def identical(self) -> bool:
         return not (self.changed_metrics or any(r["d_count"] or r["d_busy_ps"]
                                                 for r in self.by_op)
-                    or self.first_structural or self.first_value)
+                    or self.first_structural or self.first_value or self.first_guard)
 
     @property
     def exit_code(self) -> int:
@@ -218,6 +221,7 @@ class DiffReport:
             "first_structural_difference": self.first_structural,
             "values_compared": self.values_compared,
             "first_value_difference": self.first_value,
+            "first_guard_difference": self.first_guard,
             "fail_on": [t.to_dict() for t in self.thresholds],
             "warnings": list(self.warnings),
         }
@@ -249,6 +253,9 @@ class DiffReport:
         if eng:
             parts.append("engine busy\n" + format_table(list(eng[0]),
                                                           [list(r.values()) for r in eng]))
+        guard = guard_text(self.first_guard)
+        if guard is not None:
+            parts.append(guard)
         parts.append(_structural_text(self.first_structural))
         parts.append(_value_text(self.first_value) if self.values_compared else
                      "replayed values: not compared (both traces need replay/values.parquet)")
@@ -340,4 +347,4 @@ def diff(a: Trace | str | Path, b: Trace | str | Path, fail_on: list[str] | None
         first_structural_difference(ops_a, ops_b), both,
         first_value_difference(ops_a, ops_b, va, vb) if va is not None and vb is not None
         else None,
-        tuple(thresholds), tuple(warnings))
+        tuple(thresholds), tuple(warnings), first_guard_difference(ops_a, ops_b))

@@ -1,8 +1,12 @@
-"""Cross-PE order from the op log alone: vector clocks over IPCQ ``send`` -> ``recv``.
+"""Cross-PE order from the op log alone: vector clocks over IPCQ ``send`` -> ``recv`` and
+over atomics.
 
 Within a PE, ops are ordered by ``seq`` (programs on one PE run one after another). Across
-PEs the only order is a message: everything a PE did up to a ``send`` happens before
-everything the receiver does from the matching ``recv`` on. A send writes an ``ipcq`` slot
+PEs the order is a message: everything a PE did up to a ``send`` happens before
+everything the receiver does from the matching ``recv`` on; and an atomic, which is acq_rel
+(Triton's default ``sem``, ADR-0841): everything before an atomic happens before everything
+after the next atomic on overlapping bytes in the memory's order (``t_start_ps``, then
+op_id), as a lock's release happens before the next acquire. A send writes an ``ipcq`` slot
 of the receiver (operand ``(ipcq, receiver, slot)``) and the receive reads it, so the k-th
 send into a slot matches the k-th receive from it (in op_id order). A ``recv_async`` row
 is logged where the kernel waits for it, so program order after a recv row is after the
@@ -22,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from kernbench.analyze.frames import operands
-from kernbench.schemas.ops import Op
+from kernbench.schemas.ops import ATOMICS, Op
 
 NONE = -1
 
@@ -77,10 +81,35 @@ def _matches(ops: pl.DataFrame) -> pl.DataFrame:
     return sync.join(recvs, on="op_id", how="left").sort("pe", "seq", "op_id")
 
 
+def _atomic_matches(ops: pl.DataFrame) -> pl.DataFrame:
+    """Atomics as sync ops: op_id, pe, seq, name, and ``match``, the latest atomic before it
+    in the memory's order whose HBM bytes overlap its own (null: none)."""
+    names = [op.value for op in ATOMICS]
+    atoms = ops.filter(pl.col("name").is_in(names))
+    cols = ("op_id", "pe", "seq", "name")
+    if not atoms.height:
+        return atoms.select(cols).with_columns(match=pl.lit(None, pl.Int64))
+    hbm = (operands(atoms).collect().filter((pl.col("role") == "in") & (pl.col("idx") == 0))
+           .select("op_id", "mem_pe", lo="addr", hi=pl.col("addr") + pl.col("nbytes")))
+    run = (atoms.select(*cols, "t_start_ps").join(hbm, on="op_id", how="left")
+           .sort("t_start_ps", "op_id"))
+    last: dict[tuple[int, int, int], tuple[int, int]] = {}  # byte range -> (rank, op_id)
+    match: list[int | None] = []
+    for rank, (pe_mem, lo, hi, op_id) in enumerate(run.select(
+            "mem_pe", "lo", "hi", "op_id").iter_rows()):
+        best = None
+        for (m, a, b), (r, o) in last.items():
+            if m == pe_mem and a < hi and lo < b and (best is None or r > best[0]):
+                best = (r, o)
+        match.append(None if best is None else best[1])
+        last[(pe_mem, lo, hi)] = (rank, op_id)
+    return run.select(cols).with_columns(match=pl.Series(match, dtype=pl.Int64))
+
+
 def clocks(ops: pl.DataFrame, pes: np.ndarray) -> Clocks:
-    """Vector clocks of every send/recv in ``ops``; ``pes`` the sorted PE ids to cover (the
-    PEs of every sync op are added)."""
-    sync = _matches(ops)
+    """Vector clocks of every send/recv and atomic in ``ops``; ``pes`` the sorted PE ids to
+    cover (the PEs of every sync op are added)."""
+    sync = pl.concat([_matches(ops), _atomic_matches(ops)]).sort("pe", "seq", "op_id")
     pes = np.union1d(pes, sync["pe"].to_numpy()).astype(np.int64)
     n_pe, n = len(pes), sync.height
     pe_i = np.searchsorted(pes, sync["pe"].to_numpy())

@@ -30,14 +30,14 @@ import polars as pl
 
 from kernbench.analyze.frames import ITEMSIZE
 from kernbench.analyze.metrics import lane_expr
-from kernbench.schemas.ops import Engine, Kind
+from kernbench.schemas.ops import Engine, Kind, Op
 from kernbench.trace.scalars import as_int
 
 #: edge kinds, in tie-break order (the first binds when two release at the same time);
 #: ``behind`` is never offered: ``analyze.critical`` names a head-of-line ``engine`` or
 #: ``queue`` edge so
 EDGES: tuple[str, ...] = ("issue_port", "engine", "issue", "queue", "slot", "data", "war",
-                          "waw", "wait", "start", "behind")
+                          "waw", "wait", "start", "decision", "behind")
 _SPLIT = 1 << 40  # packs (role, row) into one sortable int
 CODE = {e: i for i, e in enumerate(EDGES)}
 
@@ -71,8 +71,8 @@ def participants(ops: pl.DataFrame) -> pl.DataFrame:
     """The ops that take part (no scope rows; scalar columns), with a dense row index
     ``i``, ``lane`` and ``rep``: the row whose end stands for the op's end (a composite's
     last child)."""
-    g = (ops.select("op_id", "pe", "program", "seq", "kind", "engine", "parent", "t_issue_ps",
-                    "t_start_ps", "t_end_ps", "busy_ps", "wait_ps")
+    g = (ops.select("op_id", "pe", "program", "seq", "kind", "name", "engine", "parent",
+                    "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps", "wait_ps")
          .filter(pl.col("kind") != Kind.SCOPE.value).sort("op_id")
          .with_row_index("i").with_columns(pl.col("i").cast(pl.Int64)))
     lanes = (ops.filter(pl.col("engine") == Engine.LINK_TX.value)  # the only laned engine
@@ -132,6 +132,7 @@ def offer_edges(ops: pl.DataFrame, g: pl.DataFrame, graph: Graph, asynchronous: 
     col = {c: g[c].to_numpy() for c in ("op_id", "t_issue_ps", "t_start_ps", "t_end_ps",
                                         "wait_ps", "rep")}
     rows = np.arange(g.height, dtype=np.int64)
+    _offer_decisions(g, graph, col)  # first: a kernel held by a guard wins a tie
     _offer_engine(g, graph)
     graph.offer(2 * rows, 2 * rows + 1, col["t_issue_ps"], "issue")  # started when issued
     stalled = g.filter(pl.col("wait_ps") > 0).select("i", "pe", "program", "engine",
@@ -172,6 +173,25 @@ def _offer_operands(ops: pl.DataFrame, g: pl.DataFrame, graph: Graph,
     if asynchronous:
         out = opnd.filter(pl.col("out") & pl.Series(is_open[opnd["node"].to_numpy()]))
         _offer_hazards(g, out.drop("node"), opnd.drop("node"), col, graph)
+
+
+def _offer_decisions(g: pl.DataFrame, graph: Graph, col: dict[str, np.ndarray]) -> None:
+    """A guard held the kernel (ADR-0840): the next op of its program is issued when the
+    guard decided (``decision``) and starts when issued — the path runs through the guard,
+    whose own issue waited for its operand (a ``data`` edge naming that wait)."""
+    if not (g["name"] == Op.GUARD.value).any():
+        return
+    top = (g.filter(pl.col("parent").is_null()).select("pe", "program", "seq", "i", "name")
+           .sort("pe", "program", "seq")
+           .with_columns(prev=pl.when(_same(("pe", "program"))).then(pl.col("i").shift(1)),
+                         prev_name=pl.when(_same(("pe", "program")))
+                         .then(pl.col("name").shift(1)))
+           .filter(pl.col("prev_name") == Op.GUARD.value))
+    x, q = top["i"].to_numpy(), top["prev"].to_numpy().astype(np.int64)
+    held = col["t_end_ps"][q] == col["t_issue_ps"][x] - col["wait_ps"][x]
+    x, q = x[held], q[held]
+    graph.offer(2 * x, 2 * x + 1, col["t_issue_ps"][x], "issue")
+    graph.offer(2 * x + 1, 2 * q, col["t_end_ps"][q], "decision")
 
 
 def _offer_engine(g: pl.DataFrame, graph: Graph) -> None:

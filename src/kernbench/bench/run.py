@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.bench import decode, fixed, record, replay, sweep, topology, triton_interpreter
+from kernbench.bench import (
+    decode,
+    fixed,
+    record,
+    replay,
+    serving,
+    sweep,
+    topology,
+    triton_interpreter,
+)
 
 #: the sections of the harness, each contributing keys to one flat JSON object
 SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
@@ -16,6 +25,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("replay", replay.measure),
     ("decode", decode.measure),
     ("ring decode on routed links", topology.measure),
+    ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
     ("fixed costs", fixed.measure),

@@ -115,6 +115,34 @@ def gqa_decode(D: int, **_: Any) -> Reference:  # noqa: N803
     return lambda q, k, v: {"o": decode_reference(q, k, v, scale)}
 
 
+def paged_decode_reference(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray,
+                           page_table: np.ndarray, kv_indptr: np.ndarray, page: int
+                           ) -> np.ndarray:
+    """Decode attention of every request over its pages (K/V ``[pages, H_kv, page, D]``,
+    request r's tokens ``kv_indptr[r]..kv_indptr[r+1]`` in pages ``page_table[r]``)."""
+    b_n, h_q, d = q.shape
+    h_kv = k_cache.shape[1]
+    group, scale = h_q // h_kv, _scale(d)
+    out = np.zeros((b_n, h_q, d), np.float32)
+    for b in range(b_n):
+        n = int(kv_indptr[b + 1] - kv_indptr[b])
+        pages = page_table[b, :-(-n // page)]
+        for g in range(h_kv):
+            k = _f32(k_cache[pages, g]).reshape(-1, d)[:n]
+            v = _f32(v_cache[pages, g]).reshape(-1, d)[:n]
+            out[b, g * group:(g + 1) * group] = attention_reference(
+                q[b, g * group:(g + 1) * group], k, v, scale)
+    return out
+
+
+def serving_decode(page: int, **_: Any) -> Reference:
+    def reference(Q, K_cache, V_cache, page_table, kv_indptr, **__):  # noqa: N803
+        return {"Out": paged_decode_reference(Q, K_cache, V_cache, page_table, kv_indptr,
+                                              page)}
+
+    return reference
+
+
 def gqa_prefill(D: int, **_: Any) -> Reference:  # noqa: N803
     scale = _scale(D)
     return lambda q, k, v: {"o": prefill_reference(q, k, v, scale)}
@@ -161,6 +189,7 @@ REFERENCES: dict[str, Callable[..., Reference]] = {
     "gqa-decode": gqa_decode,
     "gqa-prefill": gqa_prefill,
     "ring-attention": ring_attention,
+    "serving-decode": serving_decode,
 }
 
 #: built-in case name -> the kernels (``module:qualname``, as the manifest records them) its
@@ -182,4 +211,5 @@ BUILTIN_KERNELS: dict[str, frozenset[str]] = {
                                  "kernbench.kernels.ring:ring_prefill_pipelined",
                                  "kernbench.kernels.ring:ring_prefill_causal_pipelined",
                                  "kernbench.kernels.ring_decode:ring_decode"}),
+    "serving-decode": frozenset({"kernbench.kernels.paged_decode:paged_decode_kernel"}),
 }

@@ -24,6 +24,8 @@ GOLDEN: dict[str, tuple[str, dict[str, Any]]] = {
     "gqa-prefill": ("gqa-prefill", {"S": 128, "T_q": 16, "T_kv": 64, "H_q": 8, "H_kv": 1}),
     "ring-prefill": ("ring-attention", {"n_ranks": 2, "S_kv_per_rank": 64}),
     "ring-decode": ("ring-attention", {"n_ranks": 2, "S_kv_per_rank": 128, "phase": "decode"}),
+    "serving-decode": ("serving-decode", {"batch": 2, "S_max": 40, "H_q": 16, "H_kv": 1,
+                                          "D": 16, "page": 16, "splits": 2}),
 }
 
 

@@ -19,7 +19,7 @@ from kernbench.errors import BadInputError, KernbenchError, closest
 def registry() -> dict[str, CaseFactory]:
     """Every registered case factory by name, the built-in ones included (imported here, on
     first use: importing them registers them)."""
-    from kernbench.kernels import examples, flash, gqa, ring, streaming  # noqa: F401
+    from kernbench.kernels import examples, flash, gqa, ring, serving, streaming  # noqa: F401
 
     return registered()
 

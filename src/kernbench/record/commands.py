@@ -82,6 +82,16 @@ class RecvAsync:
         self.direction, self.out, self.src = direction, out, src
 
 
+class Sync:
+    """A guard is about to decide at ``t``: let every other PE's clock reach ``t`` first, so
+    every write that could change what the decision reads is recorded (ADR-0840)."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: int) -> None:
+        self.t = t
+
+
 class Resolve:
     """Auto-wait on recv_async handles: emit their recv rows once their messages match."""
 

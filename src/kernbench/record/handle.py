@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from kernbench.errors import KernelError
@@ -72,7 +73,7 @@ class Buffer:
     allocated in lifetime mode (``record/lowering/lifetime.py``), None under the bump allocator."""
 
     __slots__ = ("space", "pe", "addr", "nbytes", "scope", "src", "ready_ps", "event",
-                 "read_until", "owner")
+                 "read_until", "owner", "val")
 
     def __init__(self, space: str, pe: int, addr: int, nbytes: int, scope: Scope | None,
                  src: str) -> None:
@@ -82,6 +83,9 @@ class Buffer:
         self.event = None  # the pending recv_async resolution, until its message matches
         self.read_until = 0  # an outgoing transfer (send) reads it until then: writers wait
         self.owner: Any = None  # the lifetime-mode lease (refcount, pipeline ring), if any
+        #: in a recording with guards, the value-graph node of the op that last wrote these
+        #: bytes (``record/guards/graph.py``); None otherwise
+        self.val: Any = None
 
 
 _OPERANDS: dict[tuple, tuple] = {}  # intern cache of operand tuples (see TensorHandle)
@@ -169,11 +173,35 @@ class TensorHandle:
 
     __hash__ = object.__hash__
 
+    # a decision on data (ADR-0840): a guard row, and the path the value takes
     def __bool__(self) -> bool:
-        from kernbench.errors import KernelError
+        return _decisions[0](self)
 
-        raise KernelError("a TensorHandle has no truth value in Phase 1; use tl.where",
-                          _sem.src_here())
+    def __index__(self) -> int:
+        return _decisions[1](self)
+
+    def __int__(self) -> int:
+        return _decisions[1](self)
+
+    def __float__(self) -> float:
+        return _decisions[2](self)
+
+
+def _unbound(x: Any) -> Any:
+    raise KernelError("a decision on a TensorHandle needs the tl front end; import "
+                      "kernbench.tl")
+
+
+#: bool(), int() and float() of a handle: record/lowering/decide.py binds them
+_decisions: tuple[Callable[[Any], bool], Callable[[Any], int], Callable[[Any], float]] = (
+    _unbound, _unbound, _unbound)
+
+
+def bind_decisions(truth: Callable[[Any], bool], integer: Callable[[Any], int],
+                   real: Callable[[Any], float]) -> None:
+    """Called once by record/lowering/decide.py: ``bool``/``int``/``float`` of a handle."""
+    global _decisions
+    _decisions = (truth, integer, real)
 
 
 @runtime_checkable

@@ -7,15 +7,18 @@ import json
 import math
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import simpy
 
 from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
-from kernbench.errors import BadInputError, IpcqError, KernbenchError
+from kernbench.errors import BadInputError, IpcqError, KernbenchError, ScratchOverflowError
+from kernbench.record.guards.graph import NeedsGuards, Shadow
+from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
@@ -31,6 +34,7 @@ from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.hw import HwConfig, load_hw
 
 HBM_ALIGN = 4096
+T = TypeVar("T")
 
 
 def layout(case: Case) -> dict[str, HbmTensor]:
@@ -50,16 +54,37 @@ def _check_params(case: Case) -> None:
         raise BadInputError(f"case grid {case.grid!r} must be positive ints")
 
 
+def shadow(case: Case, tensors: dict[str, HbmTensor], writer: OpWriter) -> Shadow:
+    """The value graph of a recording with guards: the case's tensors (their initial
+    contents made when a decision first reads them) and the access arrays ``writer`` keeps."""
+    specs = layout_specs(case.tensors)
+    hbm = Hbm({n: (t.addr, t.numel, t.dtype.storage,
+                   partial(specs[n].init.storage_view, specs[n].shape, specs[n].dtype))
+               for n, t in tensors.items()})
+    return Shadow(hbm, writer.access.keep())
+
+
+def guarded(run: Callable[[bool], T]) -> T:
+    """``run(False)``, or when the kernel decides on data (``NeedsGuards``), ``run(True)``:
+    a launch records with a value graph only when it needs one (ADR-0840). ``run`` starts
+    afresh each time (its own op log)."""
+    try:
+        return run(False)
+    except NeedsGuards:
+        return run(True)
+
+
 def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
                  tensors: dict[str, HbmTensor], k: int = 1,
-                 alone: bool = False,
+                 alone: bool = False, guards: bool = False,
                  on_programs: Callable[[int, int], Any] | None = None) -> list[int]:
     """Phase 1 proper: one SimPy environment, one driver per PE, one greenlet per program,
     ``k`` resident programs per PE. ``alone``: program 0 only, without an IPCQ ring (the
     occupancy dry run, record/machine/resident.py). A launch beyond ``KERNBENCH_MAX_OPS`` is
     refused (``record/lowering/bounds.py``; program 0 alone projects the whole grid).
     Hardware with a shared part is timed by the chip (``record/machine/chip``), anything
-    else PE by PE in closed form. The scratch peak of each PE."""
+    else PE by PE in closed form. The scratch peak of each PE. ``guards``: keep the value
+    graph decisions on data evaluate (else a decision raises ``NeedsGuards``)."""
     fn = case.kernel.fn if isinstance(case.kernel, Kernel) else case.kernel
     ptrs = [Pointer(t) for t in tensors.values()]
     params = dict(case.params)
@@ -79,6 +104,10 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
         return run_chip(hw, writer, grid, run, k, n_programs, alone)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
+    if guards:
+        graph = shadow(case, tensors, writer)
+        for d in drivers:
+            d.attach(graph)
     if not alone:
         ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
         for d in drivers:
@@ -116,11 +145,12 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     return [max(d.scratch.peak, d.peak) for d in drivers]
 
 
-def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor]) -> int:
+def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor],
+                guards: bool) -> int:
     """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
     writer = OpWriter(path)
     try:
-        peaks = run_programs(case, hw, writer, tensors, alone=True)
+        peaks = run_programs(case, hw, writer, tensors, alone=True, guards=guards)
     finally:
         writer.abort()
     return peaks[0]
@@ -154,19 +184,37 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     _check_out(out)
     pending = case.tensors if isinstance(case.tensors, StoredRoles) else None
     with atomic_dir(out) as tmp:
-        if pending is not None:
-            pending.begin()  # its roles are the stores this recording sees
-        k = occupancy(hw, math.prod(int(g) for g in case.grid),
-                      lambda alone, path: _peak_alone(case, alone, path, tensors))
-        writer = OpWriter(tmp / "ops.parquet", progress=progress)
-        try:
-            peaks = run_programs(case, hw, writer, tensors, k, on_programs=programs)
-            writer.close()
+
+        def attempt(guards: bool) -> tuple[OpWriter, list[int], int]:
+            for leftover in ("ops.parquet", "access.parquet"):  # of a run without guards
+                (tmp / leftover).unlink(missing_ok=True)
             if pending is not None:
-                pending.settle()
-        except BaseException:
-            writer.abort()
-            raise
+                pending.begin()  # its roles are the stores this recording sees
+            k = occupancy(hw, math.prod(int(g) for g in case.grid),
+                          lambda alone, path: _peak_alone(case, alone, path, tensors, guards))
+            while True:
+                writer = OpWriter(tmp / "ops.parquet", progress=progress)
+                try:
+                    peaks = run_programs(case, hw, writer, tensors, k, guards=guards,
+                                         on_programs=programs)
+                    writer.close()
+                    if pending is not None:
+                        pending.settle()
+                except ScratchOverflowError:
+                    writer.abort()
+                    if k == 1 or not guards:  # without decisions every program is program 0
+                        raise
+                    # a program took a path needing more scratch than program 0's (a
+                    # decision on data): fewer resident programs, larger slots (ADR-0840)
+                    k //= 2
+                    (tmp / "access.parquet").unlink(missing_ok=True)
+                    continue
+                except BaseException:
+                    writer.abort()
+                    raise
+                return writer, peaks, k
+
+        writer, peaks, k = guarded(attempt)
         write_tensors(tmp / "tensors.parquet", case, tensors)
         kernel = case.kernel.name if isinstance(case.kernel, Kernel) else (
             f"{case.kernel.__module__}:{case.kernel.__qualname__}")

@@ -84,6 +84,7 @@ class _Columns:
 
     table: pa.Table
     op_id: np.ndarray
+    program: np.ndarray
     t_start: np.ndarray
     t_end: np.ndarray
     name_vals: list[str]
@@ -125,7 +126,8 @@ def _columns(table: pa.Table) -> _Columns:
         rows = np.repeat(np.arange(n), n_in)
         sig[4 + np.arange(len(rows)) - np.repeat(in_off[:-1] - in_off[0], n_in), rows] = (
             operand_id[:n_ins])
-    return _Columns(table, _ints(table.column("op_id")), _ints(table.column("t_start_ps")),
+    return _Columns(table, _ints(table.column("op_id")), _ints(table.column("program")),
+                    _ints(table.column("t_start_ps")),
                     _ints(table.column("t_end_ps")), name_vals, name_code, src_vals,
                     src_code, attr_vals, uniq, names, sig)
 
@@ -172,6 +174,7 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     ``rows``: the rows of ``table`` to decode, in this order (None: every row)."""
     cols = _cached(table, bound_cache)
     op_id = cols.op_id if rows is None else cols.op_id[rows]
+    programs = cols.program if rows is None else cols.program[rows]
     t_start = cols.t_start if rows is None else cols.t_start[rows]
     t_end = cols.t_end if rows is None else cols.t_end[rows]
     src_code = cols.src_code if rows is None else cols.src_code[rows]
@@ -207,7 +210,8 @@ def _decode(table: pa.Table, store: MemoryStore, bound_cache: dict | None = None
     steps, ins, checks, outs, batch = (list(c) for c in zip(*bound, strict=True)) if bound \
         else ([], [], [], [], [])
     return Program(
-        op_id=op_id, names=[BY_NAME[v] for v in name_vals], name_code=name_code,
+        op_id=op_id, programs=programs, names=[BY_NAME[v] for v in name_vals],
+        name_code=name_code,
         srcs=cols.src_vals, src_code=src_code, t_start=t_start, t_end=t_end, sig_id=sig_id,
         sig_step=steps, sig_ins=ins, sig_checks=checks, sig_out=outs, order=order,
         sig_batch=batch,

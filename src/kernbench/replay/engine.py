@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import ReplayError
+from kernbench.errors import PathDivergence, ReplayError
 from kernbench.replay import batching
 from kernbench.replay.binding import nothing
 from kernbench.replay.convert import as_dtype
@@ -32,6 +32,7 @@ from kernbench.replay.schedule import DEFERRED, LANDING, schedule
 from kernbench.replay.store import Operand, check_read
 from kernbench.replay.validity import expand, plan, rewind_of
 from kernbench.replay.values import ValueLog
+from kernbench.schemas.guards import diverges
 
 FLUSH_CHECK_EVERY = 256
 #: run identical ops of different programs as one call where that cannot be told
@@ -177,6 +178,9 @@ def _explain(program: Program, win: _Window, k: int, failure: Failure) -> RunOut
         except ReplayError as err:
             return RunOutcome(k - c, err, row)
         raise AssertionError("check_read accepted an invalid read")  # pragma: no cover
+    if isinstance(failure, PathDivergence):  # ADR-0840: the guard's line and program
+        return RunOutcome(k - c, ReplayError(diverges(
+            program.src(row), program.program(row), failure.recorded, failure.computed)), row)
     if isinstance(failure, ReplayError):
         return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {failure}"), row)
     return RunOutcome(k - c, ReplayError(f"{program.where(row)}: {type(failure).__name__}: "

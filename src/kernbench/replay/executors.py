@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.errors import PathDivergence
 from kernbench.replay.binding import (
     Bind,
     BindContext,
@@ -40,7 +41,7 @@ from kernbench.replay.binding import (
 from kernbench.replay.math_binders import infer, math_executors, reduce_step, sem
 from kernbench.replay.memory_binders import memory_executors
 from kernbench.replay.store import NP_DTYPES, UNPLACED, Operand
-from kernbench.schemas import bf16, ops
+from kernbench.schemas import given, guards, ops
 from kernbench.schemas.ops import Op
 from kernbench.schemas.policy import KERNBENCH
 from kernbench.schemas.rules import INFERRED
@@ -158,10 +159,7 @@ def _bind_dot(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> S
 
 def _dot(read_a: Callable[[], np.ndarray], read_b: Callable[[], np.ndarray],
          read_acc: Callable[[], np.ndarray] | None) -> np.ndarray:
-    r = np.matmul(read_a(), read_b())
-    if read_acc is not None:
-        r += read_acc()
-    return r
+    return given.dot(read_a(), read_b(), None if read_acc is None else read_acc())
 
 
 def _bind_broadcast(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
@@ -180,21 +178,32 @@ def _constant(arr: np.ndarray) -> Step:
 def _bind_fill(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
     o = arity(ins, out, (0,), "fill")
     need("value" in attrs, "fill has no 'value' attr")
-    value = attrs["value"]
-    with np.errstate(all="ignore"):
-        if o.dtype == "bfloat16":
-            return _constant(bf16.full(o.shape, value))
-        return _constant(np.full(o.shape, value, dtype=NP_DTYPES[o.dtype]))
+    return _constant(given.fill(o.shape, attrs["value"], NP_DTYPES[o.dtype]))
 
 
 def _bind_arange(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
     o = arity(ins, out, (0,), "arange")
-    start = int(attrs.get("start", 0))
-    return _constant(np.arange(start, start + numel(o), dtype=np.int32).reshape(o.shape))
+    return _constant(given.arange(int(attrs.get("start", 0)), o.shape))
 
 
 def _bind_nothing(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
     return nothing
+
+
+def _bind_guard(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
+    """A guard (ADR-0840): its operand read at the guard's start, compared bit for bit with
+    the value the recorded path took; ``PathDivergence`` when they differ."""
+    need(len(ins) == 1, f"guard takes 1 input, got {len(ins)}")
+    need(numel(ins[0]) == 1, f"guard decides on one element, not {list(ins[0].shape)}")
+    need(guards.fits(attrs.get(guards.BITS), ins[0].dtype),
+         f"guard bits {attrs.get(guards.BITS)!r} are not a {ins[0].dtype} value")
+    return partial(_guard, _view(ins[0]), int(attrs[guards.BITS]), ins[0].dtype)
+
+
+def _guard(view: np.ndarray, recorded: int, dtype: str) -> None:
+    got = guards.encode(view)
+    if got != recorded:
+        raise PathDivergence(guards.show(recorded, dtype), guards.show(got, dtype))
 
 
 def _bind_scope_exit(attrs: dict, ins: Ins, out: Operand | None, ctx: BindContext) -> Step:
@@ -229,6 +238,7 @@ EXECUTORS: dict[Op, Executor] = {
     Op.SCOPE_EXIT: Executor(_bind_scope_exit, writes=False),
     # a composite parent: its children (dma_read into stage, dot) carry the data
     Op.GEMM: Executor(_bind_nothing, writes=False),
+    Op.GUARD: Executor(_bind_guard, writes=False),
 }
 
 

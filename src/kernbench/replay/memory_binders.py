@@ -21,9 +21,10 @@ import numpy as np
 
 from kernbench.errors import ReplayError
 from kernbench.replay.binding import BindContext, Executor, need, reader, same
-from kernbench.replay.convert import BF16, as_dtype, to_f32
+from kernbench.replay.convert import BF16
 from kernbench.replay.store import NP_DTYPES, Memory, MemoryStore, Operand
 from kernbench.schemas import elements as ix
+from kernbench.schemas import memory_ops as mops
 from kernbench.schemas import offsets as off
 from kernbench.schemas.ops import ATOMICS, OPS, Op
 from kernbench.trace.columns import distinct
@@ -45,8 +46,7 @@ class _Scatter:
 
     def __setitem__(self, key: Any, value: np.ndarray) -> None:
         o = self.operand
-        v = np.asarray(value).reshape(-1)
-        o.flat[o.index] = v if o.sel is None else v[o.sel]  # type: ignore[index]
+        mops.written(o.flat, o.index, o.sel, value)  # type: ignore[arg-type]
 
 
 class ElementOperand(Operand):
@@ -135,12 +135,8 @@ class ElementOperand(Operand):
         """The tile as read now: masked-off elements take ``other``."""
         if self.tile is not None:  # a view: the engine copies it at the read time
             return self.tile
-        if self.sel is None:
-            return self.flat[self.index].reshape(self.shape)  # type: ignore[index]
-        with np.errstate(all="ignore"):
-            out = np.full(self.shape, other, self.npd)
-        out.reshape(-1)[self.sel] = self.flat[self.index]  # type: ignore[index]
-        return out
+        return mops.gathered(self.flat, self.index, self.sel, other,  # type: ignore[arg-type]
+                             self.shape)
 
 
 def _elements(attrs: dict, ins: tuple, out: Any, ctx: BindContext, pos: str
@@ -240,12 +236,7 @@ def _gather(t: Operand, offsets: np.ndarray, read_mask: Callable | None,
             static: np.ndarray | None, other: Any, shape: tuple[int, ...]) -> np.ndarray:
     mask = read_mask() if read_mask is not None else static
     index, sel = _index(_extent(t), offsets, mask, "gather")
-    flat = _flat(t.mem, t.npd)  # type: ignore[arg-type]
-    if sel is None:
-        return flat[index].reshape(shape)
-    out = np.full(shape, other, t.npd)
-    out.reshape(-1)[sel] = flat[index]
-    return out
+    return mops.gathered(_flat(t.mem, t.npd), index, sel, other, shape)  # type: ignore[arg-type]
 
 
 class _Pending:
@@ -259,8 +250,7 @@ class _Pending:
 
     def __setitem__(self, key: Any, value: np.ndarray) -> None:
         index, sel = self.queue.popleft()
-        v = np.asarray(value).reshape(-1)
-        self.flat[index] = v if sel is None else v[sel]
+        mops.written(self.flat, index, sel, value)
 
 
 def _scatter_operands(attrs, ins, out, ctx):
@@ -322,50 +312,25 @@ def _bind_atomic(op: Op) -> Callable:
             static = _static_mask(attrs, out.shape, ctx)
             read_mask = partial(same, roles["mask"].view) if "mask" in roles else None
             where = partial(_runtime_index, t, roles["offsets"].view, read_mask, static, op)
-        fn = partial(_bf16_combine, combine) if t.npd == BF16 else combine
-        return partial(_atomic, fn, _flat(t.mem, t.npd), where, values, out.shape)
+        return partial(_atomic, mops.combine_of(combine, t.npd), _flat(t.mem, t.npd), where,
+                       values, out.shape)
 
     return bind
 
 
-#: the operands an atomic's combine takes after the old value, in its order
-_OPERANDS: dict[Op, tuple[str, ...]] = {Op.ATOMIC_CAS: ("cmp", "value")}
+_OPERANDS = mops.OPERANDS
 
 
 def _runtime_index(t, offsets, read_mask, static, op):
     return _index(_extent(t), offsets, read_mask() if read_mask is not None else static, op.value)
 
 
-def _bf16_combine(combine: Callable, old: np.ndarray, *vs: np.ndarray) -> np.ndarray:
-    """``combine`` of bf16 bits as ``ml_dtypes`` computes it: in float32, rounded back."""
-    return as_dtype(np.asarray(combine(to_f32(old), *(to_f32(np.asarray(v, BF16))
-                                                      for v in vs))), BF16)
-
-
-def _operand(raw: Any, flat: np.ndarray, shape: tuple[int, ...], sel: np.ndarray | None
-             ) -> np.ndarray:
-    """One operand of an atomic (value, cmp) in the tensor's dtype, flat, masked-in only."""
-    v = np.broadcast_to(as_dtype(np.asarray(raw), BF16) if flat.dtype == BF16 else
-                        np.asarray(raw, dtype=flat.dtype), shape).reshape(-1)
-    return v if sel is None else v[sel]
-
-
 def _atomic(combine: Callable, flat: np.ndarray, where: Callable, values: tuple[Callable, ...],
             shape: tuple[int, ...]) -> np.ndarray:
     index, sel = where()
-    vs = [_operand(value(), flat, shape, sel) for value in values]
-    if len(distinct(index)) == len(index):
-        old = flat[index]
-        flat[index] = np.asarray(combine(old, *vs)).astype(flat.dtype)
-    else:  # the same element twice in one atomic: one after the other, in tile order
-        old = np.empty(len(index), flat.dtype)
-        for j, e in enumerate(index.tolist()):
-            old[j] = flat[e]
-            xs = [v[j:j + 1] for v in vs]
-            flat[e] = np.asarray(combine(flat[e:e + 1], *xs)).astype(flat.dtype)[0]
-    res = np.zeros(shape, flat.dtype)
-    res.reshape(-1)[slice(None) if sel is None else sel] = old
-    return res
+    vs = [mops.operand(value(), flat.dtype, shape, sel) for value in values]
+    old = mops.rmw(combine, flat, index, vs, len(distinct(index)) == len(index))
+    return mops.returned(old, shape, sel)
 
 
 def _bind_const(attrs, ins, out, ctx):

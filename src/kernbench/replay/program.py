@@ -25,6 +25,8 @@ class Program:
     Steps and operands are kept per distinct op signature (``sig``); ``sig_id[row]``."""
 
     op_id: np.ndarray
+    #: the grid program of each row
+    programs: np.ndarray
     names: list[Op]  # by name code
     name_code: np.ndarray
     srcs: list[str]  # by src code
@@ -65,6 +67,9 @@ class Program:
 
     def src(self, row: int) -> str:
         return self.srcs[int(self.src_code[row])]
+
+    def program(self, row: int) -> int:
+        return int(self.programs[row])
 
     def where(self, row: int) -> str:
         return f"op {int(self.op_id[row])} ({self.name(row).value} at {self.src(row)})"

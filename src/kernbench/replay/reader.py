@@ -36,8 +36,11 @@ FORMAT = "kernbench-ops"
 #: a file of at most this many rows is decoded once and sliced (its runs would otherwise
 #: each decode the one row group from its start)
 SMALL_FILE_ROWS = 1 << 17
+#: a larger file is read by one streaming reader per run (a stretch of rows in issue
+#: order), each holding a decoded batch; past this many runs it is decoded once instead
+MAX_CURSORS = 256
 #: the columns replay reads
-COLUMNS = ("op_id", "pe", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
+COLUMNS = ("op_id", "pe", "program", "t_start_ps", "t_end_ps", "name", "attrs", "src", "inputs",
            "output")
 NEVER = np.iinfo(np.int64).max
 
@@ -202,7 +205,11 @@ def window_rows(source: Path | pq.ParquetFile, batch_rows: int = BATCH_ROWS,
         cursors: dict[int, _Cursor | _Whole] = {id(r): whole for r in runs}
     else:
         runs = _runs(pf, min(PIECE_ROWS, batch_rows))
-        cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
+        if len(runs) <= MAX_CURSORS:
+            cursors = {id(r): _Cursor(pf, first, r.bounds[0]) for r in runs}
+        else:  # a log far from time order (PEs interleaved at their guards, ADR-0840): a
+            whole = _Whole(pf, decoded)  # reader per run would hold a row group each
+            cursors = {id(r): whole for r in runs}
     live = [(r.pending, i) for i, r in enumerate(runs) if r.pending < NEVER]
     heapq.heapify(live)  # (pending, run index) of the runs with unread pieces
     held: list[Any] = []  # pieces read, not yet released (row numbers of a whole file)

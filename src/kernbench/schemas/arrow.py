@@ -20,6 +20,25 @@ SUPPORTED_MAJOR = 1
 MANIFEST_VERSION_INDEXED = 2
 MANIFEST_VERSION_WIDE = 3
 MANIFEST_MAJORS = (1, 2, 3)
+#: a trace holding a ``guard`` row (a guarded path, ADR-0840) is minor version 1 of its
+#: major: the manifest says ``"MAJOR.1"`` (a string); a reader of the major reads it, and
+#: one that predates guards reports the op name it does not know (docs/trace-format.md)
+GUARD_MINOR = 1
+
+
+def manifest_version(major: int, minor: int = 0) -> int | str:
+    """The manifest's ``schema_version``: the major alone (an int, as every trace before
+    guards), or ``"MAJOR.MINOR"``."""
+    return major if not minor else f"{major}.{minor}"
+
+
+def version_parts(version: object) -> tuple[int, int]:
+    """(major, minor) of a manifest's ``schema_version`` (an int or ``"MAJOR.MINOR"``);
+    ValueError when it is neither."""
+    if isinstance(version, bool) or not isinstance(version, int | str):
+        raise ValueError(f"schema_version {version!r} is not a version")
+    head, _, tail = str(version).partition(".")
+    return int(head), int(tail) if tail else 0
 #: the attrs of a bitcast ``cast`` row contain this (canonical JSON: sorted keys, no spaces)
 BITCAST_ATTR = '"bitcast":true'
 META_KEY = b"kernbench"

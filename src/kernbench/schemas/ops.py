@@ -31,6 +31,7 @@ class Kind(StrEnum):
     IPCQ = "ipcq"
     SCOPE = "scope"
     COMPOSITE = "composite"
+    CONTROL = "control"  # a guard: the kernel's path decided by a value (trace format 4.1)
 
 
 class Engine(StrEnum):
@@ -54,6 +55,7 @@ class Cost(StrEnum):
     TRANSCENDENTAL = "transcendental"  # ... * transcendental_cost + overhead
     SOFTMAX = "softmax"  # ... * math_softmax_cost + overhead
     LINK = "link"
+    BRANCH = "branch"  # a guard: ``branch_cycles`` once its operand is visible
 
 
 class Family(StrEnum):
@@ -82,6 +84,7 @@ class Family(StrEnum):
     SCATTER = "scatter"  # TCM values -> HBM elements at offsets loaded in TCM
     ATOMIC = "atomic"  # HBM read-modify-write at offsets; returns the old values (lazy)
     PHILOX = "philox"  # one word of Philox-4x32 of (seed, c0, c1, c2, c3) (schemas/philox.py)
+    GUARD = "guard"  # a decision on data: the operand's value (``bits``) chose the path
 
 
 class Dt(StrEnum):
@@ -171,6 +174,8 @@ class Op(StrEnum):
     ARGMIN = "argmin"
     ATOMIC_CAS = "atomic_cas"
     PHILOX = "philox"
+    # a guarded path (ADR-0840): a trace holding one is minor version 1 of its major
+    GUARD = "guard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +340,9 @@ OPS: dict[Op, OpSpec] = {s.op: s for s in (
     # priced as 8 lane operations per element and round (ADR-0860): the recorder's work
     _spec(Op.PHILOX, Family.PHILOX, Dt.UINT32, 5,
           "word attrs.word of Philox-4x32-n_rounds at counter (c0, c1, c2, c3) under seed"),
+    _spec(Op.GUARD, Family.GUARD, Dt.GIVEN, 1,
+          "a decision on data: the kernel's path follows its operand's value (attrs bits)",
+          kind=Kind.CONTROL, engine=Engine.NONE, cost=Cost.BRANCH),
 )}
 
 #: the same members as plain attributes: ``Op.X`` goes through an enum descriptor, which is
@@ -364,7 +372,11 @@ TERNARY = _where(lambda s: s.family is Family.TERNARY)
 SCANS = _where(lambda s: s.family is Family.SCAN)
 ARG_REDUCTIONS = _where(lambda s: s.family is Family.ARG)
 #: ops a trace of format version 1 cannot hold: using one makes the manifest version 2
-VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):])
+VERSION_2 = frozenset(list(Op)[list(Op).index(Op.CONST):list(Op).index(Op.PHILOX) + 1])
+#: ops that make a trace's manifest a minor version 1 of its major (guarded paths, ADR-0840)
+GUARDED = frozenset({Op.GUARD})
+#: ops that write no output operand (a scope's marks, a guard's decision)
+NO_OUTPUT = SCOPE | GUARDED
 #: ops that move data and write an output operand Phase 2 must produce
 DATA_OPS = MEMORY | MATH | frozenset({Op.DOT, Op.SEND, Op.RECV})
 

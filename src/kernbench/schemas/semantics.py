@@ -188,10 +188,15 @@ def _checked_division(fn: Fn, policy: Policy, name: str, a: Any, b: Any) -> Any:
 
 
 def _name(v: Any) -> str:
-    dt = np.asarray(v).dtype
-    if dt.kind == "V":
-        return "bfloat16"
-    return "bool" if dt.kind == "b" else dt.name
+    dt = v.dtype if isinstance(v, np.ndarray) else np.asarray(v).dtype
+    name = _NAMES.get(dt)
+    if name is None:  # ``dtype.name`` is slow: each dtype's name is looked up once
+        name = _NAMES[dt] = ("bfloat16" if dt.kind == "V" else
+                             "bool" if dt.kind == "b" else dt.name)
+    return name
+
+
+_NAMES: dict[np.dtype, str] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.schemas.arrow import BITCAST_ATTR
+from kernbench.schemas.arrow import BITCAST_ATTR, GUARD_MINOR
 from kernbench.schemas.dtypes import DTYPES, V3_DTYPES
-from kernbench.schemas.ops import OPS, Family, Op
+from kernbench.schemas.ops import GUARDED, OPS, Family, Op
 from kernbench.trace.columns import unique_rows
 from kernbench.trace.element_checks import indexed_rows
 from kernbench.trace.opbatch import OpBatch, fmt
@@ -75,6 +75,7 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rounds": (lambda v: _int(v) and 0 <= v <= 1 << 16, "a number of rounds (0 to 65536)"),
     "dtype": (lambda v: v in DTYPES, f"one of {sorted(DTYPES)}"),
     "offset": (lambda v: _int(v) and 0 <= v < 1 << 62, "a non-negative offset"),
+    "bits": (lambda v: _int(v) and 0 <= v < 1 << 64, "an unsigned integer of at most 64 bits"),
 }
 
 _ELEMENTS = {"strides": "ints", "base": "int", "access": "id", "mask": "id"}
@@ -100,11 +101,12 @@ FIELDS: dict[Family, dict[str, str]] = {
     Family.UNARY: _ELEMENTWISE,
     Family.SCOPE: {"lo": "offset", "hi": "offset"},
     Family.PHILOX: {"scalars": "philox_scalars", "n_rounds": "rounds", "word": "word"},
+    Family.GUARD: {"bits": "bits"},
 }
 #: family -> keys (or alternatives, ``a|b``) an op cannot replay without
 REQUIRED: dict[Family, tuple[str, ...]] = {
     Family.ATOMIC: ("strides|access|offsets",), Family.CONST: ("values",),
-    Family.FILL: ("value",), Family.PHILOX: ("n_rounds", "word"),
+    Family.FILL: ("value",), Family.PHILOX: ("n_rounds", "word"), Family.GUARD: ("bits",),
 }
 #: ops of a family that need more keys than the family
 REQUIRED_BY_OP: dict[Op, tuple[str, ...]] = {Op.SCOPE_EXIT: ("lo", "hi"),
@@ -125,6 +127,7 @@ INPUTS: dict[Family, Callable[[dict], int]] = {
     Family.GATHER: _inputs_gather, Family.SCATTER: _inputs_gather,
     Family.ATOMIC: _inputs_atomic,
     Family.PHILOX: lambda a: 5 - len(a.get("scalars") or ()),
+    Family.GUARD: lambda a: 1,
 }
 _FAMILY = {op.value: spec.family for op, spec in OPS.items()}
 
@@ -184,10 +187,20 @@ V2_FAMILIES = frozenset({Family.GATHER, Family.SCATTER, Family.ATOMIC, Family.CO
 _V2_NAMES = frozenset(op.value for op, spec in OPS.items() if spec.family in V2_FAMILIES)
 
 
-def version_findings(b: OpBatch, major: int, found: Findings) -> None:
+_GUARD_NAMES = frozenset(op.value for op in GUARDED)
+
+
+def version_findings(b: OpBatch, major: int, found: Findings, minor: int = 0) -> None:
     """A manifest version below the rows it holds: version-2 rows (indexed memory) in a
-    version-1 trace, version-3 rows (a dtype of ``V3_DTYPES`` or a bitcast) below 3."""
+    version-1 trace, version-3 rows (a dtype of ``V3_DTYPES`` or a bitcast) below 3, a
+    guard (a guarded path) in a trace of minor version 0."""
     name = b.strs("name")
+    if minor < GUARD_MINOR:
+        hit = np.flatnonzero(name.isin(_GUARD_NAMES))
+        found.add("schema", b.base + hit, lambda k: fmt(
+            "op {} ({}) is a guarded decision, a version-{}.{} row in a trace whose manifest "
+            "says schema_version {}", b.op(hit[k]), name.get(hit[k]), major, GUARD_MINOR,
+            major))
     if major < 3:
         o = b.operands
         uses = np.zeros(b.n, bool)

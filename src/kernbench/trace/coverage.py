@@ -10,7 +10,9 @@ atomic (a read-modify-write: it writes the elements it names). Per output tensor
 - **written by several programs**: elements of an ``output`` or ``inout`` tensor that plain
   writes of two different grid programs cover (which of them lands last decides the value).
   A program rewriting its own output is legitimate (an accumulator stored per step), and
-  atomics are made for concurrent updates: neither counts.
+  atomics are made for concurrent updates: neither counts. Nor does a plain write that
+  follows an atomic of its program: atomics are acq_rel (ADR-0841), so a lock taken with
+  ``atomic_cas`` orders the writes of its critical section, not the timing.
 - A tensor written at offsets known only in Phase 2 (``scatter``, an atomic with offsets
   from TCM) has ``unknown`` coverage: it is not checked for never-written elements.
 
@@ -182,6 +184,10 @@ def coverage(ops: pl.DataFrame, tensors: pl.DataFrame, access: AccessTable = EMP
     if not wanted.height:
         return []
     writes = _writes(ops, access)
+    acquired = (writes.filter(pl.col("atomic")).group_by("program")
+                .agg(acquired=pl.col("op_id").min()))
+    writes = writes.join(acquired, on="program", how="left").with_columns(
+        synced=pl.col("acquired").is_not_null() & (pl.col("op_id") > pl.col("acquired")))
     found = []
     for t in wanted.iter_rows(named=True):
         shape = tuple(int(s) for s in t["shape"])
@@ -192,7 +198,7 @@ def coverage(ops: pl.DataFrame, tensors: pl.DataFrame, access: AccessTable = EMP
         unknown = bool(w["unknown"].any())
         gaps = (np.empty((0, 2), np.int64) if t["role"] != "output" or unknown
                 else _gaps(w["lo"].to_numpy(), w["hi"].to_numpy(), start, end))
-        plain = w.filter(~pl.col("atomic") & ~pl.col("unknown"))
+        plain = w.filter(~pl.col("atomic") & ~pl.col("unknown") & ~pl.col("synced"))
         shared = _shared(plain) if plain["program"].n_unique() > 1 else np.empty((0, 2),
                                                                                np.int64)
         pair = _first_pair(plain, int(shared[0, 0])) if len(shared) else None

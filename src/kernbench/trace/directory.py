@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import TraceFormatError
-from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY, SHARED
+from kernbench.schemas.arrow import MANIFEST_MAJORS, META_KEY, SHARED, version_parts
 from kernbench.schemas.elements import AccessTable
 from kernbench.trace.atomic import atomic_dir
 from kernbench.trace.limits import MANIFEST_MAX_BYTES, TraceLimitError
@@ -81,17 +81,17 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise TraceFormatError(f"{mpath}: not a kernbench trace manifest")
     version = manifest.get("schema_version")
     try:
-        major = int(str(version).split(".")[0])
+        major: int | None = version_parts(version)[0]
     except ValueError:
         major = None
-    if major not in MANIFEST_MAJORS or isinstance(version, bool):
+    if major not in MANIFEST_MAJORS:
         raise TraceFormatError(f"{mpath}: schema_version {_short_repr(version)} is not "
                                f"supported (this kernbench reads major versions "
                                f"{', '.join(map(str, MANIFEST_MAJORS))})")
     from kernbench.trace.validate import check_manifest
 
     check_manifest(manifest, str(mpath))
-    check_version_files(Path(path), manifest, major)
+    check_version_files(Path(path), manifest, int(major))
     return manifest
 
 

@@ -34,6 +34,8 @@ class HwConfig:
     n_pe: int = 8
     clock_ghz: float = 1.0
     dispatch_cycles: int = 0
+    # a guard (a decision on data, ADR-0840) costs this once its operand is visible
+    branch_cycles: int = 0
     # DMA: per-PE HBM bandwidth in GB/s (bytes per ns), latency to visibility
     hbm_gbps: float = 128
     dma_latency_ns: int = 500

@@ -25,6 +25,7 @@ from kernbench.trace.attrs import attrs_findings, version_findings
 from kernbench.trace.columns import byte_lengths, nulls
 from kernbench.trace.element_checks import TileBudget, indexed_findings, indexed_rows
 from kernbench.trace.findings import Findings
+from kernbench.trace.guard_checks import guard_findings
 from kernbench.trace.ipcq_slots import IpcqUse
 from kernbench.trace.opbatch import MAX_VALUE, Ints, OpBatch, Regions, fmt
 
@@ -253,11 +254,12 @@ def _attrs(b: OpBatch, found: Findings) -> None:
 
 
 def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_pe: int,
-                 found: Findings, access: AccessTable = EMPTY, major: int = 2,
-                 ipcq: IpcqUse | None = None) -> None:
+                 found: Findings, access: AccessTable = EMPTY,
+                 version: tuple[int, int] = (2, 0), ipcq: IpcqUse | None = None) -> None:
     """Check every op-log row, one record batch at a time (``access``: the trace's
-    access.parquet, for indexed rows; ``major``: the manifest's schema version; ``ipcq``:
-    the message slots' layout, which measures what each PE's space uses)."""
+    access.parquet, for indexed rows; ``version``: the manifest's schema version, (major,
+    minor); ``ipcq``: the message slots' layout, which measures what each PE's space uses)."""
+    major, minor = version
     offset = 0
     seq_next: dict[int, int] = {}  # pe -> the seq its next row must have
     budget = TileBudget()
@@ -271,5 +273,6 @@ def ops_findings(batches: Iterable[pa.RecordBatch], regions: Regions | None, n_p
             ipcq.add(b, found)
         _attrs(b, found)
         attrs_findings(b, found)
-        version_findings(b, major, found)
+        version_findings(b, major, found, minor)
+        guard_findings(b, found)
         indexed_findings(b, regions, access, found, budget)

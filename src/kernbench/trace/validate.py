@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import BadInputError, TraceFormatError
-from kernbench.schemas.arrow import SCHEMAS
+from kernbench.schemas.arrow import SCHEMAS, version_parts
 from kernbench.schemas.elements import EMPTY, AccessTable
 from kernbench.trace import limits
 from kernbench.trace.contention import read_shared
@@ -205,17 +205,17 @@ def validate_trace(path: Path, manifest: dict[str, Any], n_pe: int) -> Validatio
     access = read_access(path, manifest)
     shared = read_shared(path, manifest)
     names = list(SCHEMAS["kernbench-ops"].names)
-    major = int(str(manifest["schema_version"]).split(".")[0])
+    version = version_parts(manifest["schema_version"])
     ops = None
     hw = check_manifest(manifest, str(Path(path) / "manifest.json"))  # (checked when opened)
     ipcq = IpcqUse(n_pe, hw.ipcq_depth, hw.ipcq_slot_bytes)
     if n_rows <= SMALL_OPS_ROWS:  # decoded whole and checked in one pass; kept for replay
         ops = read(opf, o_path, names)
-        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, major,
+        ops_findings(ops.combine_chunks().to_batches(), regions, n_pe, found, access, version,
                      ipcq)
     else:
         ops_findings(batches(opf, o_path, BATCH_ROWS, names), regions, n_pe, found, access,
-                     major, ipcq)
+                     version, ipcq)
     pa.default_memory_pool().release_unused()  # hand the batches' memory back before use
     base = directions_bytes(hw.ipcq_depth, hw.ipcq_slot_bytes)  # in the manifest's budget
     limits.require(f"{o_path}: the ipcq slots of messages sent by PE index (with their valid "

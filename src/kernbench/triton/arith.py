@@ -24,6 +24,7 @@ from kernbench.triton.value import (
     concrete,
     plain,
     pointer,
+    settled,
     tensor,
 )
 
@@ -34,7 +35,7 @@ _AS_IS = frozenset({Concrete, Pointer, Symbolic, int, float, bool})
 
 def operand(x: object, src: str | None = None, what: str = "operand") -> Operand:
     if type(x) in _AS_IS:
-        return x  # type: ignore[return-value]
+        return settled(x)
     x = plain(x)
     if isinstance(x, VALUES):
         return x
@@ -89,6 +90,10 @@ def binary(op: str, a: object, b: object) -> Value:
     # operand() returns operands of these exact types as they are: not called for them
     x: Operand = a if type(a) in _AS_IS else operand(a)  # type: ignore[assignment]
     y: Operand = b if type(b) in _AS_IS else operand(b)  # type: ignore[assignment]
+    if type(x) is Symbolic and x.known is not None:  # decided on: its value is known now
+        x = x.known
+    if type(y) is Symbolic and y.known is not None:
+        y = y.known
     if isinstance(x, Pointer) or isinstance(y, Pointer):
         return _pointer_arith(op, x, y)
     if type(x) is not Symbolic and type(y) is not Symbolic:  # no subclasses: exact types
@@ -177,6 +182,8 @@ def _pointer_arith(op: str, a: Operand, b: Operand, src: str | None = None) -> P
         kdt = k.dtype if isinstance(k, tensor) else d.of_scalar(k)
         if not kdt.is_int():
             raise KernelError(f"pointer offsets must be integers, got {kdt.name}", at(src))
+        if type(k) is Symbolic and k.shape == ():  # a scalar of data picks the address:
+            k = k.decided("a pointer offset from data")  # decided on (ADR-0840)
         if op == "sub":
             k = unary("neg", k) if isinstance(k, tensor) else -k
         return _offset(p, k, src)

@@ -206,20 +206,24 @@ def _seen(key: tuple) -> frozenset[str]:
 
 def stored_arrays(launch: Launch, case: Case) -> frozenset[str]:
     """The array parameters the kernel stores to (or updates atomically): a dry recording."""
-    from kernbench.record.recorder import layout, run_programs
+    from kernbench.record.recorder import guarded, layout, run_programs
     from kernbench.record.rows.writer import OpWriter
     from kernbench.trace.hw import load_hw
 
     key = _stored_key(launch, case)
     got = _STORED_CACHE.get(key)
     if got is None:
-        memory.STORED.clear()
-        with tempfile.TemporaryDirectory(prefix="kbt-dry-") as tmp:
-            writer = OpWriter(Path(tmp) / "ops.parquet")
-            try:
-                run_programs(case, load_hw("ahbm-v1"), writer, layout(case))
-            finally:
-                writer.abort()
+
+        def dry(guards: bool) -> None:
+            memory.STORED.clear()
+            with tempfile.TemporaryDirectory(prefix="kbt-dry-") as tmp:
+                writer = OpWriter(Path(tmp) / "ops.parquet")
+                try:
+                    run_programs(case, load_hw("ahbm-v1"), writer, layout(case), guards=guards)
+                finally:
+                    writer.abort()
+
+        guarded(dry)
         got = _STORED_CACHE[key] = frozenset(memory.STORED)
         memory.STORED.clear()
     return got

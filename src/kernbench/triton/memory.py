@@ -28,6 +28,7 @@ from kernbench.triton.value import (
     concrete,
     int_value,
     plain,
+    settled,
 )
 
 #: a load/store mask: None (everything moves), concrete booleans, or booleans from data
@@ -143,7 +144,7 @@ def advance(base: block_ptr, offsets: object) -> block_ptr:
 # -- masks and operands ----------------------------------------------------------------------
 def _mask(mask: object, shape: tuple[int, ...], src: str) -> Mask:
     """None (everything moves), a bool array, or symbolic booleans, of ``shape``."""
-    mask = plain(mask)
+    mask = settled(plain(mask))
     if mask is None:
         return None
     m = mask if isinstance(mask, VALUES) else concrete(np.asarray(bool(mask)))

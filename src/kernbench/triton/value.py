@@ -20,11 +20,13 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import HbmTensor, TensorHandle
+from kernbench.record.lowering.decide import decide
 from kernbench.record.lowering.indexplan import Rel, canon, fits_int64
 from kernbench.record.lowering.lifetime import release as _release
 from kernbench.record.lowering.lifetime import retain as _retain
 from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import mark_internal_dir, src_here
+from kernbench.schemas import guards
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import missing, pointer_type
 
@@ -155,13 +157,16 @@ class Concrete(tensor):
 
 
 class Symbolic(tensor):
-    """Data known only in Phase 2: ``handle`` is the TCM buffer view holding it."""
+    """Data known only in Phase 2: ``handle`` is the TCM buffer view holding it. ``known``:
+    its value once the kernel decided on it (``if``, ``range``, ``int()`` ...: a guard row
+    pins its exact bits, ADR-0840), from then on computed with as index arithmetic."""
 
-    __slots__ = ("handle",)
+    __slots__ = ("handle", "known")
     dtype: d.dtype
 
     def __init__(self, dt: d.dtype, h: TensorHandle) -> None:
         self.dtype, self.shape, self.handle = dt, tuple(h.shape), h
+        self.known: Concrete | None = None
         _retain(h)  # this value refers to the buffer until it dies (record.lifetime)
 
     def __del__(self) -> None:
@@ -170,10 +175,41 @@ class Symbolic(tensor):
         except Exception:  # noqa: BLE001, S110 - never raise from a finaliser
             pass
 
+    def decided(self, what: str) -> Concrete:
+        """This scalar's value, decided on at the kernel's line (a guard row); kept."""
+        if self.known is not None:
+            return self.known
+        src = src_here()
+        if self.shape != ():
+            raise KernelError(f"{what} needs a scalar; the truth value of a "
+                              f"{list(self.shape)} block is ambiguous (Triton accepts only "
+                              "scalars)", src)
+        bits = decide(self.handle, src, what)
+        if self.dtype.name == "bfloat16":  # its storage, not a numpy value: decided, not pinned
+            return Concrete(d.float32, np.asarray(
+                guards.value(guards.encode(bits), "bfloat16"), np.float32).reshape(()))
+        self.known = Concrete(self.dtype, bits.view(self.dtype.np).reshape(()).copy())
+        return self.known
+
     def __bool__(self) -> bool:
-        raise KernelError("Python control flow on loaded data (an if/while on a value that "
-                          "came from tl.load) is not supported by kernbench: Phase 1 has no "
-                          "data; use tl.where or a mask", src_here())
+        return bool(self.decided("an if/while on data"))
+
+    def __index__(self) -> int:
+        v = self.decided("a loop bound or index from data")
+        if not v.dtype.is_int():
+            raise KernelError(f"{self!r} is not an integer", src_here())
+        return int(v.value)
+
+    def __int__(self) -> int:
+        return int(self.decided("int() of data").value)
+
+    def __float__(self) -> float:
+        return float(self.decided("float() of data").value)
+
+
+def settled(x: Any) -> Any:
+    """``x``, or the concrete value a decision pinned it to (a ``Symbolic`` decided on)."""
+    return x.known if type(x) is Symbolic and x.known is not None else x
 
 
 #: one ``pointer_type`` per element type (immutable), shared by every pointer value
@@ -319,8 +355,11 @@ def plain(x: object) -> Any:  # a constexpr holds anything: each caller checks i
 
 
 def int_value(x: object, what: str, src: str) -> int:
-    """``x`` (a Python number, a constexpr or a concrete integer scalar) as an int."""
+    """``x`` (a Python number, a constexpr, a concrete integer scalar, or an integer scalar
+    of data: decided on, a guard row) as an int."""
     x = plain(x)
+    if type(x) is Symbolic and x.shape == () and x.dtype.is_int():
+        return x.__index__()
     if isinstance(x, tensor):
         if not isinstance(x, Concrete) or x.shape != () or not x.dtype.is_int():
             raise KernelError(f"{what} {x!r} must be a concrete integer scalar", src)

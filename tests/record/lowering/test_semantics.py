@@ -128,13 +128,15 @@ def test_tl_outside_a_kernel_is_a_kernel_error():
         tl.zeros((4,), tl.float32)
 
 
-def test_handle_has_no_truth_value(rec):
+def test_the_truth_value_of_a_block_of_more_than_one_element_is_refused(rec):
+    """``if`` on a handle is a decision on one element (a guard, ADR-0840); a block of two
+    has no truth value (tests/record/guards hold the one-element decisions)."""
     @kb.kernel
     def truthy(x):
-        if tl.zeros((1,), tl.float32):
+        if tl.zeros((2,), tl.float32):
             pass
 
-    with pytest.raises(KernelError, match="no truth value"):
+    with pytest.raises(KernelError, match=r"needs one element; a \[2\] block holds 2"):
         rec(truthy, {"x": kb.tensor((1,), "float32")})
 
 

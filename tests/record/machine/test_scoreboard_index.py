@@ -1,6 +1,7 @@
 """The scoreboard's interval index (ADR-0595) against a list of every access, scanned: random
-overlapping extents in TCM, staging and HBM (per program), reads, writes and atomics, with
-prunes at a rising floor. Every ``issue`` must give the scan's answer."""
+overlapping extents in TCM, staging and HBM (per program), reads, writes and atomics (acq_rel:
+an atomic orders all of its program's HBM accesses, ADR-0841), with prunes at a rising floor.
+Every ``issue`` must give the scan's answer."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def test_claim_gives_the_latest_conflicting_end_a_scan_of_every_access_gives(
         cmd = Cmd(op, inputs, out, 0, 0, (0,), "", 0, attrs)
         reads = [_extent(h, attrs != "{}") for h in inputs]
         writes = [] if out is None else [_extent(out, attrs != "{}")]
-        if op in ATOMICS:
+        if op in ATOMICS:  # acq_rel: it reads and writes all of its program's HBM
+            reads = [("hbm", 0, 1 << 62) if r[0] == "hbm" else r for r in reads]
             writes += [r for r in reads if r[0] == "hbm"]
         span = rng.randrange(1, 400)
         start = board.issue(program, cmd, floor[0], span)

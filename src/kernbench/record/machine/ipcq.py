@@ -33,7 +33,7 @@ from typing import Any
 import simpy
 
 from kernbench.errors import IpcqError
-from kernbench.record.commands import DIRECTIONS, Cmd, Peer, Recv, RecvAsync, Resolve, Send
+from kernbench.record.commands import DIRECTIONS, Cmd, Peer, Recv, RecvAsync, Resolve, Send, Sync
 from kernbench.record.handle import Buffer, TensorHandle
 from kernbench.record.machine.engines import LinkEngine
 from kernbench.record.machine.protocol import PE
@@ -219,6 +219,15 @@ def run_resolve(req: Resolve, pe: PE) -> Generator[simpy.Event, Any, None]:
     pe.unresolved[:] = [b for b in pe.unresolved if b.event is not None]
 
 
+def run_sync(req: Sync, pe: PE) -> Generator[simpy.Event, Any, None]:
+    """A guard's synchronisation (``record/machine/guard.py``): SimPy's clock reaches the
+    guard's time, so every other PE has issued everything before it (each PE runs ahead of
+    SimPy only until it next waits in SimPy, and then at a clock no earlier than SimPy's).
+    Always a timeout, even of 0: the processes due at the same time run first."""
+    yield pe.env.timeout(max(0, req.t - pe.env.now))
+
+
 #: the driver's handler of each request type (pe.PE.process dispatches by type)
 RUN: dict[type, Callable[[Any, PE], Generator[simpy.Event, Any, None]]] = {
-    Send: run_send, Recv: run_recv, RecvAsync: run_recv_async, Resolve: run_resolve}
+    Send: run_send, Recv: run_recv, RecvAsync: run_recv_async, Resolve: run_resolve,
+    Sync: run_sync}

@@ -18,6 +18,7 @@ import simpy
 from greenlet import greenlet
 
 from kernbench.record.commands import Cmd, Resolve, Wait
+from kernbench.record.guards.graph import Shadow
 from kernbench.record.machine import asynchronous, resident
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
 from kernbench.record.machine.composite import run_composite
@@ -29,6 +30,7 @@ from kernbench.record.machine.engines import (
     MathEngine,
     NoEngine,
 )
+from kernbench.record.machine.guard import guard
 from kernbench.record.machine.ipcq import RUN, Ring, run_resolve
 from kernbench.record.machine.pipeline import Loop, adopt, timed_hbm_writer, timed_pipelined
 from kernbench.record.machine.scoreboard import Scoreboard, accesses
@@ -63,7 +65,7 @@ class PEDriver:
         #: op -> (timing model, engine, handler): a command runs as ``handler(pe, cmd, model,
         #: engine)`` (a plain function: the kernel's call to it is a Python call, no binding)
         special = {Op.SCOPE_EXIT: PEDriver._scope_exit, Op.GEMM: PEDriver._composite}
-        self._by_op: dict[Op, tuple[Any, Any, Callable[..., None]]] = {
+        self._by_op: dict[Op, tuple[Any, Any, Callable[..., Any]]] = {
             op: (model, self.engines.get(ops.ENGINE[op]), special.get(op, PEDriver._timed))
             for op, model in models(self).items()}
         self._plain = dict(self._by_op)  # the handlers outside pipelined loops
@@ -100,7 +102,11 @@ class PEDriver:
                                                     self.math)}
             for op, (model, engine, _) in self._by_op.items():
                 self._by_op[op] = (model, engine, asynchronous.SPECIAL.get(op, asynchronous.timed))
-            self._plain = dict(self._by_op)
+        model, engine, _ = self._by_op[Op.GUARD]  # one handler under either policy
+        self._by_op[Op.GUARD] = (model, engine, guard)
+        self._plain = dict(self._by_op)
+        #: the recording's value graph when it runs with guards (``attach``), else None
+        self.shadow: Shadow | None = None
 
     # -- the SimPy process -------------------------------------------------------------
     def process(self, programs: list[int], grid: tuple[int, ...],
@@ -181,6 +187,8 @@ class PEDriver:
             self.now = ready + self.dispatch_ps
         else:
             self.now = t_end
+            if out is not None and out.buf.ready_ps < t_end:  # what a load a pipelined
+                out.buf.ready_ps = t_end  # loop hoists waits for (gather offsets, masks)
         self.row(ready, start, t_end, busy, wait, cmd)
 
     def timed(self, cmd: Cmd, model: Callable, engine: Any) -> None:
@@ -206,6 +214,19 @@ class PEDriver:
         cmds.append(cmd)
         if len(cmds) >= self.writer.chunk:
             self.writer.compact()
+
+    def attach(self, shadow: Shadow) -> None:
+        """Record with guards: every row is noted in the value graph ``shadow`` first (the
+        plain ``row`` is untouched: a recording without guards pays nothing)."""
+        self.shadow = shadow
+        setattr(self, "row", self._noted_row)  # noqa: B010 - an instance's own row
+
+    def _noted_row(self, t_issue: int, start: int, t_end: int, busy: int, wait: int,
+                   cmd: Cmd, parent: int = NO_PARENT) -> None:
+        shadow = self.shadow
+        assert shadow is not None, "attach() set it"
+        shadow.note(cmd, start, t_end, self.writer.next_op_id, parent != NO_PARENT)
+        PEDriver.row(self, t_issue, start, t_end, busy, wait, cmd, parent)
 
     def set_loop(self, loop: Loop | None) -> None:
         """Enter (or leave, to ``loop``) a pipelined loop: with 2+ stages its loads and HBM

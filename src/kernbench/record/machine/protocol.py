@@ -55,6 +55,7 @@ class PE(Protocol):
     blocked_at: Any
     done: bool
     carried_wait: int  # explicit-wait stalls charged to the next op (the scheduler saves it)
+    shadow: Any  # the value graph of a recording with guards (record/guards), else None
 
     def issue(self, msg: Any) -> Any: ...
     def timed(self, cmd: Any, model: Any, engine: Any) -> None: ...

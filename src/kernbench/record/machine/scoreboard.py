@@ -49,10 +49,12 @@ def extent(h: Any, cmd: Any) -> tuple[Any, int, int]:
 
 
 def accesses(cmd: Any) -> tuple[list[tuple[Any, int, int]], list[tuple[Any, int, int]]]:
-    """(reads, writes) of a command as extents; an atomic also writes its HBM input."""
+    """(reads, writes) of a command as extents; an atomic also writes its HBM input, and
+    is acq_rel (Triton's default): its HBM extent is all of HBM."""
     reads = [extent(h, cmd) for h in cmd.inputs]
     writes = [] if cmd.out is None else [extent(cmd.out, cmd)]
     if cmd.op in ATOMICS:
+        reads = [(r[0], 0, _FAR) if r[0][0] == _HBM else r for r in reads]
         writes += [r for r in reads if r[0][0] == _HBM]
     return reads, writes
 
@@ -142,6 +144,8 @@ class Scoreboard:
                 m, hi, write = tcm, lo + buf.nbytes, False
             else:
                 m, hi, write = self._memory(program, cmd, buf, False)
+                if write and buf.space == _HBM:  # an atomic is acq_rel (Triton's default):
+                    lo = 0  # it orders all HBM accesses of its program before and after it
             b = m.bounds
             i = bisect_left(b, lo)
             if i + 1 < len(b) and b[i] == lo and b[i + 1] == hi:  # one segment: the common case
@@ -202,7 +206,7 @@ class Scoreboard:
             hi = buf.addr + buf.nbytes if cmd.attrs == "{}" else _FAR
             key: Any = ((space, buf.pe), program)
             if not write and cmd.op in ATOMICS:
-                write = True  # an atomic reads and writes its HBM input
+                write, hi = True, _FAR  # an atomic reads and writes its HBM input
         else:
             hi = buf.addr + buf.nbytes
             key = (space, buf.pe)

@@ -47,6 +47,11 @@ def _free(pe: PE, cmd: Cmd) -> tuple[int, int]:
     return 0, 0
 
 
+def _branch(pe: PE, cmd: Cmd) -> tuple[int, int]:
+    """A guard: ``branch_cycles`` of the kernel's time once its operand is visible."""
+    return pe.hw.branch_cycles * pe.hw.cycle_ps, 0
+
+
 #: cost class (the op table's ``cost``) -> closed-form timing model
 COST_MODELS: dict[Cost, TimingModel] = {
     Cost.DMA_READ: _dma_read,
@@ -57,6 +62,7 @@ COST_MODELS: dict[Cost, TimingModel] = {
     Cost.SOFTMAX: _softmax,
     Cost.LINK: _link,
     Cost.FREE: _free,
+    Cost.BRANCH: _branch,
 }
 
 TIMING: dict[Op, TimingModel] = {op: COST_MODELS[spec.cost] for op, spec in OPS.items()}

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.schemas.arrow import ACCESS
-from kernbench.schemas.elements import encode
+from kernbench.schemas.elements import AccessTable, encode
 from kernbench.trace import writing
 
 #: bytes of array data held before a batch is written
@@ -31,6 +31,8 @@ class AccessWriter:
         self._rows: list[tuple[int, str, str, tuple[int, ...], bytes]] = []
         self._held = 0
         self._pq: pq.ParquetWriter | None = None
+        #: every row by id, kept while a recording evaluates guards (``keep``), else None
+        self._kept: dict[int, tuple[str, str, tuple[int, ...], bytes]] | None = None
 
     @property
     def used(self) -> bool:
@@ -38,6 +40,13 @@ class AccessWriter:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def keep(self) -> AccessTable:
+        """Keep every array from now on (a recording with guards reads them); the table of
+        them, growing as arrays are added."""
+        if self._kept is None:
+            self._kept = {r[0]: r[1:] for r in self._rows}
+        return AccessTable(self._kept)
 
     def add(self, kind: str, arr: np.ndarray) -> int:
         """The id of ``arr`` (``kind`` offsets/mask/values), storing it on first sight."""
@@ -48,6 +57,8 @@ class AccessWriter:
             return got
         got = self._ids[key] = len(self._ids)
         self._rows.append((got, kind, dtype, shape, data))
+        if self._kept is not None:
+            self._kept[got] = (kind, dtype, shape, data)
         self._held += len(data)
         if self._held >= BATCH_BYTES:
             self.flush()

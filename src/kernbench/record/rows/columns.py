@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from kernbench.record.handle import Buffer, TensorHandle
+from kernbench.schemas import ops
 from kernbench.schemas.arrow import OPERAND
 from kernbench.schemas.dtypes import float32
-from kernbench.schemas.ops import ENGINE, KIND, SCOPE, VERSION_2, Engine, Kind, Op
+from kernbench.schemas.ops import ENGINE, KIND, VERSION_2, Engine, Kind, Op
 
 #: the recorder's Arrow allocations (columns, Parquet encoding) come from the system
 #: allocator: the default mimalloc pool keeps per-thread pages of every size the batches
@@ -142,7 +143,8 @@ KIND_DICT = pa.array([k.value for k in _KINDS], pa.string())
 ENGINE_DICT = pa.array([e.value for e in _ENGINES], pa.string())
 KIND_OF = np.array([_KINDS.index(KIND[op]) for op in _OPS_ORDER], np.int32)
 ENGINE_OF = np.array([_ENGINES.index(ENGINE[op]) for op in _OPS_ORDER], np.int32)
-NO_OUTPUT = np.array([op in SCOPE for op in _OPS_ORDER], np.bool_)
+NO_OUTPUT = np.array([op in ops.NO_OUTPUT for op in _OPS_ORDER], np.bool_)
+GUARDED_OF = np.array([op in ops.GUARDED for op in _OPS_ORDER], np.bool_)
 VERSION_2_OF = np.array([op in VERSION_2 for op in _OPS_ORDER], np.bool_)
 
 

@@ -28,6 +28,7 @@ from kernbench.record.rows.columns import (
     CODE,
     ENGINE_DICT,
     ENGINE_OF,
+    GUARDED_OF,
     KIND_DICT,
     KIND_OF,
     NAME_DICT,
@@ -43,10 +44,12 @@ from kernbench.record.rows.columns import (
 from kernbench.record.rows.shared import SharedWriter
 from kernbench.schemas.arrow import (
     BITCAST_ATTR,
+    GUARD_MINOR,
     MANIFEST_VERSION_INDEXED,
     MANIFEST_VERSION_WIDE,
     OPS,
     SCHEMA_VERSION,
+    manifest_version,
 )
 from kernbench.schemas.dtypes import V3_DTYPES
 from kernbench.trace import writing
@@ -115,6 +118,8 @@ class OpWriter:
         self.indexed = False
         #: True once a row needs version 3 (an operand of a version-3 dtype, or a bitcast)
         self.wide = False
+        #: True once a row is a guard: the manifest's version is minor 1 of its major
+        self.guarded = False
         self._pq = writing.open_writer(self.path, OPS, "ops", memory_pool=POOL)
 
     def _reset_columns(self) -> None:
@@ -188,6 +193,8 @@ class OpWriter:
         no_output = NO_OUTPUT[codes]  # only scope rows write nothing
         if not self.indexed and VERSION_2_OF[codes].any():
             self.indexed = True
+        if not self.guarded and GUARDED_OF[codes].any():
+            self.guarded = True
         out_struct = self._out_ops.operands(array(no_output) if no_output.any() else None)
         no_parent = parent == NO_PARENT
         start = self._flushed
@@ -222,12 +229,16 @@ class OpWriter:
             writing.result()
 
     @property
-    def schema_version(self) -> int:
+    def schema_version(self) -> int | str:
         """The manifest's schema_version: 3 when the trace holds a version-3 dtype or a
-        bitcast, else 2 when it uses indexed memory, else 1."""
+        bitcast, else 2 when it uses indexed memory, else 1; ``"MAJOR.1"`` when it holds a
+        guard (a guarded path, ADR-0840)."""
         if self.wide:
-            return MANIFEST_VERSION_WIDE
-        return MANIFEST_VERSION_INDEXED if self.indexed or self.access.used else SCHEMA_VERSION
+            major = MANIFEST_VERSION_WIDE
+        else:
+            major = (MANIFEST_VERSION_INDEXED if self.indexed or self.access.used
+                     else SCHEMA_VERSION)
+        return manifest_version(major, GUARD_MINOR if self.guarded else 0)
 
     def close(self) -> None:
         self.flush()
