@@ -63,6 +63,9 @@ class ChipEngine:
         """Take the op that starts at ``t`` out of its queue (None: none is ready by then)."""
         raise NotImplementedError
 
+    def drop(self, program: int) -> None:
+        """``program`` ended (its ops have all started): forget its queue, if it has one."""
+
 
 class InOrder(ChipEngine):
     """One FIFO for every program of the PE: only its oldest op may start."""
@@ -114,8 +117,13 @@ class ReadyFirst(ChipEngine):
             q = self.queues[program] = deque()
         return q
 
+    def drop(self, program: int) -> None:
+        self.queues.pop(program, None)
+
     def add(self, node: Node) -> None:
-        q = self.queue_of(node.prog.program)
+        q = self.queues.get(node.prog.program)
+        if q is None:
+            q = self.queues[node.prog.program] = deque()
         node.queue = q
         q.append(node)  # a candidate once its readiness is known (``ready``)
         if OUT_OF_ORDER:
@@ -145,9 +153,7 @@ class ReadyFirst(ChipEngine):
         if q and not q[0].deps and not OUT_OF_ORDER:
             nxt = q[0]
             heapq.heappush(heads, (nxt.ready, nxt.prog.program, nxt.op_id, nxt))
-        elif not q:
-            del self.queues[node.prog.program]
-        return node
+        return node  # an empty queue is kept until its program ends (``drop``)
 
 
 #: engine_arbitration -> the policy

@@ -36,6 +36,7 @@ from kernbench.trace.hw import HwConfig
 
 _YIELD, _PARK = object(), object()
 _PACK = ROW.pack
+_push = heapq.heappush
 #: test-only hook: called with every engine op as it starts (its readiness, for the
 #: work-conservation property of tests/record/machine/chip)
 OBSERVE: Callable[[Node], None] | None = None
@@ -73,6 +74,7 @@ class Chip:
         self.requests: dict[type, Callable[[P.Prog, Any], Any]] = {Wait: P.wait,
                                                                   **handlers(self.ipcq)}
         self.alone = False
+        self.decide = self._decide  # bound once: an event per engine op holds it
 
     # -- programs ------------------------------------------------------------------------
     def run(self, programs: list[list[int]], grid: tuple[int, ...], body: Callable[[], Any],
@@ -201,6 +203,8 @@ class Chip:
         end = max(prog.clock, prog.last_end)
         pe.peak = max(pe.peak, prog.ctx.scratch.peak, prog.scratch.peak)
         self.board.drop_program(prog.program)
+        for e in pe.engines.values():
+            e.drop(prog.program)
         self.live -= 1
         pe.release(prog.slot, end)
         nxt = pe.next_start()
@@ -210,8 +214,8 @@ class Chip:
     # -- nodes ---------------------------------------------------------------------------
     def enter(self, node: Node, prog: P.Prog) -> None:
         """Number a node issued now (op order) and hold it for its row."""
-        node.op_id = self.next_id
-        self.next_id += 1
+        node.op_id = op_id = self.next_id
+        self.next_id = op_id + 1
         pe = prog.cpe
         node.seq = pe.seq
         pe.seq += 1
@@ -220,8 +224,7 @@ class Chip:
         self.rows.append(node)
         prog.live += 1
         if self.note_issue_wait:
-            self.shared.add(node.op_id, "issue", f"issue.pe{pe.index}",
-                            self.note_issue_wait)
+            self.shared.add(op_id, "issue", pe.issue_resource, self.note_issue_wait)
             self.note_issue_wait = 0
 
     def claim(self, node: Node) -> None:
@@ -247,9 +250,9 @@ class Chip:
         t = e.earliest()
         if t < e.at:
             e.at = t
-            self.order += 1
-            heapq.heappush(self.events, (t, self.order, self._decide, e))
-            if t + 1 < self.switch_at:
+            self.order = order = self.order + 1
+            _push(self.events, (t, order, self.decide, e))
+            if t < self.switch_at - 1:
                 self.switch_at = t + 1
 
     def at(self, t: int, fn: Callable[[int], None]) -> None:
@@ -269,13 +272,14 @@ class Chip:
                 done, end, shared = self.pes[node.pe].price(node, t)
                 e.free = done
                 e.busy_total += done - t
-                for row in shared:
-                    self.shared.add(node.op_id, *row)
+                if shared:
+                    for row in shared:
+                        self.shared.add(node.op_id, *row)
                 if e.waiting:
                     self._room(e, node.queue, t)
                 if OBSERVE is not None:
                     OBSERVE(node)
-                if end > done and node.engine.dst >= 0:
+                if end > done and e.dst >= 0:
                     node.rend = done  # a send reads its source until the link has it
                 self.settle(node, t, end, done - t)
         self.poke(e)

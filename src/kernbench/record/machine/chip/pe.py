@@ -64,6 +64,7 @@ class ChipPE:
         self.issue_ps = round(hw.issue_ns * 1000)
         self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps
         self.issue_free = 0  # the issue port takes the next op no earlier than this
+        self.issue_resource = f"issue.pe{index}"  # the port as shared.parquet names it
         self.parts = parts  # the chip's shared parts (HBM stack, TCM ports, fabric)
         self.free: list[tuple[int, int]] = []  # the slots nobody holds: (free at, slot)
         self.waiting: list[int] = []  # programs not started, last first

@@ -134,10 +134,12 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     node.done = False
     node.after = []
     chip.enter(node, prog)
-    ready = chip.board.op(node, cmd, prog.program)
+    board = chip.board
+    ready = board.op(node, cmd, prog.program)
     t += cpe.dispatch_ps
     node.ready = ready if ready > t else t
-    chip.board.noted(chip.time)
+    if board.count > board.limit:
+        board.noted(chip.time)
     engine.add(node)
     if not node.deps:
         engine.ready(node)
