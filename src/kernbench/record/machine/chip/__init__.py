@@ -9,7 +9,7 @@ it is; the chip times any hardware whose shared parts are modelled (``HwConfig.s
 
 - ``node.py``: an op in flight, from its issue to its decided start and end;
 - ``board.py``: which earlier ops an op's data waits for (RAW, WAR, WAW) while they are
-  still undecided;
+  still undecided; ``segments.py``: one memory's accesses by segment, and their prune;
 - ``engines.py``: an engine's queues and its arbitration (``in_order``, ``ready_first``);
 - ``program.py``: a resident program as the kernel sees its PE: the op handlers;
 - ``loop.py``: the event loop, the programs' greenlets, slots and the rows in op order;

@@ -23,6 +23,7 @@ from bisect import bisect_left
 from typing import Any
 
 from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.chip.segments import Segments
 from kernbench.schemas.ops import ATOMICS
 
 #: test-only switch: a write no longer waits for earlier reads of its bytes, which must make
@@ -31,8 +32,6 @@ DROP_WAR = False
 
 _FAR = 1 << 62  # an HBM access that is not its operand's contiguous extent covers the rest
 _PRUNE_AT = 256
-#: a memory's segment bounds kept as they are by a prune (as record/machine/ranges.py)
-_KEEP_BOUNDS = 256
 
 
 class _Read:
@@ -52,77 +51,6 @@ class _Read:
         node.deps -= 1
         if not node.deps:
             node.prog.chip.on_ready(node)
-
-
-class Segments:
-    """One memory's accesses: segment ``k`` is ``[bounds[k], bounds[k + 1])``; ``wend[k]`` /
-    ``rend[k]`` the latest decided end of a write / of any access there, ``wn[k]`` the
-    undecided last writer (None: none), ``rn[k]`` the undecided readers since it."""
-
-    __slots__ = ("bounds", "wend", "wn", "rend", "rn")
-
-    def __init__(self) -> None:
-        self.bounds: list[int] = []
-        self.wend: list[int] = []
-        self.wn: list[Node | None] = []
-        self.rend: list[int] = []
-        self.rn: list[list[Node]] = []
-
-    def split(self, x: int) -> None:
-        """Make ``x`` a segment bound; the new segment copies the one it cuts."""
-        b = self.bounds
-        i = bisect_left(b, x)
-        if i < len(b) and b[i] == x:
-            return
-        b.insert(i, x)
-        if i:
-            self.wend.insert(i, self.wend[i - 1])
-            self.wn.insert(i, self.wn[i - 1])
-            self.rend.insert(i, self.rend[i - 1])
-            self.rn.insert(i, list(self.rn[i - 1]))
-        else:
-            self.wend.insert(0, 0)
-            self.wn.insert(0, None)
-            self.rend.insert(0, 0)
-            self.rn.insert(0, [])
-
-    def forget(self, floor: int) -> int:
-        """Fold decided accesses into the ends, drop ends at or before ``floor`` (no op still
-        to be issued starts before it) and merge runs of empty segments; the bounds left."""
-        bounds, wend, wn, rend, rn = [], [], [], [], []
-        merge = len(self.bounds) > _KEEP_BOUNDS  # below that, buffers find their bounds
-        empty_before = False
-        for k, x in enumerate(self.bounds):
-            w, r, wnode, readers = self.wend[k], self.rend[k], self.wn[k], self.rn[k]
-            if wnode is not None and wnode.done:
-                w = max(w, wnode.end)
-                r = max(r, wnode.end)
-                wnode = None
-            if readers:
-                kept = []
-                for n in readers:
-                    if n.done:
-                        e = n.end if n.rend < 0 else n.rend
-                        if e > r:
-                            r = e
-                    else:
-                        kept.append(n)
-                readers = kept
-            if w <= floor:
-                w = 0
-            if r <= floor:
-                r = 0
-            empty = not w and not r and wnode is None and not readers
-            if empty and empty_before and merge:
-                continue
-            empty_before = empty
-            bounds.append(x)
-            wend.append(w)
-            wn.append(wnode)
-            rend.append(r)
-            rn.append(readers)
-        self.bounds, self.wend, self.wn, self.rend, self.rn = bounds, wend, wn, rend, rn
-        return len(bounds)
 
 
 def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
