@@ -17,13 +17,29 @@ OPS_PER_ITER = 7  # small-ops: scope_enter, mul, add, mul, exp, copy, scope_exit
 PRESETS = ("ahbm-v2", "ahbm-v3")
 #: key -> (case, params, quick params) recorded on each of ``PRESETS``: a chain of tiny MATH
 #: ops on one PE; decode over 8 PEs (DMA, GEMM and MATH ops, the HBM stack shared on v3);
-#: 512 small programs, resident 32 at a time on each PE
+#: 512 small programs, resident 32 at a time on each PE; and, as a user records them, the
+#: Triton tutorial's softmax (one program per row) and GQA flash decoding (``triton_*``: the
+#: kernels of ``bench/triton_kernels.py``)
 SIDE_BY_SIDE: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "small_ops": ("small-ops", {"iters": 5_000}, {"iters": 500}),
     "gqa_decode": ("gqa-decode", {"S_kv": 8192, "T_kv": 128}, {"S_kv": 1024, "T_kv": 128}),
     "softmax": ("softmax", {"rows": 4096, "n": 256, "programs": 512},
                 {"rows": 512, "n": 256, "programs": 512}),
+    "triton_softmax": ("triton:softmax_case", {"rows": 1024, "cols": 1024},
+                       {"rows": 64, "cols": 1024}),
+    "triton_decode": ("triton:decode_case", {"s_kv": 8192}, {"s_kv": 1024}),
 }
+
+
+def _build(case: str, params: dict[str, Any]) -> Any:
+    """A built-in case, or (``triton:NAME``) a case of ``bench/triton_kernels.py``."""
+    if case.startswith("triton:"):
+        from kernbench.bench import triton_kernels
+
+        return getattr(triton_kernels, case.removeprefix("triton:"))(**params)
+    from kernbench.kernels.registry import build_case
+
+    return build_case(case, params)
 
 
 def _record_small_ops(iters: int, out: Path) -> tuple[float, Any]:
@@ -76,7 +92,6 @@ def side_by_side(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
     ``record_{kernel}_v3_vs_v2`` (v3's ops/s over v2's); over all of them,
     ``record_ops_per_s_{preset}`` (the kernels' ops over their best seconds, summed) and
     ``record_v3_vs_v2``."""
-    from kernbench.kernels.registry import build_case
     from kernbench.record.recorder import record
     from kernbench.replay.threads import blas_threads
 
@@ -89,7 +104,7 @@ def side_by_side(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
             n_ops = dict.fromkeys(PRESETS, 0)
             for _ in range(repeat):
                 for preset in PRESETS:
-                    built = build_case(case, small if quick else params)
+                    built = _build(case, small if quick else params)
                     t0 = time.perf_counter()
                     trace = record(built, Path(tmp) / f"{kernel}-{preset}.ktrace", hw=preset)
                     best[preset] = min(best[preset], time.perf_counter() - t0)

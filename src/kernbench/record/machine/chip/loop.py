@@ -297,13 +297,14 @@ class Chip:
         """``node`` is decided: it started at ``start`` and its result is visible at ``end``
         (``start``: an op of no engine). What waits for it learns when."""
         node.start, node.end, node.busy = start, start if end is None else end, busy
-        if self.settling is not None:  # inside another decision: one level, no recursion
-            self.settling.append(node)
+        todo = self.settling
+        if todo is not None:  # inside another decision: one level, no recursion
+            todo.append(node)
             return
-        todo = self.settling = [node]
+        self.settling = todo = []
         on_ready = self.on_ready
-        while todo:
-            n = todo.pop()
+        n = node
+        while True:
             n.done = True
             end = n.end
             after = n.after
@@ -324,6 +325,9 @@ class Chip:
                 prog.last_end = end
             if not prog.live and prog.issued_all:
                 self._finish(prog)
+            if not todo:
+                break
+            n = todo.pop()
         self.settling = None
         rows = self.rows
         if rows[0].done:
