@@ -51,8 +51,9 @@ class ChipEngine:
         """``node`` is issued to this engine (its readiness may not be known yet)."""
         raise NotImplementedError
 
-    def ready(self, node: Node) -> None:
-        """``node``'s readiness became known (its last dependency was decided)."""
+    def ready(self, node: Node) -> int:
+        """``node``'s readiness became known (its last dependency was decided): the earliest
+        time an op could start here now (``earliest``)."""
         raise NotImplementedError
 
     def earliest(self) -> int:
@@ -83,8 +84,8 @@ class InOrder(ChipEngine):
         node.queue = self.queue
         self.queue.append(node)
 
-    def ready(self, node: Node) -> None:
-        pass
+    def ready(self, node: Node) -> int:
+        return self.earliest()
 
     def earliest(self) -> int:
         q = self.queue
@@ -129,10 +130,15 @@ class ReadyFirst(ChipEngine):
         if OUT_OF_ORDER:
             heapq.heappush(self.heads, (node.t_issue, node.prog.program, node.op_id, node))
 
-    def ready(self, node: Node) -> None:
+    def ready(self, node: Node) -> int:
         q = node.queue
+        heads = self.heads
         if q and q[0] is node and not OUT_OF_ORDER:
-            heapq.heappush(self.heads, (node.ready, node.prog.program, node.op_id, node))
+            heapq.heappush(heads, (node.ready, node.prog.program, node.op_id, node))
+        if not heads:
+            return NEVER
+        r = heads[0][0]
+        return r if r > self.free else self.free
 
     def earliest(self) -> int:
         if not self.heads:

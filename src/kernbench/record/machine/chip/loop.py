@@ -241,13 +241,17 @@ class Chip:
         if e is None:
             self.settle(node, node.ready)
         elif isinstance(e, ChipEngine):
-            e.ready(node)
-            self.poke(e)
+            self.due(e, e.ready(node))
         else:  # a composite parent, a send: what it does once its data are ready
             e.ready()
 
     def poke(self, e: ChipEngine) -> None:
-        t = e.earliest()
+        """Schedule ``e``'s next decision, if it moved earlier."""
+        self.due(e, e.earliest())
+
+    def due(self, e: ChipEngine, t: int) -> None:
+        """``e`` may start an op at ``t`` (its ``earliest``): a decision then, unless one is
+        due sooner."""
         if t < e.at:
             e.at = t
             self.order = order = self.order + 1

@@ -142,8 +142,7 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         board.noted(chip.time)
     engine.add(node)
     if not node.deps:
-        engine.ready(node)
-        chip.poke(engine)
+        chip.due(engine, engine.ready(node))
     prog.now += 1
     if prog.blocking and cmd.op not in _NON_BLOCKING:
         chip.wait_for(prog, [node])
