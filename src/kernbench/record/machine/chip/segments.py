@@ -1,6 +1,9 @@
 """One memory's accesses on the chip's scoreboard (``board.py``), by segment of its address
 line: the decided latest ends, the undecided accesses themselves, and the prune that folds
-the decided ones and forgets what no op still to be issued can wait for."""
+the decided ones and forgets what no op still to be issued can wait for.
+
+A segment is one object (``Seg``), found by its first byte in ``at`` (the per-op path: an
+operand that is exactly one segment needs no search) or by bisecting ``bounds``."""
 
 from __future__ import annotations
 
@@ -10,21 +13,32 @@ from kernbench.record.machine.chip.node import Node
 
 #: a memory's segment bounds kept as they are by a prune (as record/machine/ranges.py)
 _KEEP_BOUNDS = 256
+#: the end of the last segment (it runs to the end of the address line)
+_END = 1 << 63
+
+
+class Seg:
+    """The bytes ``[lo, hi)``: ``wend`` / ``rend`` the latest decided end of a write / of
+    any access there, ``wn`` the undecided last writer (None: none), ``rn`` the undecided
+    readers since it."""
+
+    __slots__ = ("lo", "hi", "wend", "wn", "rend", "rn")
+
+    def __init__(self, lo: int, hi: int, wend: int, wn: Node | None, rend: int,
+                 rn: list[Node]) -> None:
+        self.lo, self.hi, self.wend, self.wn, self.rend, self.rn = lo, hi, wend, wn, rend, rn
 
 
 class Segments:
-    """One memory's accesses: segment ``k`` is ``[bounds[k], bounds[k + 1])``; ``wend[k]`` /
-    ``rend[k]`` the latest decided end of a write / of any access there, ``wn[k]`` the
-    undecided last writer (None: none), ``rn[k]`` the undecided readers since it."""
+    """One memory's accesses: segment ``segs[k]`` is ``[bounds[k], bounds[k + 1])`` (the
+    last one runs to the end); ``at`` finds a segment by its first byte."""
 
-    __slots__ = ("bounds", "wend", "wn", "rend", "rn")
+    __slots__ = ("bounds", "segs", "at")
 
     def __init__(self) -> None:
         self.bounds: list[int] = []
-        self.wend: list[int] = []
-        self.wn: list[Node | None] = []
-        self.rend: list[int] = []
-        self.rn: list[list[Node]] = []
+        self.segs: list[Seg] = []
+        self.at: dict[int, Seg] = {}
 
     def split(self, x: int) -> None:
         """Make ``x`` a segment bound; the new segment copies the one it cuts."""
@@ -34,15 +48,13 @@ class Segments:
             return
         b.insert(i, x)
         if i:
-            self.wend.insert(i, self.wend[i - 1])
-            self.wn.insert(i, self.wn[i - 1])
-            self.rend.insert(i, self.rend[i - 1])
-            self.rn.insert(i, list(self.rn[i - 1]))
+            cut = self.segs[i - 1]
+            seg = Seg(x, cut.hi, cut.wend, cut.wn, cut.rend, list(cut.rn))
+            cut.hi = x
         else:
-            self.wend.insert(0, 0)
-            self.wn.insert(0, None)
-            self.rend.insert(0, 0)
-            self.rn.insert(0, [])
+            seg = Seg(x, b[1] if len(b) > 1 else _END, 0, None, 0, [])
+        self.segs.insert(i, seg)
+        self.at[x] = seg
 
     def forget(self, floor: int) -> int:
         """Fold decided accesses into the ends, drop ends at or before ``floor`` (no op still
@@ -51,71 +63,56 @@ class Segments:
         empty one (most of an HBM line between its tiles) costs one test."""
         if len(self.bounds) > _KEEP_BOUNDS:  # below that, buffers find their bounds
             return self._merge(floor)
-        wend, wn, rend, rn = self.wend, self.wn, self.rend, self.rn
-        for k, (w, wnode, r, readers) in enumerate(zip(wend, wn, rend, rn, strict=True)):
-            if wnode is None and not readers:
-                if w and w <= floor:
-                    wend[k] = 0
-                if r and r <= floor:
-                    rend[k] = 0
-                continue
-            if wnode is not None and wnode.done:
-                e = wnode.end
-                if e > w:
-                    w = e
-                if e > r:
-                    r = e
-                wn[k] = None
-            if readers:
-                kept = []
-                for n in readers:
-                    if n.done:
-                        e = n.end if n.rend < 0 else n.rend
-                        if e > r:
-                            r = e
-                    else:
-                        kept.append(n)
-                rn[k] = kept
-            wend[k] = 0 if w <= floor else w
-            rend[k] = 0 if r <= floor else r
+        for seg in self.segs:
+            if seg.wn is not None or seg.rn or seg.wend or seg.rend:
+                _fold(seg, floor)
         return len(self.bounds)
 
     def _merge(self, floor: int) -> int:
         """``forget`` over many bounds: the segments rebuilt, runs of empty ones merged."""
         bounds: list[int] = []
-        wend: list[int] = []
-        wn: list[Node | None] = []
-        rend: list[int] = []
-        rn: list[list[Node]] = []
+        segs: list[Seg] = []
         empty_before = False
-        for x, w, wnode, r, readers in zip(self.bounds, self.wend, self.wn, self.rend,
-                                           self.rn, strict=True):
-            if wnode is not None and wnode.done:
-                w = max(w, wnode.end)
-                r = max(r, wnode.end)
-                wnode = None
-            if readers:
-                kept = []
-                for n in readers:
-                    if n.done:
-                        e = n.end if n.rend < 0 else n.rend
-                        if e > r:
-                            r = e
-                    else:
-                        kept.append(n)
-                readers = kept
-            if w <= floor:
-                w = 0
-            if r <= floor:
-                r = 0
-            empty = not w and not r and wnode is None and not readers
+        for seg in self.segs:
+            _fold(seg, floor)
+            empty = not seg.wend and not seg.rend and seg.wn is None and not seg.rn
             if empty and empty_before:
+                segs[-1].hi = seg.hi  # the empty run before it covers it
                 continue
             empty_before = empty
-            bounds.append(x)
-            wend.append(w)
-            wn.append(wnode)
-            rend.append(r)
-            rn.append(readers)
-        self.bounds, self.wend, self.wn, self.rend, self.rn = bounds, wend, wn, rend, rn
+            bounds.append(seg.lo)
+            segs.append(seg)
+        self.bounds, self.segs = bounds, segs
+        self.at = {seg.lo: seg for seg in segs}
         return len(bounds)
+
+
+def _fold(seg: Seg, floor: int) -> None:
+    """Fold ``seg``'s decided accesses into its ends; drop ends at or before ``floor``."""
+    wnode, readers = seg.wn, seg.rn
+    if wnode is None and not readers:
+        if seg.wend and seg.wend <= floor:
+            seg.wend = 0
+        if seg.rend and seg.rend <= floor:
+            seg.rend = 0
+        return
+    w, r = seg.wend, seg.rend
+    if wnode is not None and wnode.done:
+        e = wnode.end
+        if e > w:
+            w = e
+        if e > r:
+            r = e
+        seg.wn = None
+    if readers:
+        kept = []
+        for n in readers:
+            if n.done:
+                e = n.end if n.rend < 0 else n.rend
+                if e > r:
+                    r = e
+            else:
+                kept.append(n)
+        seg.rn = kept
+    seg.wend = 0 if w <= floor else w
+    seg.rend = 0 if r <= floor else r
