@@ -116,24 +116,34 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     cpe = prog.cpe
     clock = prog.clock
     t = clock
+    stall = 0
     if cpe.issue_ps:  # the issue port: one op per issue_ns
         if cpe.issue_free > t:
             t = cpe.issue_free
         cpe.issue_free = t + cpe.issue_ps
         if t > clock:
-            chip.note_issue_wait = t - clock
-            prog.carried_wait += t - clock
+            stall = t - clock
+            prog.carried_wait += stall
             prog.clock = clock = t
-    node = _new(Node)
+    node = _new(Node)  # (start, busy and end are set when it is decided, read after)
     node.cmd, node.prog, node.pe, node.engine, node.model = cmd, prog, prog.pe, engine, model
     node.t_issue = t
     node.wait, prog.carried_wait = prog.carried_wait, 0
     node.parent = -1
-    node.deps = node.start = node.busy = node.end = node.stamp = 0
+    node.deps = node.stamp = 0
     node.rend = -1
     node.done = False
     node.after = []
-    chip.enter(node, prog)
+    node.op_id = op_id = chip.next_id  # Chip.enter
+    chip.next_id = op_id + 1
+    node.seq = cpe.seq
+    cpe.seq += 1
+    node.cursor = prog.scratch.cursor
+    node.depth = len(prog.ctx.scopes)
+    chip.rows.append(node)
+    prog.live += 1
+    if stall:
+        chip.shared.add(op_id, "issue", cpe.issue_resource, stall)
     board = chip.board
     ready = board.op(node, cmd, prog.program)
     t += cpe.dispatch_ps
