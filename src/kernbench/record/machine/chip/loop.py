@@ -34,7 +34,7 @@ from kernbench.record.rows.writer import ROW, OpWriter
 from kernbench.schemas.ops import OPS
 from kernbench.trace.hw import HwConfig
 
-_YIELD, _PARK = object(), object()
+_IDLE = object()  # what a program hands the main greenlet when nothing can run
 _PACK = ROW.pack
 _push = heapq.heappush
 #: test-only hook: called with every engine op as it starts (its readiness, for the
@@ -116,7 +116,8 @@ class Chip:
         self.live += 1
         heapq.heappush(self.runnable, (at, program, prog))
 
-    def _resume(self, prog: P.Prog) -> None:
+    def _arm(self, prog: P.Prog) -> None:
+        """``prog`` runs next, until its clock passes the next program's or decision's."""
         sa = NEVER
         if self.runnable:
             c, p, _ = self.runnable[0]
@@ -125,15 +126,45 @@ class Chip:
             sa = self.events[0][0] + 1
         self.switch_at = sa
         self.running = prog
-        g = prog.greenlet
-        msg = g.switch() if not g else g.switch(None)
+
+    def _resume(self, prog: P.Prog) -> None:
+        """Run ``prog`` from the main loop. Programs hand over to each other directly
+        (``_hand_over``); the main greenlet is back when the running program's body has
+        returned (its greenlet's parent), or when nothing can run."""
+        self._arm(prog)
+        nxt: Any = prog
+        while type(nxt) is P.Prog:  # a program to start: from here, not from a program
+            g = nxt.greenlet
+            nxt = g.switch() if not g else g.switch(None)
+        ended, self.running = self.running, None
+        if ended is not None and ended.greenlet.dead:
+            ended.issued_all = True
+            if not ended.live:
+                self._finish(ended)
+
+    def _hand_over(self, prog: P.Prog, again: bool) -> None:
+        """The main loop's turn, run on ``prog``'s greenlet: make the decisions due first,
+        then switch to the program due (return at once if that is ``prog``). ``again``:
+        ``prog`` can run again from its clock (it yields; else it parks until woken)."""
+        runnable, events = self.runnable, self.events
+        if again:
+            heapq.heappush(runnable, (prog.clock, prog.program, prog))
         self.running = None
-        if g.dead:
-            prog.issued_all = True
-            if not prog.live:
-                self._finish(prog)
-        elif msg is _YIELD:
-            heapq.heappush(self.runnable, (prog.clock, prog.program, prog))
+        while runnable or events:
+            if runnable and (not events or runnable[0][0] <= events[0][0]):
+                nxt = heapq.heappop(runnable)[2]
+                self._arm(nxt)
+                if nxt is not prog:
+                    g = nxt.greenlet
+                    if g:
+                        g.switch(None)
+                    else:  # a greenlet started here would stack on this one's depth
+                        self.main.switch(nxt)
+                return  # running again (whoever switched here armed it)
+            t, _, fn, arg = heapq.heappop(events)
+            self.time = t
+            fn(arg, t)
+        self.main.switch(_IDLE)  # nothing can run: the main loop ends (a deadlock if live)
 
     def catch_up(self, t: int) -> None:
         """Make the decisions due at or before ``t`` now (the running program, whose clock
@@ -164,11 +195,11 @@ class Chip:
             sa = events[0][0] + 1
         self.switch_at = sa
         if clock >= sa:
-            self.main.switch(_YIELD)
+            self._hand_over(prog, True)
 
     def park(self, prog: P.Prog) -> None:
         """Stop this program until something ``wake``s it (registered before)."""
-        self.main.switch(_PARK)
+        self._hand_over(prog, False)
 
     def wake(self, prog: P.Prog, t: int) -> None:
         prog.stall_to(t)
