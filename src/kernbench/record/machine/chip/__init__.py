@@ -13,5 +13,6 @@ it is; the chip times any hardware whose shared parts are modelled (``HwConfig.s
 - ``engines.py``: an engine's queues and its arbitration (``in_order``, ``ready_first``);
 - ``program.py``: a resident program as the kernel sees its PE: the op handlers;
 - ``loop.py``: the event loop, the programs' greenlets, slots and the rows in op order;
+  ``turns.py``: whose turn it is, a program's or a decision's, and the hand-overs;
 - ``ipcq.py``: messages between PEs, routed over the topology.
 """

@@ -1,13 +1,11 @@
 """The chip's event loop: every PE's resident programs as greenlets, and every op's start
 decided in one global time order (docs/adr/0735).
 
-Two heaps drive it: the programs that can run, by ``(clock, program)``, and the decisions
-due, by time (an engine that may start an op). A program runs first when its clock is no
-later than the next decision (an op issued at ``t`` takes part in the decisions at ``t``),
-and hands over once its clock passes the next program's or decision's. A decision at ``t``
-is final: every program has issued everything it issues before ``t``, and the ops it may
-wait for were decided earlier, so each shared part sees its requests in time order. Rows
-reach the op log in op order, each once it is decided.
+Two heaps drive it (``turns.py``: whose turn it is): the programs that can run, by
+``(clock, program)``, and the decisions due, by time (an engine that may start an op). A
+decision at ``t`` is final: every program has issued everything it issues before ``t``, and
+the ops it may wait for were decided earlier, so each shared part sees its requests in time
+order. Rows reach the op log in op order, each once it is decided.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from typing import Any, cast
 
 from greenlet import greenlet
 
-from kernbench.errors import IpcqError, KernbenchError
+from kernbench.errors import KernbenchError
 from kernbench.record.commands import Wait
 from kernbench.record.machine.allocator import ScratchAllocator
 from kernbench.record.machine.chip import program as P
@@ -28,13 +26,13 @@ from kernbench.record.machine.chip.engines import ChipEngine
 from kernbench.record.machine.chip.ipcq import Ipcq, handlers
 from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.chip.pe import ChipPE
+from kernbench.record.machine.chip.turns import Turns
 from kernbench.record.machine.context import KernelContext, ProgramGreenlet
 from kernbench.record.machine.resident import slot_bytes
 from kernbench.record.rows.writer import ROW, OpWriter
 from kernbench.schemas.ops import OPS
 from kernbench.trace.hw import HwConfig
 
-_IDLE = object()  # what a program hands the main greenlet when nothing can run
 _PACK = ROW.pack
 _push = heapq.heappush
 #: test-only hook: called with every engine op as it starts (its readiness, for the
@@ -46,7 +44,7 @@ def _not_a_command(prog: Any, cmd: Any, model: Any, engine: Any) -> None:
     raise KernbenchError(f"op {cmd.op.value!r} is not issued as a command on the chip")
 
 
-class Chip:
+class Chip(Turns):
     """The machine of one recording on hardware with shared parts."""
 
     def __init__(self, hw: HwConfig, writer: OpWriter, n_pe: int, parts: Any) -> None:
@@ -89,16 +87,7 @@ class Chip:
             pe.open_slots(k, mine)
             while (nxt := pe.next_start()) is not None:
                 self._start(pe, *nxt)
-        runnable, events = self.runnable, self.events
-        while runnable or events:
-            if runnable and (not events or runnable[0][0] <= events[0][0]):
-                self._resume(heapq.heappop(runnable)[2])
-            else:
-                t, _, fn, arg = heapq.heappop(events)
-                self.time = t
-                fn(arg, t)
-        if self.live:
-            raise IpcqError("deadlock: no program can make progress", None)
+        self._loop()
 
     def _start(self, pe: ChipPE, program: int, slot: int, at: int) -> None:
         hw, size, k = self.hw, self.size, self.k
@@ -115,100 +104,6 @@ class Chip:
         g.ctx = ctx
         self.live += 1
         heapq.heappush(self.runnable, (at, program, prog))
-
-    def _arm(self, prog: P.Prog) -> None:
-        """``prog`` runs next, until its clock passes the next program's or decision's."""
-        sa = NEVER
-        if self.runnable:
-            c, p, _ = self.runnable[0]
-            sa = c + (1 if prog.program < p else 0)
-        if self.events and self.events[0][0] + 1 < sa:
-            sa = self.events[0][0] + 1
-        self.switch_at = sa
-        self.running = prog
-
-    def _resume(self, prog: P.Prog) -> None:
-        """Run ``prog`` from the main loop. Programs hand over to each other directly
-        (``_hand_over``); the main greenlet is back when the running program's body has
-        returned (its greenlet's parent), or when nothing can run."""
-        self._arm(prog)
-        nxt: Any = prog
-        while type(nxt) is P.Prog:  # a program to start: from here, not from a program
-            g = nxt.greenlet
-            nxt = g.switch() if not g else g.switch(None)
-        ended, self.running = self.running, None
-        if ended is not None and ended.greenlet.dead:
-            ended.issued_all = True
-            if not ended.live:
-                self._finish(ended)
-
-    def _hand_over(self, prog: P.Prog, again: bool) -> None:
-        """The main loop's turn, run on ``prog``'s greenlet: make the decisions due first,
-        then switch to the program due (return at once if that is ``prog``). ``again``:
-        ``prog`` can run again from its clock (it yields; else it parks until woken)."""
-        runnable, events = self.runnable, self.events
-        if again:
-            heapq.heappush(runnable, (prog.clock, prog.program, prog))
-        self.running = None
-        while runnable or events:
-            if runnable and (not events or runnable[0][0] <= events[0][0]):
-                nxt = heapq.heappop(runnable)[2]
-                self._arm(nxt)
-                if nxt is not prog:
-                    g = nxt.greenlet
-                    if g:
-                        g.switch(None)
-                    else:  # a greenlet started here would stack on this one's depth
-                        self.main.switch(nxt)
-                return  # running again (whoever switched here armed it)
-            t, _, fn, arg = heapq.heappop(events)
-            self.time = t
-            fn(arg, t)
-        self.main.switch(_IDLE)  # nothing can run: the main loop ends (a deadlock if live)
-
-    def catch_up(self, t: int) -> None:
-        """Make the decisions due at or before ``t`` now (the running program, whose clock
-        is ``t``, finds a full queue: the ops that start by then have left it)."""
-        events = self.events
-        while events and events[0][0] <= t:
-            when, _, fn, arg = heapq.heappop(events)
-            self.time = when
-            fn(arg, when)
-
-    def maybe_yield(self, prog: P.Prog) -> None:
-        """Hand over once this program's clock passes the next program's or decision's.
-        Decisions due before its clock are made right here, on its greenlet, while no other
-        program is due first (the same order as handing over, without two switches)."""
-        if prog.clock < self.switch_at:
-            return
-        clock, events, runnable = prog.clock, self.events, self.runnable
-        while events and events[0][0] < clock and (
-                not runnable or events[0][0] < runnable[0][0]):
-            t, _, fn, arg = heapq.heappop(events)
-            self.time = t
-            fn(arg, t)
-        sa = NEVER
-        if runnable:
-            c, p, _ = runnable[0]
-            sa = c + (1 if prog.program < p else 0)
-        if events and events[0][0] + 1 < sa:
-            sa = events[0][0] + 1
-        self.switch_at = sa
-        if clock >= sa:
-            self._hand_over(prog, True)
-
-    def park(self, prog: P.Prog) -> None:
-        """Stop this program until something ``wake``s it (registered before)."""
-        self._hand_over(prog, False)
-
-    def wake(self, prog: P.Prog, t: int) -> None:
-        prog.stall_to(t)
-        heapq.heappush(self.runnable, (prog.clock, prog.program, prog))
-        run = self.running
-        if run is not None:
-            sa = prog.clock + (1 if run.program < prog.program else 0)
-            if sa < self.switch_at:
-                self.switch_at = sa
 
     def wait_for(self, prog: P.Prog, nodes: list[Node]) -> None:
         """Park ``prog`` until ``nodes`` are decided; its clock moves to their latest end."""

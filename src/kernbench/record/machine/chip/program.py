@@ -97,7 +97,7 @@ def _issue_time(prog: Prog) -> int:
 
 def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op: wait for room in its queue, issue, go on. (The per-op path: the steps
-    of ``_issue_time``, ``_node``, ``Chip.enter`` and ``Chip.claim`` written out.)"""
+    of ``_issue_time``, ``_node`` and ``Chip.claim`` written out.)"""
     chip = prog.chip
     queue = engine.queue_of(prog.program)
     if len(queue) >= engine.depth:  # full: first the starts due by now, then wait for one
@@ -116,14 +116,13 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     cpe = prog.cpe
     clock = prog.clock
     t = clock
-    stall = 0
     if cpe.issue_ps:  # the issue port: one op per issue_ns
         if cpe.issue_free > t:
             t = cpe.issue_free
         cpe.issue_free = t + cpe.issue_ps
         if t > clock:
-            stall = t - clock
-            prog.carried_wait += stall
+            chip.note_issue_wait = t - clock
+            prog.carried_wait += t - clock
             prog.clock = clock = t
     node = _new(Node)  # (start, busy and end are set when it is decided, read after)
     node.cmd, node.prog, node.pe, node.engine, node.model = cmd, prog, prog.pe, engine, model
@@ -134,16 +133,7 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     node.rend = -1
     node.done = False
     node.after = []
-    node.op_id = op_id = chip.next_id  # Chip.enter
-    chip.next_id = op_id + 1
-    node.seq = cpe.seq
-    cpe.seq += 1
-    node.cursor = prog.scratch.cursor
-    node.depth = len(prog.ctx.scopes)
-    chip.rows.append(node)
-    prog.live += 1
-    if stall:
-        chip.shared.add(op_id, "issue", cpe.issue_resource, stall)
+    chip.enter(node, prog)  # (a call: a recording with guards wraps it, chip/guard.py)
     board = chip.board
     ready = board.op(node, cmd, prog.program)
     t += cpe.dispatch_ps

@@ -21,8 +21,6 @@ class ChipLoop(Protocol):
     board: Board
     parts: Any
     time: int  # the time of the decision being made
-    next_id: int  # the op id of the next node entered
-    rows: Any  # the nodes entered and not written yet, in op order
     switch_at: int  # the running program hands over once its clock reaches this
     note_issue_wait: int  # the issue port's stall of the op being entered
     alone: bool  # the occupancy dry run (program 0 by itself)

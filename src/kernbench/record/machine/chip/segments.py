@@ -64,8 +64,13 @@ class Segments:
         if len(self.bounds) > _KEEP_BOUNDS:  # below that, buffers find their bounds
             return self._merge(floor)
         for seg in self.segs:
-            if seg.wn is not None or seg.rn or seg.wend or seg.rend:
+            if seg.wn is not None or seg.rn:
                 _fold(seg, floor)
+            else:  # ends only: drop those at or before the floor
+                if seg.wend and seg.wend <= floor:
+                    seg.wend = 0
+                if seg.rend and seg.rend <= floor:
+                    seg.rend = 0
         return len(self.bounds)
 
     def _merge(self, floor: int) -> int:
