@@ -212,7 +212,7 @@ class Chip(Turns):
                 if end > done and e.dst >= 0:
                     node.rend = done  # a send reads its source until the link has it
                 self.settle(node, t, end, done - t)
-        self.poke(e)
+        self.due(e, e.earliest())
 
     def _room(self, e: ChipEngine, queue: Any, t: int) -> None:
         keep = []

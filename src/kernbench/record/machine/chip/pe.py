@@ -22,20 +22,6 @@ DIRECT = frozenset({"link.next", "link.prev"})
 _NO_ROWS: list[tuple[str, str, int]] = []  # a price that no shared part lengthened (read only)
 
 
-def _operand_bytes(cmd: Any) -> int:
-    """The op's bytes that cross TCM (``schemas/traffic.py``'s rule: its operands in a TCM
-    space, each its whole buffer), without building the operand list (the per-op path)."""
-    n = 0
-    for h in cmd.inputs:
-        buf = h.buf
-        if buf.space in TCM_SPACES:
-            n += buf.nbytes
-    out = cmd.out
-    if out is not None and out.buf.space in TCM_SPACES:
-        n += out.buf.nbytes
-    return n
-
-
 def _hbm_operand(cmd: Any) -> Any:
     """A DMA's HBM operand (its first, inputs then output), or None."""
     for h in cmd.inputs:
@@ -117,7 +103,13 @@ class ChipPE:
                     done, why = end, ("hbm", f"hbm.ch{channel}")
         tcm = self.tcm
         if tcm is not None:
-            nbytes = _operand_bytes(cmd)
+            nbytes = 0  # the operands in TCM, whole buffers (schemas/traffic.py's rule)
+            for h in cmd.inputs:
+                if h.buf.space in TCM_SPACES:
+                    nbytes += h.buf.nbytes
+            out = cmd.out
+            if out is not None and out.buf.space in TCM_SPACES:
+                nbytes += out.buf.nbytes
             if nbytes:
                 end = tcm.serve(t, nbytes)
                 if end > done:
