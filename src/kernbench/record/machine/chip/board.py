@@ -75,7 +75,7 @@ def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
 class Board:
     """The accesses of every memory of the chip, keyed by memory (HBM: per program)."""
 
-    __slots__ = ("memories", "stamp", "count", "limit", "tcm")
+    __slots__ = ("memories", "stamp", "count", "limit", "tcm", "hbm")
 
     def __init__(self) -> None:
         self.memories: dict[Any, Segments] = {}
@@ -83,6 +83,7 @@ class Board:
         self.count = 0
         self.limit = _PRUNE_AT
         self.tcm: dict[int, Segments] = {}  # each PE's kernel scratch, by PE
+        self.hbm: dict[int, list[Any]] = {}  # each program's keys of HBM memories
 
     def op(self, node: Node, cmd: Any, program: int) -> int:
         """``claim`` of every operand of ``cmd``, noted. The common case — every operand one
@@ -172,6 +173,8 @@ class Board:
             m = self.memories[key] = Segments()
             if buf.space == "tcm":
                 self.tcm[buf.pe] = m
+            elif buf.space == "hbm":
+                self.hbm.setdefault(program, []).append(key)
         return m
 
     def extents(self, cmd: Any, program: int) -> list[tuple[Segments, int, int, bool]]:
@@ -266,6 +269,8 @@ class Board:
         m = self.memories.get(key)
         if m is None:
             m = self.memories[key] = Segments()
+            if key[0] == "tcm":  # the per-op path finds a PE's scratch here (``op``)
+                self.tcm[key[1]] = m
         t = self.claim(node, [(m, lo, hi, True)], note=False)
         if hi > lo:
             b = m.bounds
@@ -309,6 +314,5 @@ class Board:
 
     def drop_program(self, program: int) -> None:
         """A program ended: its HBM ordering is over (no other program's op waits on it)."""
-        for key in [k for k in self.memories if len(k) == 2 and k[1] == program
-                    and isinstance(k[0], tuple)]:
+        for key in self.hbm.pop(program, ()):
             del self.memories[key]
