@@ -165,6 +165,10 @@ class Board:
         return t
 
     def _memory(self, buf: Any, program: int) -> Segments:
+        if buf.space == "tcm":
+            m = self.tcm.get(buf.pe)
+            if m is not None:
+                return m
         key: Any = (buf.space, buf.pe)
         if buf.space == "hbm":
             key = (key, program)

@@ -42,10 +42,10 @@ class Segments:
 
     def split(self, x: int) -> None:
         """Make ``x`` a segment bound; the new segment copies the one it cuts."""
+        if x in self.at:  # a bound already
+            return
         b = self.bounds
         i = bisect_left(b, x)
-        if i < len(b) and b[i] == x:
-            return
         b.insert(i, x)
         if i:
             cut = self.segs[i - 1]
