@@ -54,6 +54,23 @@ class _Read:
             node.prog.chip.on_ready(node)
 
 
+class _Started:
+    """``node``, an atomic, waits for the PE's earlier atomic to start (not to end)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __call__(self, earlier: Node) -> None:
+        node = self.node
+        if earlier.start > node.ready:
+            node.ready = earlier.start
+        node.deps -= 1
+        if not node.deps:
+            node.prog.chip.on_ready(node)
+
+
 class Segments:
     """One memory's accesses: segment ``k`` is ``[bounds[k], bounds[k + 1])``; ``wend[k]`` /
     ``rend[k]`` the latest decided end of a write / of any access there, ``wn[k]`` the
@@ -134,7 +151,7 @@ def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
 class Board:
     """The accesses of every memory of the chip, keyed by memory (HBM: per program)."""
 
-    __slots__ = ("memories", "stamp", "count", "limit", "tcm")
+    __slots__ = ("memories", "stamp", "count", "limit", "tcm", "atomic")
 
     def __init__(self) -> None:
         self.memories: dict[Any, Segments] = {}
@@ -142,6 +159,7 @@ class Board:
         self.count = 0
         self.limit = _PRUNE_AT
         self.tcm: dict[int, Segments] = {}  # each PE's kernel scratch, by PE
+        self.atomic: dict[int, Node] = {}  # each PE's last atomic issued
 
     def op(self, node: Node, cmd: Any, program: int) -> int:
         """``claim`` of every operand of ``cmd``, noted. The common case — every operand one
@@ -152,7 +170,8 @@ class Board:
         for h in cmd.inputs:
             buf = h.buf
             if buf.space != "tcm":
-                return self.claim(node, self.extents(cmd, program))
+                t = self.claim(node, self.extents(cmd, program))
+                return self._in_issue_order(node, t) if cmd.op in ATOMICS else t
             m = tcm.get(buf.pe)
             if m is None:
                 return self.claim(node, self.extents(cmd, program))
@@ -243,6 +262,20 @@ class Board:
         self.count += len(spans) + (wm is not None)
         return t
 
+    def _in_issue_order(self, node: Node, t: int) -> int:
+        """A PE's atomics start in the order its programs issue them (one atomic unit per
+        PE; docs/adr/0843): ``node`` starts no earlier than the PE's earlier atomic of
+        another program (the same program's already waits for its end, ADR-0841)."""
+        earlier = self.atomic.get(node.pe)
+        self.atomic[node.pe] = node
+        if earlier is None or earlier.prog is node.prog:
+            return t
+        if earlier.done:
+            return max(t, earlier.start)
+        earlier.after.append(_Started(node))
+        node.deps += 1
+        return t
+
     def _memory(self, buf: Any, program: int) -> Segments:
         key: Any = (buf.space, buf.pe)
         if buf.space == "hbm":
@@ -256,12 +289,15 @@ class Board:
 
     def extents(self, cmd: Any, program: int) -> list[tuple[Segments, int, int, bool]]:
         """(memory, lo, hi, written) of every operand: the inputs, then the output; an
-        atomic also writes its HBM input."""
+        atomic also writes its HBM input, and is acq_rel (Triton's default, ADR-0841): its
+        HBM extent is all of its program's HBM (earlier accesses first, later after it)."""
         out = []
         atomic = cmd.op in ATOMICS
         for h in cmd.inputs:
             buf = h.buf
             lo, hi = _extent(buf, cmd)
+            if atomic and buf.space == "hbm":  # acq_rel (ADR-0841): all of its program's HBM
+                lo, hi = 0, _FAR
             out.append((self._memory(buf, program), lo, hi, atomic and buf.space == "hbm"))
         if cmd.out is not None:
             buf = cmd.out.buf
