@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+from kernbench.record.machine.chip.atomics import in_issue_order
 from kernbench.record.machine.chip.node import Node
 from kernbench.schemas.ops import ATOMICS
 
@@ -49,23 +50,6 @@ class _Read:
         e = sender.end if sender.rend < 0 else sender.rend
         if e > node.ready:
             node.ready = e
-        node.deps -= 1
-        if not node.deps:
-            node.prog.chip.on_ready(node)
-
-
-class _Started:
-    """``node``, an atomic, waits for the PE's earlier atomic to start (not to end)."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
-
-    def __call__(self, earlier: Node) -> None:
-        node = self.node
-        if earlier.start > node.ready:
-            node.ready = earlier.start
         node.deps -= 1
         if not node.deps:
             node.prog.chip.on_ready(node)
@@ -171,7 +155,7 @@ class Board:
             buf = h.buf
             if buf.space != "tcm":
                 t = self.claim(node, self.extents(cmd, program))
-                return self._in_issue_order(node, t) if cmd.op in ATOMICS else t
+                return in_issue_order(self.atomic, node, t) if cmd.op in ATOMICS else t
             m = tcm.get(buf.pe)
             if m is None:
                 return self.claim(node, self.extents(cmd, program))
@@ -260,20 +244,6 @@ class Board:
             wm.wend[w_i] = wm.rend[w_i] = 0
             wm.rn[w_i] = []
         self.count += len(spans) + (wm is not None)
-        return t
-
-    def _in_issue_order(self, node: Node, t: int) -> int:
-        """A PE's atomics start in the order its programs issue them (one atomic unit per
-        PE; docs/adr/0843): ``node`` starts no earlier than the PE's earlier atomic of
-        another program (the same program's already waits for its end, ADR-0841)."""
-        earlier = self.atomic.get(node.pe)
-        self.atomic[node.pe] = node
-        if earlier is None or earlier.prog is node.prog:
-            return t
-        if earlier.done:
-            return max(t, earlier.start)
-        earlier.after.append(_Started(node))
-        node.deps += 1
         return t
 
     def _memory(self, buf: Any, program: int) -> Segments:
