@@ -127,7 +127,7 @@ import sys
 sys.path.insert(0, {root!r})
 import kernbench as kb
 from tests.triton.kernels.guards import locked_case
-kb.record(locked_case(), {out!r}, hw="ahbm-v3")
+kb.record(locked_case(programs=6), {out!r}, hw="ahbm-v3")
 """
 
 
@@ -140,7 +140,7 @@ def test_a_spin_lock_across_pes_records_byte_identical_in_two_processes(tmp_path
         subprocess.run([sys.executable, "-c", _CHILD.format(root=os.getcwd(), out=out)],
                        check=True, env=env)
         ops = pl.read_parquet(os.path.join(out, "ops.parquet"))
-        assert (ops["name"].cast(pl.String) == "guard").sum() > 12  # it spun
+        assert (ops["name"].cast(pl.String) == "guard").sum() > 6  # it spun
         digests.add(hashlib.sha256(open(os.path.join(out, "ops.parquet"), "rb").read())
                     .hexdigest())
     assert len(digests) == 1
