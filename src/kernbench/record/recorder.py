@@ -100,12 +100,12 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
+    graph = shadow(case, tensors, writer) if guards else None
     if hw.shared or chip_launch.ALWAYS:
-        return run_chip(hw, writer, grid, run, k, n_programs, alone)
+        return run_chip(hw, writer, grid, run, k, n_programs, alone, graph)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
-    if guards:
-        graph = shadow(case, tensors, writer)
+    if graph is not None:
         for d in drivers:
             d.attach(graph)
     if not alone:

@@ -1,8 +1,9 @@
 """The chip's v3 traces are pinned: every built-in case at small parameters (on ``ahbm-v3``
 and on variants of it that take the chip's other paths: ``in_order`` engines, blocking
 issue, a ring without an issue cost, TCM ports alone), larger grids (resident programs,
-ring prefill over 4 PEs) and the Triton test kernels record to exactly the ``ops.parquet``
-and ``shared.parquet`` contents digested in ``v3_pinned.json``.
+ring prefill over 4 PEs) and the Triton test kernels (decisions on data included) record
+to exactly the ``ops.parquet`` and ``shared.parquet`` contents digested in
+``v3_pinned.json``.
 
 A speed-up of the chip must not move a single op (docs/adr/0736); a deliberate change of
 the v3 model regenerates the digests, and says why in its commit::
@@ -30,7 +31,7 @@ import kernbench as kb
 from kernbench.kernels.golden import GOLDEN
 from kernbench.kernels.registry import build_case
 from kernbench.trace.hw import PRESETS
-from tests.triton.conftest import KERNELS
+from tests.triton.conftest import GUARDS, KERNELS
 
 PINNED = Path(__file__).with_name("v3_pinned.json")
 V3 = PRESETS["ahbm-v3"]
@@ -43,8 +44,8 @@ HWS = {
     "v3-ring": dataclasses.replace(V3, name="v3-ring", topology="ring", issue_ns=0),
     "v3-tcm": dataclasses.replace(V3, name="v3-tcm", hbm_total_gbps=0),
 }
-#: the built-in cases the chip times (serving-decode decides on data: not on the chip yet)
-SMALL = {n: v for n, v in GOLDEN.items() if n != "serving-decode"}
+#: the built-in cases at their golden parameters
+SMALL = dict(GOLDEN)
 LARGER = {
     "softmax-resident": ("softmax", {"rows": 512, "programs": 256}),
     "stream-sum-16": ("stream-sum", {"programs": 16, "tiles": 8}),
@@ -66,7 +67,7 @@ def _recordings() -> dict[str, Callable[[Path], kb.Trace]]:
         cases = {**SMALL, **LARGER} if hw_name in ("v3", "v3-in-order") else SMALL
         for name, (case, params) in cases.items():
             out[f"{hw_name}/{name}"] = builtin(case, params, hw)
-    for entry in KERNELS:
+    for entry in KERNELS + GUARDS:
         def triton(folder: Path, entry: Any = entry) -> kb.Trace:
             factory = entry.factory()
             return kb.record(kb.build_case(entry.id, entry.params, factory=factory),

@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+from kernbench.record.machine.chip.atomics import in_issue_order
 from kernbench.record.machine.chip.node import Node
 from kernbench.record.machine.chip.segments import Seg, Segments
 from kernbench.schemas.ops import ATOMICS
@@ -75,7 +76,7 @@ def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
 class Board:
     """The accesses of every memory of the chip, keyed by memory (HBM: per program)."""
 
-    __slots__ = ("memories", "stamp", "count", "limit", "tcm", "hbm")
+    __slots__ = ("memories", "stamp", "count", "limit", "tcm", "hbm", "atomic")
 
     def __init__(self) -> None:
         self.memories: dict[Any, Segments] = {}
@@ -84,6 +85,7 @@ class Board:
         self.limit = _PRUNE_AT
         self.tcm: dict[int, Segments] = {}  # each PE's kernel scratch, by PE
         self.hbm: dict[int, list[Any]] = {}  # each program's keys of HBM memories
+        self.atomic: dict[int, Node] = {}  # each PE's last atomic issued
 
     def op(self, node: Node, cmd: Any, program: int) -> int:
         """``claim`` of every operand of ``cmd``, noted. The common case — every operand one
@@ -93,7 +95,10 @@ class Board:
         segs = []
         for h in cmd.inputs:
             buf = h.buf
-            m = tcm.get(buf.pe) if buf.space == "tcm" else None
+            if buf.space != "tcm":
+                t = self.claim(node, self.extents(cmd, program))
+                return in_issue_order(self.atomic, node, t) if cmd.op in ATOMICS else t
+            m = tcm.get(buf.pe)
             seg = m.at.get(buf.addr) if m is not None else None
             if seg is None or seg.hi != buf.addr + buf.nbytes:
                 return self.claim(node, self.extents(cmd, program))
@@ -183,12 +188,15 @@ class Board:
 
     def extents(self, cmd: Any, program: int) -> list[tuple[Segments, int, int, bool]]:
         """(memory, lo, hi, written) of every operand: the inputs, then the output; an
-        atomic also writes its HBM input."""
+        atomic also writes its HBM input, and is acq_rel (Triton's default, ADR-0841): its
+        HBM extent is all of its program's HBM (earlier accesses first, later after it)."""
         out = []
         atomic = cmd.op in ATOMICS
         for h in cmd.inputs:
             buf = h.buf
             lo, hi = _extent(buf, cmd)
+            if atomic and buf.space == "hbm":  # acq_rel (ADR-0841): all of its program's HBM
+                lo, hi = 0, _FAR
             out.append((self._memory(buf, program), lo, hi, atomic and buf.space == "hbm"))
         if cmd.out is not None:
             buf = cmd.out.buf

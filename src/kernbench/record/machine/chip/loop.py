@@ -73,6 +73,7 @@ class Chip(Turns):
                                                                   **handlers(self.ipcq)}
         self.alone = False
         self.decide = self._decide  # bound once: an event per engine op holds it
+        self.shadow: Any = None  # the value graph of a recording with guards (chip/guard.py)
 
     # -- programs ------------------------------------------------------------------------
     def run(self, programs: list[list[int]], grid: tuple[int, ...], body: Callable[[], Any],
@@ -191,6 +192,19 @@ class Chip(Turns):
         heapq.heappush(self.events, (t, self.order, _call, fn))
         if t + 1 < self.switch_at:
             self.switch_at = t + 1
+
+    def at_last(self, t: int, fn: Callable[[int], None]) -> None:
+        """Call ``fn(t)`` after every decision due at ``t`` (a guard, chip/guard.py)."""
+        self.order += 1
+        heapq.heappush(self.events, (t, NEVER + self.order, _call, fn))
+        if t + 1 < self.switch_at:
+            self.switch_at = t + 1
+
+    def quiet(self, t: int) -> bool:
+        """Every decision due at or before ``t`` is made (``at_last`` calls aside) and no
+        other program is runnable by ``t``: whatever is issued from now on starts later."""
+        r, e = self.runnable, self.events
+        return not (r and r[0][0] <= t) and not (e and e[0][0] <= t and e[0][1] < NEVER)
 
     def _decide(self, e: ChipEngine, t: int) -> None:
         if e.at != t:

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from kernbench.record.commands import Cmd, Wait
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
+from kernbench.record.machine.chip.guard import guard
 from kernbench.record.machine.chip.node import Node
 from kernbench.record.machine.chip.pe import ChipPE
 from kernbench.record.machine.chip.protocol import ChipLoop
@@ -193,8 +194,8 @@ def composite(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         for child in (dma, dot):
             eng = cpe.engines[ENGINE[child.op]]  # a DMA read, a dot: queued engines
             node = Node(child, prog, eng, cpe.models[child.op], t, 0)
+            node.parent = parent.op_id  # before it is entered: a child (chip/guard.py)
             chip.enter(node, prog)
-            node.parent = parent.op_id
             chip.claim(node)
             eng.add(node)
             kids.append(node)
@@ -259,5 +260,5 @@ def wait(prog: Prog, msg: Wait) -> None:
 
 
 #: the chip's handler of each op that is not a plain engine op
-SPECIAL: dict[Any, Callable[..., None]] = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit,
-                                           OP.GEMM: composite}
+SPECIAL: dict[Any, Callable[..., Any]] = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit,
+                                          OP.GEMM: composite, OP.GUARD: guard}
