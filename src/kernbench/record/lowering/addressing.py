@@ -137,7 +137,7 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
         if m is None:
             plan = _PLANS.get((rkey[0], rkey[1], None, isz, burst))
         elif frozen(m):
-            got = MASKED.get((rkey, id(m)))
+            got = MASKED.get((rkey, id(m), isz, burst))
             if got is not None and got[0] is m:
                 _, plan, rlo, rhi = got
                 lo, hi = lo + rlo, lo + rhi

@@ -129,7 +129,7 @@ def _manifest(src: Trace, hw: HwConfig, writer: OpWriter, peaks: list[int], k: i
         "programs_per_pe": k,
         "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
                   if n in DATA_FILES or (tmp / n).is_file()},
-        "retimed_from": {"trace": str(src.path), "hw": str(src.manifest["hw"]["name"]),
+        "retimed_from": {"trace": str(src.path.absolute()), "hw": str(src.manifest["hw"]["name"]),
                          "t_end_ps": int(src.manifest["t_end_ps"]),
                          "ops_sha256": str(src.manifest["files"]["ops.parquet"])},
     })

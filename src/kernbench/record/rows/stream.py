@@ -13,6 +13,7 @@ empty one says "nothing but rows"), in batches, so memory does not grow with the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -72,24 +73,16 @@ class StreamWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._program: list[int] = []
-        self._seq: list[int] = []
-        self._kind: list[int] = []
-        self._lens: list[int] = []
-        self._args: list[int] = []
-        self._src: list[str | None] = []
+        #: the events not written yet: (program, seq, kind, args, src)
+        self.rows: list[tuple[int, int, int, Sequence[int], str | None]] = []
         self._pq: Any = None
         self.hw: Any = None  # the recording's ``HwReads`` (``hw_view``)
 
     def note(self, program: int, seq: int, kind: int, args: Sequence[int] = (),
              src: str | None = None) -> None:
-        self._program.append(program)
-        self._seq.append(seq)
-        self._kind.append(kind)
-        self._lens.append(len(args))
-        self._args.extend(args)
-        self._src.append(src)
-        if len(self._kind) >= BATCH_EVENTS:
+        rows = self.rows
+        rows.append((program, seq, kind, args, src))
+        if len(rows) >= BATCH_EVENTS:
             self.flush()
 
     def note_here(self, kind: int, args: Sequence[int] = (), src: str | None = None) -> None:
@@ -106,28 +99,27 @@ class StreamWriter:
         return self.hw
 
     def flush(self) -> None:
-        n = len(self._kind)
         if self._pq is None:
             self._pq = writing.open_writer(self.path, STREAM, "stream")
+        n = len(self.rows)
         if not n:
             return
+        program, seq, kind, args, src = zip(*self.rows, strict=True)
+        self.rows = []
+        lens = np.fromiter(map(len, args), np.int32, n)
         offsets = np.zeros(n + 1, np.int32)
-        np.cumsum(np.array(self._lens, np.int32), out=offsets[1:])
-        args = pa.ListArray.from_arrays(array(offsets),
-                                        array(np.array(self._args, np.int64)), pool=POOL)
-        code = {v: i for i, v in enumerate(dict.fromkeys(s for s in self._src if s is not None))}
-        missing = np.array([s is None for s in self._src], np.bool_)
-        idx = np.fromiter((0 if s is None else code[s] for s in self._src), np.int32, n)
-        srcs = pa.DictionaryArray.from_arrays(
-            array(idx, mask=missing if missing.any() else None),
-            pa.array(list(code), pa.string()))
+        np.cumsum(lens, out=offsets[1:])
+        flat = np.fromiter(chain.from_iterable(args), np.int64, int(offsets[-1]))
+        code = {v: i for i, v in enumerate(dict.fromkeys(v for v in src if v is not None))}
+        missing = np.array([v is None for v in src], np.bool_)
+        idx = np.fromiter((0 if v is None else code[v] for v in src), np.int32, n)
         batch = pa.RecordBatch.from_arrays([
-            array(np.array(self._program, np.int32)), array(np.array(self._seq, np.int64)),
-            pa.DictionaryArray.from_arrays(array(np.array(self._kind, np.int32)), _KIND_DICT),
-            args, srcs], schema=STREAM)
+            array(np.array(program, np.int32)), array(np.array(seq, np.int64)),
+            pa.DictionaryArray.from_arrays(array(np.array(kind, np.int32)), _KIND_DICT),
+            pa.ListArray.from_arrays(array(offsets), array(flat), pool=POOL),
+            pa.DictionaryArray.from_arrays(array(idx, mask=missing if missing.any() else None),
+                                           pa.array(list(code), pa.string()))], schema=STREAM)
         self._pq.write_batch(batch)
-        self._program, self._seq, self._kind, self._lens, self._args, self._src = (
-            [], [], [], [], [], [])
 
     def close(self) -> None:
         self.flush()
@@ -135,8 +127,7 @@ class StreamWriter:
         self._pq = None
 
     def abort(self) -> None:
-        self._program, self._seq, self._kind, self._lens, self._args, self._src = (
-            [], [], [], [], [], [])
+        self.rows = []
         if self._pq is not None:
             try:
                 self._pq.close()
@@ -175,7 +166,10 @@ class ProgramTape:
 
     def alloc(self, addr: int, nbytes: int, src: str) -> None:
         ctx = self.ctx
-        self.stream.note(ctx.program, ctx.driver.seq, ALLOC, (addr, nbytes), src)
+        rows = self.stream.rows
+        rows.append((ctx.program, ctx.driver.seq, ALLOC, (addr, nbytes), src))
+        if len(rows) >= BATCH_EVENTS:
+            self.stream.flush()
 
     def release(self, addr: int) -> None:
         self.note(RELEASE, (addr,))
