@@ -39,7 +39,8 @@ def flag_race(x, flag, out, *, n: int, m: int):
         tl.store(out, tl.full((1,), 1.0 if f > 0 else 2.0, tl.float32))
 
 
-def _lanes() -> kb.Case:
+def lanes_case() -> kb.Case:
+    """A case whose kernel reads its hardware (a factory: sweeps build it by name)."""
     return kb.Case(name="lanes", kernel=lanes_tiled, grid=(1,),
                    tensors={"x": kb.tensor((1024,), "float32", init=kb.randn(seed=0)),
                             "y": kb.tensor((1024,), "float32", role="output")},
@@ -72,7 +73,7 @@ def test_a_program_that_no_longer_fits_its_slot_after_a_tcm_change_is_refused(tm
 
 
 def test_a_case_that_read_its_hardware_is_refused_naming_the_field_it_read(tmp_path):
-    trace = kb.record(_lanes(), tmp_path / "l.ktrace", hw="ahbm-v1")
+    trace = kb.record(lanes_case(), tmp_path / "l.ktrace", hw="ahbm-v1")
     _refused(trace, hw("ahbm-v1", math_lanes=64), tmp_path / "out",
              r"test_refusals.py:\d+ \(program 0, op 0\): the case read hw.math_lanes "
              r"\(128; 64 on ahbm-v1\)")

@@ -35,10 +35,11 @@ from kernbench.trace.op_stream import read_stream
 
 
 def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path,
-           progress: Callable[[int], Any] | None = None) -> Trace:
+           progress: Callable[[int], Any] | None = None, origin: str | None = None) -> Trace:
     """Time ``trace``'s op stream on ``hw`` into the trace directory ``out`` (replaced
     atomically). ``RetimeError`` (and nothing written) where the stream depends on the
-    hardware; ``progress`` is called with the ops timed so far, every batch of rows."""
+    hardware; ``progress`` is called with the ops timed so far, every batch of rows;
+    ``origin`` names the source in the manifest (default: its absolute path)."""
     src = trace if isinstance(trace, Trace) else Trace.open(trace)
     new = load_hw(hw)
     old = HwConfig.from_dict(src.manifest["hw"])
@@ -57,7 +58,8 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
         with atomic_dir(out) as tmp:
             writer, peaks, k = _run(src, plan, old, new, tmp, guards, progress)
             shutil.copyfile(src.path / "tensors.parquet", tmp / "tensors.parquet")
-            manifest = _manifest(src, new, writer, peaks, k, tmp)
+            manifest = _manifest(src, new, writer, peaks, k, tmp,
+                                 origin or str(src.path.absolute()))
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2,
                                                           sort_keys=True) + "\n")
     except BaseException:
@@ -115,7 +117,7 @@ def _run(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig, tmp: Path
 
 
 def _manifest(src: Trace, hw: HwConfig, writer: OpWriter, peaks: list[int], k: int,
-              tmp: Path) -> dict[str, Any]:
+              tmp: Path, origin: str) -> dict[str, Any]:
     """The manifest ``kb.record`` writes on ``hw``, naming the trace it was retimed from."""
     manifest = dict(src.manifest)
     manifest.pop("retimed_from", None)
@@ -129,7 +131,7 @@ def _manifest(src: Trace, hw: HwConfig, writer: OpWriter, peaks: list[int], k: i
         "programs_per_pe": k,
         "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
                   if n in DATA_FILES or (tmp / n).is_file()},
-        "retimed_from": {"trace": str(src.path.absolute()), "hw": str(src.manifest["hw"]["name"]),
+        "retimed_from": {"trace": origin, "hw": str(src.manifest["hw"]["name"]),
                          "t_end_ps": int(src.manifest["t_end_ps"]),
                          "ops_sha256": str(src.manifest["files"]["ops.parquet"])},
     })
