@@ -121,9 +121,17 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
 @_one_line
 def retime(trace: str, hw: str, out: str) -> None:
     """Time TRACE's recorded op stream again on other hardware, without its kernel."""
+    import pyarrow as pa
+
     from kernbench.record.retime import retime as do_retime
 
-    got = _reads_trace(do_retime)(trace, hw, out)
+    try:  # as ``_reads_trace``, without importing polars (a retime never needs it)
+        got = do_retime(trace, hw, out)
+    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError, IndexError,
+            OverflowError, RecursionError) as exc:
+        msg = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
+                               ) from None
     was = got.manifest["retimed_from"]
     click.echo(f"retimed {trace}: {got.n_ops} ops, latency {was['t_end_ps'] / 1e6:.3f} us on "
                f"{was['hw']} -> {got.t_end_ps / 1e6:.3f} us on {got.manifest['hw']['name']} "

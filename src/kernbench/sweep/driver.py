@@ -98,11 +98,11 @@ def kernel_sources(points: list[Point]) -> dict[int, Point]:
 
 
 def _tasks(spec: SweepSpec, points: list[Point], rows: list[dict[str, Any] | None],
-           stage: Path, root: Path) -> Iterator[dict[str, Any] | None]:
+           stage: Path, root: Path, retime: bool = True) -> Iterator[dict[str, Any] | None]:
     """The points still to run: every kernel's recorded point first, then the points
     retimed from it once it has finished (recorded when it failed); ``None`` while the
     points left wait for a recording in flight (the engine collects a result first)."""
-    sources = kernel_sources(points)
+    sources = kernel_sources(points) if retime else {}
     waiting = []
     for p in points:
         if rows[p.index] is None:
@@ -137,8 +137,10 @@ def make_engine(workers: int | None = None, ray: str | None = None) -> Any:
 def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
               ray: str | None = None, engine: Any = None,
               progress: Callable[[Progress], Any] | None = None,
-              refresh_s: float = 1.0) -> SweepSummary:
-    """Run (or resume) ``spec`` into the sweep directory ``out``."""
+              refresh_s: float = 1.0, retime: bool = True) -> SweepSummary:
+    """Run (or resume) ``spec`` into the sweep directory ``out``. ``retime``: points that
+    differ only in hardware are retimed from their kernel's recorded point (ADR-0901);
+    False records every point (the bench's side by side)."""
     started = time.perf_counter()
     root = Path(out)
     points = list(expand(spec, validate(spec)))
@@ -169,7 +171,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
                 counts["resumed"] += 1
         report()
         try:
-            tasks = _tasks(spec, points, rows, stage, root)
+            tasks = _tasks(spec, points, rows, stage, root, retime)
             by_id = {p.point_id: p for p in points}
             for task, result in engine.run(tasks):
                 point = by_id[task["point_id"]]

@@ -32,6 +32,7 @@ from kernbench.schemas.ops import OP
 _ENTER, _EXIT, _SEND, _RECV, _GUARD, _GEMM = (OP.SCOPE_ENTER, OP.SCOPE_EXIT, OP.SEND, OP.RECV,
                                               OP.GUARD, OP.GEMM)
 _DTYPE = dict(dtypes.DTYPES)
+_new = object.__new__
 #: an access array an indexed row names in its attrs (canonical JSON: ``"key":N``)
 _ACCESS_REF = re.compile(r'"(access|mask|values)":(\d+)')
 
@@ -69,17 +70,20 @@ def play(ctx: Any, script: Script, shared: Shared) -> None:
 
 class Player:
     __slots__ = ("ctx", "script", "shared", "bufs", "loops", "life", "peer", "auto",
-                 "writer", "tape")
+                 "writer", "tape", "works", "by_op", "driver", "seen")
 
     def __init__(self, ctx: Any, script: Script, shared: Shared) -> None:
         self.ctx, self.script, self.shared = ctx, script, shared
         self.bufs: dict[int, Buffer] = {}  # recorded TCM address -> this run's buffer
+        self.seen: dict[Operand, TensorHandle] = {}  # the last handle of each TCM operand
         self.loops: dict[int, Any] = {}  # recorded loop number -> the running loop
         self.life: Any = None  # (free list, bump allocator) while in lifetime mode
         self.peer: Any = None  # the peer of the send about to be issued
         self.auto = False  # the next composite's tiling follows the staging area
         self.writer = ctx.driver.writer
         self.tape = ctx.tape
+        self.works = shared.works.of
+        self.by_op, self.driver = ctx.by_op, ctx.driver
 
     def run(self) -> None:
         apply, issue = self.apply, self.issue
@@ -91,9 +95,14 @@ class Player:
 
     # -- values ----------------------------------------------------------------------------
     def handle(self, op: Operand, src: str) -> TensorHandle:
+        """The handle of a recorded operand: a TCM one views this run's buffer allocated
+        where the trace recorded it, an HBM one a fresh buffer (as the lowering makes)."""
         space = op[0]
         if space == "tcm":
             buf = self.bufs.get(op[2])
+            got = self.seen.get(op)
+            if got is not None and got.buf is buf:  # the kernel's handle, used again
+                return got
             if buf is None:
                 raise RetimeError(f"{src}: program {self.ctx.program} uses TCM {op[2]}, which "
                                   "no allocation of its op stream holds")
@@ -106,7 +115,16 @@ class Player:
         else:
             raise RetimeError(f"{src}: an op of program {self.ctx.program} names a "
                               f"{space!r} operand, which only the machine makes")
-        return TensorHandle(buf, op[3], _DTYPE[op[4]], op[5])
+        # ``TensorHandle(buf, ...)`` without its interning: the recorded operand is the
+        # handle's own where the buffer sits where it was recorded (the writer needs equal
+        # operands, not the same object)
+        h = _new(TensorHandle)
+        h.buf, h.shape, h.dtype, h.transposed = buf, op[3], _DTYPE[op[4]], op[5]
+        h.operand = op if buf.addr == op[2] and buf.pe == op[1] else (
+            space, buf.pe, buf.addr, op[3], op[4], op[5])
+        if space == "tcm":
+            self.seen[op] = h
+        return h
 
     # -- events ----------------------------------------------------------------------------
     def apply(self, e: Event) -> None:
@@ -174,9 +192,8 @@ class Player:
     # -- rows --------------------------------------------------------------------------------
     def issue(self, row: Row) -> None:
         op = row.op
-        special = _ROWS.get(op)
-        if special is not None:
-            special(self, row)
+        if op in _ROWS:
+            _ROWS[op](self, row)
             return
         src = row.src
         handle = self.handle
@@ -186,10 +203,9 @@ class Player:
         if '":' in attrs:
             attrs = self.shared.attrs(attrs)
         cmd = new_cmd(Cmd, (op, ins, out, row.num, row.nbytes,
-                            self.shared.works.of(self.script, row), src, row.flops, attrs))
-        ctx = self.ctx
-        model, engine, handler = ctx.by_op[op]
-        handler(ctx.driver, cmd, model, engine)
+                            self.works(self.script, row), src, row.flops, attrs))
+        model, engine, handler = self.by_op[op]
+        handler(self.driver, cmd, model, engine)
         if op in HOLDING:
             hold_inputs(cmd)
 
