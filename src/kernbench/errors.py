@@ -16,7 +16,7 @@ class BadInputError(KernbenchError):
 class RetimeError(BadInputError):
     """``retime`` cannot time a trace's op stream on the hardware asked for: the stream
     depends on that hardware (a program no longer fits its slot, a field the case read, a
-    guard whose value depended on time; SPEC §16), or the trace lacks its stream."""
+    guard whose value depended on time), or the trace lacks its stream."""
 
 
 class KernelError(KernbenchError):

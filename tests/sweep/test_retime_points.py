@@ -1,4 +1,4 @@
-"""SPEC §16: a sweep whose points differ only in hardware records each kernel point once and
+"""ADR-0900: a sweep whose points differ only in hardware records each kernel point once and
 retimes it for the others; the points table says which were retimed; it resumes as ever."""
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class MetricsReport:
     warnings: tuple[str, ...] = ()
     #: per HBM tensor: bytes read / used / written, re-reads (``analyze.access``)
     tensors: list[dict[str, Any]] = field(default_factory=list)
-    #: the manifest's ``retimed_from`` (SPEC §16): the trace this one was retimed from, its
+    #: the manifest's ``retimed_from``: the trace this one was retimed from, its
     #: hardware and latency; None for a recording
     retimed_from: dict[str, Any] | None = None
 

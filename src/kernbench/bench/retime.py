@@ -1,4 +1,4 @@
-"""``kernbench bench`` keys of ``retime`` (SPEC §16; figures, never timed tests).
+"""``kernbench bench`` keys of ``retime`` (ADR-0900; figures, never timed tests).
 
 ``retime_vs_record_<workload>``: one ``kernbench retime`` process against one ``kernbench
 record`` process of the same case, side by side, whole processes (start-up and imports

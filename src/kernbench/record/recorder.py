@@ -19,8 +19,8 @@ from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
 from kernbench.record.machine.chip import launch as chip_launch
-from kernbench.record.machine.launch import run_launch
 from kernbench.record.machine.resident import occupancy
+from kernbench.record.machine.runner import run_launch
 from kernbench.record.rows.tensors import write_tensors
 from kernbench.record.rows.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256

@@ -145,7 +145,7 @@ STREAM_KINDS = ("alloc", "release", "wait", "resolve", "recv_async", "send", "ac
                 "loop", "next", "end", "lifetime", "lifetime_end", "auto_tile", "hw", "work")
 
 #: stream.parquet: what ``retime`` needs besides the op log to issue a program's ops again
-#: (SPEC §16): each event of a program at ``seq`` (its PE's row count when it happened: it
+#:: each event of a program at ``seq`` (its PE's row count when it happened: it
 #: comes before the program's first row of a higher ``seq``), ``args`` its integers and
 #: ``src`` its source line (an allocation's) or the hardware field read (``hw``). A ``work``
 #: event is the work a row's cost model read where it is not the row's own count.

@@ -55,13 +55,15 @@ class SweepSummary:
     check_failed: int
     engine: str
     wall_s: float
+    retimed: int = 0  # points retimed from their kernel's recorded point (ADR-0901)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.failed or self.wrong or self.check_failed else 0
 
     def to_text(self) -> str:
-        extra = "".join(f", {n} {what}" for n, what in ((self.wrong, "replayed wrong"),
+        extra = "".join(f", {n} {what}" for n, what in ((self.retimed, "retimed"),
+                                                         (self.wrong, "replayed wrong"),
                                                          (self.check_failed, "failed check"))
                         if n)
         return (f"sweep {self.path}: {self.total} points ({self.ok} ok, {self.failed} failed, "
@@ -87,7 +89,7 @@ def _task(spec: SweepSpec, point: Point, stage: Path, root: Path,
 
 def kernel_sources(points: list[Point]) -> dict[int, Point]:
     """Point index -> the point its trace is retimed from: the first point (in spec order)
-    of the points that differ from it only in hardware (SPEC §16); that one records."""
+    of the points that differ from it only in hardware; that one records."""
     first: dict[tuple[Any, ...], Point] = {}
     out = {}
     for p in points:
@@ -192,4 +194,4 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
         str(root), len(points), sum(r["status"] == "ok" for r in done), counts["failed"],
         counts["resumed"], sum(r.get("replay_ok") is False for r in done),
         sum(r.get("check_ok") is False for r in done), engine.name,
-        time.perf_counter() - started)
+        time.perf_counter() - started, sum(r.get("retimed_from") is not None for r in done))

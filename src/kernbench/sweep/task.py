@@ -87,7 +87,7 @@ def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
 
 
 def _retime(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
-    """The point's trace retimed from its kernel's recorded point (SPEC §16), or recorded
+    """The point's trace retimed from its kernel's recorded point, or recorded
     when the op stream depends on this point's hardware (``RetimeError``)."""
     from kernbench.errors import RetimeError
     from kernbench.record.retime import retime

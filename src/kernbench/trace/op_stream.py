@@ -4,7 +4,7 @@ checked whole (docs/trace-format.md, "The op stream").
 Every row must name a program of the grid, a ``seq`` of the range a PE's rows can have, a
 kind of ``STREAM_KINDS`` and a list of integers (an event's arguments); a file that breaks
 any of it is unreadable (``TraceFormatError``, one line naming the first offending row).
-``retime`` reads it (SPEC §16); nothing else needs it, so a trace without one is read as
+``retime`` reads it; nothing else needs it, so a trace without one is read as
 before and only refused by ``retime``.
 """
 

@@ -67,7 +67,7 @@ MANIFEST_FIELDS: tuple[tuple[str, tuple[type, ...], bool], ...] = (
     ("scratch_peak_bytes", (int,), False), ("kernbench_version", (str,), False),
     ("retimed_from", (dict,), False),
 )
-#: a retimed trace's ``retimed_from`` (SPEC §16): the trace it was retimed from, that
+#: a retimed trace's ``retimed_from``: the trace it was retimed from, that
 #: trace's hardware (its preset name), latency and op log's sha256
 RETIMED_FROM = {"trace": str, "hw": str, "t_end_ps": int, "ops_sha256": str}
 

@@ -1,4 +1,4 @@
-"""SPEC §16: everything works on a retimed trace: replay (verified), check (the race
+"""ADR-0900: everything works on a retimed trace: replay (verified), check (the race
 detector on the new timing), report (it names the trace it was retimed from), diff against
 the original, plot and export."""
 

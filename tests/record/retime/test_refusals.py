@@ -1,4 +1,4 @@
-"""SPEC §16: where the op stream depends on the hardware, retime refuses in one line naming
+"""ADR-0900: where the op stream depends on the hardware, retime refuses in one line naming
 the op, and writes nothing (not even the folder it was asked to write into)."""
 
 from __future__ import annotations

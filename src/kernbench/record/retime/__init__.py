@@ -1,4 +1,4 @@
-"""``kb.retime``: a trace's op stream timed again on other hardware (SPEC §16)."""
+"""``kb.retime``: a trace's op stream timed again on other hardware."""
 
 from kernbench.record.retime.run import retime
 

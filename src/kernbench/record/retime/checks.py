@@ -1,4 +1,4 @@
-"""Where a trace's op stream depends on the hardware ``retime`` is asked for (SPEC §16).
+"""Where a trace's op stream depends on the hardware ``retime`` is asked for.
 
 Before anything runs: a hardware field the program read (``HW`` events) that changed,
 unless ``retime`` works its consequence out again (``UNDERSTOOD``); IPCQ on a ring of
@@ -21,7 +21,7 @@ from kernbench.errors import RetimeError
 from kernbench.record.guards.graph import Shadow
 from kernbench.record.guards.hbm import Hbm
 from kernbench.record.machine.chip import launch as chip_launch
-from kernbench.record.retime.script import Event, Row, Script
+from kernbench.record.retime.script import Row, Script
 from kernbench.record.rows import stream as ev
 from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import OP
@@ -52,7 +52,7 @@ def check(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig,
     ipcq: tuple[Script, int] | None = None
     for script in plan:
         for k, step in enumerate(script.steps):
-            if type(step) is Row:
+            if isinstance(step, Row):
                 if step.op is OP.GUARD:
                     if new.shared or chip_launch.ALWAYS:
                         raise RetimeError(f"{_at(script, k)}: a decision on data is not timed "
@@ -65,7 +65,7 @@ def check(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig,
                                           f"bytes exceeds the IPCQ slot of {new.name} "
                                           f"({new.ipcq_slot_bytes} bytes)")
                 continue
-            e: Event = step  # type: ignore[assignment]
+            e = step
             if e.kind == ev.RECV_ASYNC:
                 ipcq = ipcq or (script, k)
             elif e.kind == ev.HW and e.src not in UNDERSTOOD and e.src is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from kernbench.errors import RetimeError
 from kernbench.record.commands import Cmd, Recv, RecvAsync, Resolve, Send, Wait, new_cmd
@@ -91,7 +91,7 @@ class Player:
             if type(step) is Row:
                 issue(step)
             else:
-                apply(step)  # type: ignore[arg-type]
+                apply(cast(Event, step))
 
     # -- values ----------------------------------------------------------------------------
     def handle(self, op: Operand, src: str) -> TensorHandle:
@@ -251,7 +251,8 @@ class Player:
     def _composite(self, row: Row) -> None:
         a = self.handle(row.inputs[0], row.src)
         b = self.handle(row.inputs[1], row.src)
-        out = self.handle(row.out, row.src)  # type: ignore[arg-type]
+        assert row.out is not None, "a composite writes its result"
+        out = self.handle(row.out, row.src)
         work = self.shared.works.composite(self.script, row, b.shape, b.dtype.itemsize,
                                            self.auto)
         self.auto = False

@@ -1,7 +1,7 @@
-"""``kb.retime``: a trace's op stream timed again on other hardware (SPEC §16).
+"""``kb.retime``: a trace's op stream timed again on other hardware.
 
 No kernel, source or case runs: each program's recorded stream (``script.py``) is issued
-on the same machine ``kb.record`` uses (``record/machine/launch.py``), with the same
+on the same machine ``kb.record`` uses (``record/machine/runner.py``), with the same
 occupancy dry run and resident slots, so the op log is byte for byte what recording the
 case on that hardware writes, wherever the stream does not depend on the hardware; where
 it does, ``checks.py`` and the machine refuse in one line (``RetimeError``) and nothing is
@@ -20,8 +20,8 @@ from typing import Any
 from kernbench import __version__
 from kernbench.errors import RetimeError, ScratchOverflowError
 from kernbench.record.machine.context import current
-from kernbench.record.machine.launch import run_launch
 from kernbench.record.machine.resident import occupancy
+from kernbench.record.machine.runner import run_launch
 from kernbench.record.retime.checks import check, guard_shadow
 from kernbench.record.retime.player import Shared, play
 from kernbench.record.retime.script import Script, read_rows, scripts

@@ -1,4 +1,4 @@
-"""A trace's op stream, program by program: what ``retime`` issues again (SPEC §16).
+"""A trace's op stream, program by program: what ``retime`` issues again.
 
 Each program's script is its rows the kernel issued (a composite's children, and the
 receives a posted ``recv_async`` resolves, are the machine's: it makes them again) merged

@@ -1,6 +1,6 @@
 """Writes ``stream.parquet``: what a program asked of the machine besides its op rows.
 
-The op log holds every op a program issued; ``retime`` (SPEC §16) issues them again on
+The op log holds every op a program issued; ``retime`` issues them again on
 other hardware and needs the rest of what the kernel told the machine, in order: where its
 values were allocated and freed, its explicit waits, its posted receives and their
 resolutions, the access arrays it interned, its pipelined loops and lifetime scopes, the

@@ -223,8 +223,8 @@ class OpWriter:
             self.wide = uses_version_3(self._in_ops.dtypes() | self._out_ops.dtypes(),
                                        self._attrs)
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
-        if self._works:
-            note = self.stream.note  # type: ignore[union-attr]
+        if self._works and self.stream is not None:
+            note = self.stream.note
             for i, work in self._works:
                 if parent[i] == NO_PARENT:  # a composite's children are the machine's
                     note(int(program[i]), int(seq[i]), WORK, work)
@@ -243,7 +243,8 @@ class OpWriter:
             writing.result()
 
     def _access_added(self, ident: int) -> None:
-        self.stream.note_here(ACCESS, (ident,))  # type: ignore[union-attr]
+        if self.stream is not None:
+            self.stream.note_here(ACCESS, (ident,))
 
     @property
     def schema_version(self) -> int | str:
