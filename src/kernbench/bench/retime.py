@@ -1,16 +1,16 @@
 """``kernbench bench`` keys of ``retime`` (ADR-0900; figures, never timed tests).
 
 ``retime_vs_record_<workload>``: one ``kernbench retime`` process against one ``kernbench
-record`` process of the same case, side by side, whole processes (start-up and imports
-included, one BLAS thread), by CPU seconds (the wall times, ``*_wall_s``, are the
-machine's load as much as ours): the recording on ``ahbm-v2`` (the default), the retime onto
-``ahbm-v3``. Workloads: the Triton matmul 512³ (``triton_matmul``), the 2k pipelined prefill
-(``prefill_2k``: ``gqa-prefill -p S=2048 -p H_q=8 -p H_kv=1 -p schedule=pipelined``) and the
-8k flagship (``flagship_8k``: ``gqa-prefill -p S=8192``; not with ``--quick``).
-``retime_sweep_speedup``: a 40-point hardware sweep of the Triton matmul (8 ``hbm_gbps`` x 5
-``math_lanes``, 2 workers) recording every point against recording one and retiming the
-others (``run_sweep(retime=False)`` / ``True``); ``retime_sweep_same`` that both points
-tables agree (wall times aside).
+record`` process making the same trace, side by side, whole processes (start-up and imports
+included, one BLAS thread), by CPU seconds (the wall times, ``*_wall_s``, are the machine's
+load as much as ours): the case recorded on ``ahbm-v3`` against its recording on ``ahbm-v2``
+(the default, made first, untimed) retimed onto ``ahbm-v3``. Workloads: the Triton matmul
+512³ (``triton_matmul``), the 2k pipelined prefill (``prefill_2k``: ``gqa-prefill -p S=2048
+-p H_q=8 -p H_kv=1 -p schedule=pipelined``) and the 8k flagship (``flagship_8k``:
+``gqa-prefill -p S=8192``; not with ``--quick``). ``retime_sweep_speedup``: a 40-point
+hardware sweep of the Triton matmul (8 ``hbm_gbps`` x 5 ``math_lanes``, 2 workers) recording
+every point against recording one and retiming the others (``run_sweep(retime=False)`` /
+``True``); ``retime_sweep_same`` that both points tables agree (wall times aside).
 """
 
 from __future__ import annotations
@@ -35,14 +35,18 @@ WORKLOADS: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {
 
 def side_by_side(case: str, params: dict[str, Any], tmp: Path, hw: str = "ahbm-v2",
                  to: str = "ahbm-v3") -> dict[str, float]:
-    """Whole ``record`` and ``retime`` processes: (wall, CPU) seconds of each."""
+    """Whole processes making the trace of ``case`` on ``to``: ``record`` there, and
+    ``retime`` from its recording on ``hw``: (wall, CPU) seconds of each."""
     cli = [sys.executable, "-m", "kernbench.cli"]
     items = [x for k, v in params.items() for x in ("-p", f"{k}={v}")]
-    trace, out = tmp / "recorded.ktrace", tmp / "retimed.ktrace"
-    rec_wall, rec_cpu, _ = process.run([*cli, "record", case, *items, "--hw", hw, "-o",
-                                        str(trace)], tmp)
-    ret_wall, ret_cpu, _ = process.run([*cli, "retime", str(trace), "--hw", to, "-o",
+    source, there, out = (tmp / f"{n}.ktrace" for n in ("source", "recorded", "retimed"))
+    process.run([*cli, "record", case, *items, "--hw", hw, "-o", str(source)], tmp)
+    rec_wall, rec_cpu, _ = process.run([*cli, "record", case, *items, "--hw", to, "-o",
+                                        str(there)], tmp)
+    ret_wall, ret_cpu, _ = process.run([*cli, "retime", str(source), "--hw", to, "-o",
                                         str(out)], tmp)
+    if (out / "ops.parquet").read_bytes() != (there / "ops.parquet").read_bytes():
+        raise RuntimeError(f"bench retime: {case} retimed onto {to} is not its recording")
     return {"record_s": rec_cpu, "retime_s": ret_cpu, "record_wall_s": rec_wall,
             "retime_wall_s": ret_wall}
 
