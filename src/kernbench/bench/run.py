@@ -13,6 +13,7 @@ from kernbench.bench import (
     fixed,
     record,
     replay,
+    retime,
     serving,
     sweep,
     topology,
@@ -28,6 +29,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
+    ("retime", retime.measure),
     ("fixed costs", fixed.measure),
 ]
 
