@@ -53,14 +53,25 @@ def _bad(name: str, **values: int) -> None:
                                + " ".join(f"{k}={v}" for k, v in values.items()))
 
 
-def matmul_reference(split: str, ranks: int) -> Any:
+def _unpack(x: np.ndarray) -> np.ndarray:
+    """A packed ``[panels, rows, width]`` matrix as the ``[rows, panels * width]`` it holds."""
+    return x.transpose(1, 0, 2).reshape(x.shape[1], -1)
+
+
+def _pack(x: np.ndarray, width: int) -> np.ndarray:
+    """``[rows, cols]`` as ``[cols / width, rows, width]`` panels."""
+    return np.ascontiguousarray(x.reshape(x.shape[0], -1, width).transpose(1, 0, 2))
+
+
+def matmul_reference(split: str, ranks: int, BN: int) -> Any:  # noqa: N803
     def reference(a_ptr: np.ndarray, b_ptr: np.ndarray, **_: Any) -> dict[str, Any]:
-        x = np.asarray(a_ptr, np.float32)
+        x = _unpack(np.asarray(a_ptr, np.float32))
         w = np.asarray(b_ptr, np.float32)
-        if split == "columns":  # w [N, K]
-            return {"c_ptr": x @ w.T}
-        kp = x.shape[1] // ranks  # w [ranks, N, K / ranks]
-        return {"c_ptr": np.stack([x[:, r * kp:(r + 1) * kp] @ w[r].T for r in range(ranks)])}
+        if split == "columns":  # w: [N / BN, K, BN] panels
+            return {"c_ptr": _pack(x @ _unpack(w), BN)}
+        kr = x.shape[1] // ranks  # w: [ranks, N / BN, K / ranks, BN]
+        return {"c_ptr": np.stack([_pack(x[:, r * kr:(r + 1) * kr] @ _unpack(w[r]), BN)
+                                   for r in range(ranks)])}
 
     return reference
 
@@ -68,30 +79,36 @@ def matmul_reference(split: str, ranks: int) -> Any:
 def matmul_case(M: int = 1, N: int = 10240, K: int = 8192, ranks: int = 8,  # noqa: N803
                 split: str = "columns", BM: int = 16, BN: int = 128, BK: int = 1024,  # noqa: N803
                 group_m: int = 8, stages: int = 2, seed: int = 0) -> kb.Case:
-    """``[M, K] @ W`` split over ``ranks`` as tensor parallelism splits it, the Triton
-    tutorial's matmul with a rank axis; W stored as ``nn.Linear`` keeps it (``[N, K]``, each
-    rank's K share ``[N, K / ranks]`` for ``split="rows"``)."""
+    """``[M, K] @ W`` split over ``ranks`` as tensor parallelism splits it: the Triton
+    tutorial's matmul with a rank axis, on packed layouts whose tiles are contiguous: the
+    weights in panels of ``BN`` output columns (``[N / BN, K, BN]``; for ``split="rows"`` each
+    rank's K share ``[ranks, N / BN, K / ranks, BN]``), the activations in panels of ``BK``
+    (``[K / BK, M, BK]``), the output in panels of ``BN`` (for ``split="rows"`` one partial
+    sum per rank)."""
     _bad("llama matmul", M=M, N=N, K=K, ranks=ranks, BM=BM, BN=BN, BK=BK, group_m=group_m,
          stages=stages)
     if split not in SPLITS:
         raise kb.BadInputError(f"llama matmul: split {split!r} is not one of {SPLITS}")
     cols = split == "columns"
-    if (N if cols else K) % ranks:
-        raise kb.BadInputError(f"llama matmul: {'N' if cols else 'K'}={N if cols else K} is "
-                               f"not divisible by ranks={ranks}")
     n_r, k_r = (N // ranks, K) if cols else (N, K // ranks)
-    a, c = _ph(M, K), _ph(M, N) if cols else _ph(ranks, M, N)
-    b = _ph(N, K) if cols else _ph(ranks, N, k_r)
-    #        stride_az, am, ak | stride_bz, bk, bn | stride_cz, cm, cn
-    strides = ((0, K, 1, n_r * K, 1, K, n_r, N, 1) if cols else
-               (k_r, K, 1, N * k_r, 1, k_r, M * N, N, 1))
-    tiles = -(-M // BM) * -(-n_r // BN)
+    if (N if cols else K) % ranks or n_r % BN or k_r % BK:
+        raise kb.BadInputError(f"llama matmul: need {'N' if cols else 'K'} divisible by ranks, "
+                               f"each rank's N by BN and its K by BK, got N={N} K={K} "
+                               f"ranks={ranks} split={split} BN={BN} BK={BK}")
+    a = _ph(K // BK, M, BK)
+    b = _ph(N // BN, K, BN) if cols else _ph(ranks, N // BN, k_r, BN)
+    c = _ph(N // BN, M, BN) if cols else _ph(ranks, N // BN, M, BN)
+    #    stride_az, am, ak, akt | stride_bz, bp, bk, bn | stride_cz, cp, cm, cn
+    strides = ((0 if cols else k_r * M, BK, 1, M * BK)
+               + (n_r * K if cols else N * k_r, k_r * BN, BN, 1)
+               + (n_r * M if cols else N * M, M * BN, BN, 1))
+    tiles = -(-M // BM) * (n_r // BN)
     specs = {"a_ptr": kb.tensor(a.shape, "bfloat16", init=kb.randn(seed=seed + 81)),
              "b_ptr": kb.tensor(b.shape, "bfloat16",
                                 init=kb.randn(seed=seed + 82, scale=float(K) ** -0.5)),
              "c_ptr": kb.tensor(c.shape, "bfloat16", role="output")}
     return _case(_triton().matmul_kernel, (ranks, tiles), (a, b, c, M, n_r, k_r, *strides),
-                 "llama-matmul", ["c_ptr"], specs, matmul_reference(split, ranks),
+                 "llama-matmul", ["c_ptr"], specs, matmul_reference(split, ranks, BN),
                  BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=group_m,
                  num_stages=stages)
 
@@ -166,27 +183,30 @@ def rope_case(tokens: int = 1, H_q: int = 64, H_kv: int = 8, D: int = 128,  # no
                  pad_n_kh=pad(H_kv), pad_hd=pad(D))
 
 
-def swiglu_reference(ranks: int) -> Any:
-    def reference(gu_ptr: np.ndarray, **_: Any) -> dict[str, Any]:
-        gu = np.asarray(gu_ptr, np.float32)  # [tokens, ranks, 2, F / ranks]
-        gate, up = gu[:, :, 0], gu[:, :, 1]
-        silu = collective._bf16(gate / (1.0 + np.exp(-gate)))
-        return {"c_ptr": (silu * up).reshape(gu.shape[0], -1)}
+def swiglu_reference(a_ptr: np.ndarray, b_ptr: np.ndarray, **_: Any) -> dict[str, Any]:
+    gate = np.asarray(a_ptr, np.float32)
+    silu = collective._bf16(gate / (1.0 + np.exp(-gate)))
+    return {"c_ptr": silu * np.asarray(b_ptr, np.float32)}
 
-    return reference
+
+#: the widest row the SwiGLU kernel takes (a row is one program)
+SWIGLU_ROW = 8192
 
 
 def swiglu_case(tokens: int = 1, ffn: int = 28672, ranks: int = 8, seed: int = 0) -> kb.Case:
-    """Liger-Kernel's SwiGLU forward on each rank's share of the gate/up projection (rank
-    ``r``'s gate and up columns side by side, as a merged column-parallel linear stores
-    them), one program per (token, rank)."""
+    """Liger-Kernel's SwiGLU forward, ``silu(gate) * up`` on each rank's share of the gate
+    and up projections (``[ranks, tokens, ffn / ranks]`` each), one program a row: the shares
+    seen as rows of 8192 elements where they divide into them (the op is elementwise), else
+    one row per (rank, token)."""
     _bad("llama swiglu", tokens=tokens, ffn=ffn, ranks=ranks)
     if ffn % ranks:
         raise kb.BadInputError(f"llama swiglu: ffn={ffn} is not divisible by ranks={ranks}")
     f = ffn // ranks
-    gu, c = _ph(tokens, ranks, 2, f), _ph(tokens, ffn)
-    specs = {"gu_ptr": kb.tensor(gu.shape, "bfloat16", init=kb.randn(seed=seed + 111)),
+    cols = SWIGLU_ROW if (tokens * f) % SWIGLU_ROW == 0 else f
+    rows = ranks * tokens * f // cols
+    a, b, c = _ph(rows, cols), _ph(rows, cols), _ph(rows, cols)
+    specs = {"a_ptr": kb.tensor(a.shape, "bfloat16", init=kb.randn(seed=seed + 111)),
+             "b_ptr": kb.tensor(b.shape, "bfloat16", init=kb.randn(seed=seed + 112)),
              "c_ptr": kb.tensor(c.shape, "bfloat16", role="output")}
-    return _case(_triton().swiglu_kernel, (tokens * ranks,), (gu, c, 2 * f, f), "llama-swiglu",
-                 ["c_ptr"], specs, swiglu_reference(ranks), n_cols=f,
-                 BLOCK_SIZE=1 << (f - 1).bit_length())
+    return _case(_triton().swiglu_kernel, (rows,), (a, b, c, cols), "llama-swiglu", ["c_ptr"],
+                 specs, swiglu_reference, n_cols=cols, BLOCK_SIZE=1 << (cols - 1).bit_length())

@@ -3,16 +3,20 @@ public Triton code writes them (docs/llama3-70b.md, ADR-0920):
 
 - ``matmul_kernel``: the Triton tutorial's matmul (grouped ordering, a float32 accumulator,
   masked K) with a leading grid axis for the tensor-parallel rank, as batched matmuls add
-  one: rank ``z`` offsets A, B and C by its strides. Rows of A past M are masked rather than
-  wrapped by ``% M``: on the AHBM a wrapped row is read from HBM again, a masked one moves
-  nothing (at decode M is the batch, often below ``BLOCK_SIZE_M``);
+  one (rank ``z`` offsets A, B and C by its strides), and its pointers written with a stride
+  per panel, so that packed layouts read and write whole contiguous tiles: B in panels of
+  ``BLOCK_SIZE_N`` columns (``stride_bp``), C likewise (``stride_cp``), A in panels of
+  ``BLOCK_SIZE_K`` columns (the step ``stride_akt``); with ``stride_bp = BLOCK_SIZE_N *
+  stride_bn`` and ``stride_akt = BLOCK_SIZE_K * stride_ak`` it is the tutorial's row-major
+  matmul. Rows of A past M are masked rather than wrapped by ``% M``: on the AHBM a wrapped
+  row is read from HBM again, a masked one moves nothing (at decode M is the batch, often
+  below ``BLOCK_SIZE_M``);
 - ``rms_norm_kernel``: Liger-Kernel's RMSNorm forward in its Llama casting mode (the
   reciprocal RMS in float32, the normalised row cast back before the weight), storing
   ``rstd`` as Liger does;
 - ``rope_kernel``: Liger-Kernel's RoPE forward (one program per token, every query and key
   head of it, the halves rotated in place with ``cos``/``sin`` of the token's position);
-- ``swiglu_kernel``: Liger-Kernel's SwiGLU forward (``silu(gate) * up``, the SiLU in float32),
-  reading gate and up from one merged row as vLLM's ``silu_and_mul`` does.
+- ``swiglu_kernel``: Liger-Kernel's SwiGLU forward (``silu(gate) * up``, the SiLU in float32).
 
 The module imports ``triton`` (the installed package, or kernbench's stand-in), so it is
 loaded only when a case of ``kernels/llama.py`` is built (ADR-0842).
@@ -28,9 +32,9 @@ import triton.language as tl  # noqa: E402
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_az, stride_am, stride_ak, stride_bz,
-                  stride_bk, stride_bn, stride_cz, stride_cm, stride_cn,
-                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_az, stride_am, stride_ak, stride_akt,
+                  stride_bz, stride_bp, stride_bk, stride_bn, stride_cz, stride_cp, stride_cm,
+                  stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                   BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
     rank = tl.program_id(axis=0)  # the tensor-parallel rank: its share of A, B and C
     a_ptr += rank * stride_az
@@ -46,23 +50,23 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_az, stride_am, stride_ak,
     pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
     pid_n = (pid % num_pid_in_group) // group_size_m
     offs_am = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_bn = tl.arange(0, BLOCK_SIZE_N)
     offs_k = tl.arange(0, BLOCK_SIZE_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    b_ptrs = b_ptr + pid_n * stride_bp + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
     accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
         a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (offs_k[None, :] < K - k * BLOCK_SIZE_K),
                     other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
         accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
+        a_ptrs += stride_akt
         b_ptrs += BLOCK_SIZE_K * stride_bk
     c = accumulator.to(c_ptr.dtype.element_ty)
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+    offs_cn = tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + pid_n * stride_cp + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=offs_cm[:, None] < M)
 
 
 @triton.jit
@@ -133,13 +137,12 @@ def silu(x):
 
 
 @triton.jit
-def swiglu_kernel(gu_ptr, c_ptr, gu_stride, c_stride, n_cols: tl.constexpr,
-                  BLOCK_SIZE: tl.constexpr):
+def swiglu_kernel(a_ptr, b_ptr, c_ptr, stride, n_cols: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     program_id = tl.program_id(0).to(tl.int64)
-    # locate start index: a row holds the gate, then the up projection (a merged gate/up)
-    a_ptr = gu_ptr + program_id * gu_stride
-    b_ptr = a_ptr + n_cols
-    c_ptr += program_id * c_stride
+    # locate start index
+    a_ptr += program_id * stride
+    b_ptr += program_id * stride
+    c_ptr += program_id * stride
     col_offsets = tl.arange(0, BLOCK_SIZE)
     mask = col_offsets < n_cols
     # sigmoid requires type float32
