@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
     from kernbench.replay.pool import ReplayPool
     from kernbench.trace.directory import Trace
     from kernbench.trace.hw import HwConfig, load_hw
+    from kernbench.workload import Workload
 
 __version__ = "0.1.0"
 
@@ -51,6 +52,7 @@ _LAZY: dict[str, str] = {
     "ReplayResult": "kernbench.replay",
     "ReplayPool": "kernbench.replay.pool",
     "Trace": "kernbench.trace.directory",
+    "Workload": "kernbench.workload",
 }
 #: public submodule names -> the module (``kb.references``: the old path of the built-in
 #: references, kept for the kernels and users that import it from here)
@@ -62,7 +64,7 @@ __all__ = [
     "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
-    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult", "ReplayPool",
+    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult", "ReplayPool", "Workload",
 ]
 
 

@@ -1,0 +1,113 @@
+"""``kb.Workload``: record every kernel of a model's layer in order on one hardware
+configuration, verify each on its reduced slice, and compose the layer's and the model's
+time from the recordings (docs/llama3-70b.md, ADR-0920).
+
+Each kernel is its own launch, recorded into its own trace (a case is one launch): the
+launches run back to back, each starting when the one before has ended (stream order: a
+kernel reads what the one before wrote), so the layer's latency is the sum of its kernels'
+latencies plus the inter-kernel costs, and those are the recorded cross-PE reductions (the
+reduce-scatter launches) — the hardware model charges nothing else between launches. The
+time per output token is the layers' time times the model's layers, plus its head (final
+RMSNorm and LM head), all recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kernbench.errors import BadInputError
+from kernbench.kernels.registry import build_case, registry
+from kernbench.record.recorder import record
+from kernbench.trace.hw import HwConfig, load_hw
+from kernbench.workload.layer import Step, head_steps, layer_steps
+from kernbench.workload.model import Point, point
+from kernbench.workload.result import Row, WorkloadResult, row_of
+
+#: a launch up to this many ops is checked whole as well as its slice (the race detector over
+#: a prefill GEMM's million ops is the bench's, not every run's)
+CHECK_OPS = 200_000
+
+
+def _case(spec: str, params: Mapping[str, Any]) -> Any:
+    """The case of a step: a built-in name or a factory ``module:function``."""
+    if ":" in spec:
+        from kernbench.replay.verdict import load_factory
+
+        return build_case(spec, params, factory=load_factory(spec), spec=spec)
+    if spec not in registry():
+        raise BadInputError(f"workload step case {spec!r} is not a built-in case")
+    return build_case(spec, params)
+
+
+class Workload:
+    """A model's decoder layer (and its head) as kernels on one hardware configuration.
+
+    ``kb.Workload("llama3-70b", phase="decode", hw="ahbm-v3", batch=8, context=32768)``;
+    shape fields reduce the model (``hidden=256, heads=16, ...``). ``run(out)`` records
+    every kernel into ``out`` (a temporary folder if None) and returns a
+    ``WorkloadResult``; ``verify`` (default True) also records each kernel's reduced slice,
+    replays it against numpy and checks it."""
+
+    def __init__(self, model: str = "llama3-70b", phase: str = "decode",
+                 hw: HwConfig | str | Path | None = None, **params: Any) -> None:
+        self.hw = load_hw(hw)
+        self.point: Point = point(model, phase, params, ranks=self.hw.n_pe)
+        self.steps: list[Step] = layer_steps(self.point, self.hw)
+        self.head: list[Step] = head_steps(self.point, self.hw)
+
+    def run(self, out: str | Path | None = None, verify: bool = True,
+            progress: Callable[[str], Any] | None = None) -> WorkloadResult:
+        if out is None:
+            with tempfile.TemporaryDirectory(prefix="kb-workload-") as tmp:
+                return self._run(Path(tmp), verify, progress)
+        return self._run(Path(out), verify, progress)
+
+    def _run(self, out: Path, verify: bool, progress: Callable[[str], Any] | None
+             ) -> WorkloadResult:
+        out.mkdir(parents=True, exist_ok=True)
+        pool = None
+        if verify:
+            from kernbench.replay.pool import ReplayPool
+
+            pool = ReplayPool()
+            pool.start(out)
+        rows: list[Row] = []
+        try:
+            for i, step in enumerate([*self.steps, *self.head]):
+                if progress is not None:
+                    progress(step.name)
+                rows.append(self._step(out, i, step, pool))
+        finally:
+            if pool is not None:
+                pool.close()
+        result = WorkloadResult(self.point, self.hw, rows)
+        (out / "workload.json").write_text(json.dumps(result.to_json(), indent=1,
+                                                      sort_keys=True) + "\n")
+        return result
+
+    def _step(self, out: Path, i: int, step: Step, pool: Any) -> Row:
+        from kernbench.analyze import check, metrics
+        from kernbench.analyze.critical import critical_path
+        from kernbench.analyze.path_summary import summary
+
+        path = out / f"{i:02d}-{step.name}.ktrace"
+        t0 = time.perf_counter()
+        trace = record(_case(step.case, step.params), path, hw=self.hw)
+        record_s = time.perf_counter() - t0
+        verdict, check_ok, replay_s = None, None, 0.0
+        if pool is not None:
+            sliced = out / "slices" / f"{i:02d}-{step.name}.ktrace"
+            piece = record(_case(step.case, step.slice_case), sliced, hw=self.hw)
+            t1 = time.perf_counter()
+            res = pool.replay(sliced, case=step.case if ":" in step.case else None)
+            replay_s = time.perf_counter() - t1
+            verdict = res.status
+            check_ok = check(piece).ok and (trace.manifest["n_ops"] > CHECK_OPS
+                                            or check(trace).ok)
+        path = summary(critical_path(trace), int(trace.manifest["t_end_ps"]))
+        return row_of(step, trace, metrics(trace), path, verdict, check_ok, record_s, replay_s)
