@@ -17,6 +17,7 @@ from kernbench.bench import (
     sweep,
     topology,
     triton_interpreter,
+    workload,
 )
 
 #: the sections of the harness, each contributing keys to one flat JSON object
@@ -28,6 +29,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
+    ("llama3-70b decode layer", workload.measure),
     ("fixed costs", fixed.measure),
 ]
 

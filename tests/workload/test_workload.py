@@ -1,0 +1,87 @@
+"""kb.Workload at reduced Llama shapes: every kernel of the layer recorded in order and
+replayed verified on every preset, the layer's time composed from the recordings, the
+decode layer bound by weight streaming, prefill bound by its GEMMs (docs/llama3-70b.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernbench as kb
+from kernbench.workload.layer import layer_steps
+
+#: a Llama layer a sixty-fourth of 70B's width: every kernel of it, tensor parallel over 8 PEs
+TINY = {"hidden": 128, "heads": 16, "kv_heads": 8, "head_dim": 16, "ffn": 256, "vocab": 512,
+        "layers": 2, "batch": 2, "context": 64}
+PRESETS = ("ahbm-v1", "ahbm-v2", "ahbm-v3")
+LAYER = ["attn_norm", "qkv_proj", "rope", "attention", "o_proj", "o_reduce", "mlp_norm",
+         "gate_up_proj", "swiglu", "down_proj", "down_reduce"]
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def tiny(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    return out, kb.Workload("llama3-70b", "decode", hw=request.param, **TINY).run(out)
+
+
+def test_every_kernel_of_the_layer_replays_verified_and_checks_clean_on_each_preset(tiny):
+    _, result = tiny
+    body = result.to_json()
+    assert [r["name"] for r in body["rows"]] == [*LAYER, "final_norm", "lm_head"]
+    assert all(r["verified"] == "verified" for r in body["rows"]), body["rows"]
+    assert all(r["check_ok"] for r in body["rows"])
+    assert body["verified"]
+
+
+def test_the_layer_latency_is_the_sum_of_its_recorded_kernels_and_reductions(tiny):
+    out, result = tiny
+    ends = {p.name: json.loads((p / "manifest.json").read_text())["t_end_ps"]
+            for p in out.glob("*.ktrace")}
+    body = result.to_json()
+    layer = [r for r in body["rows"] if r["scope"] == "layer"]
+    assert sum(ends[r["trace"]] for r in layer) * 1e-12 == pytest.approx(body["layer_s"])
+    reductions = [r for r in layer if r["name"].endswith("_reduce")]
+    assert len(reductions) == 2 and all(r["critical"] == "link_tx" for r in reductions)
+    head = sum(ends[r["trace"]] for r in body["rows"] if r["scope"] == "model") * 1e-12
+    assert body["token_s"] == pytest.approx(TINY["layers"] * body["layer_s"] + head)
+    assert body["tokens_per_s"] == pytest.approx(TINY["batch"] / body["token_s"])
+
+
+def test_the_workload_table_is_the_same_bytes_in_another_process(tmp_path):
+    script = ("import json, kernbench as kb; r = kb.Workload('llama3-70b', 'decode', "
+              f"hw='ahbm-v3', **{TINY!r}).run(verify=False); "
+              "print(r.table()); print(json.dumps(r.to_json(), sort_keys=True))")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert "time per output token" in runs[0]
+
+
+def test_the_tensor_parallel_split_gives_each_pe_its_share_of_heads_and_of_n():
+    w = kb.Workload("llama3-70b", "decode", hw="ahbm-v3", batch=4, context=4096)
+    steps = {s.name: s for s in w.steps}
+    qkv, o = steps["qkv_proj"].params, steps["o_proj"].params
+    assert (qkv["N"], qkv["K"], qkv["split"], qkv["ranks"]) == (10240, 8192, "columns", 8)
+    assert (o["N"], o["K"], o["split"]) == (8192, 8192, "rows")
+    assert steps["gate_up_proj"].params["N"] == 2 * 28672
+    assert (steps["down_proj"].params["K"], steps["down_proj"].params["split"]) == (28672,
+                                                                                    "rows")
+    att = steps["attention"].params
+    assert (att["H_q"], att["H_kv"], att["S_kv"]) == (64 * 4, 8 * 4, 4096)
+    assert [s.name for s in layer_steps(w.point, w.hw)] == LAYER
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"batch": 0}, "sizes must be positive, got batch=0"),
+    ({"heads": 12}, "divisible by 8"),
+    ({"bacth": 2}, "did you mean 'batch'"),
+    ({"context": "long"}, "context expects int, got 'long'"),
+    ({"attention": "flash"}, "attention 'flash' is not one of"),
+])
+def test_a_bad_workload_parameter_is_refused_naming_it(params, match):
+    with pytest.raises(kb.BadInputError, match=match):
+        kb.Workload("llama3-70b", "decode", hw="ahbm-v3", **params)
