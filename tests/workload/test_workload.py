@@ -46,6 +46,8 @@ def test_the_layer_latency_is_the_sum_of_its_recorded_kernels_and_reductions(tin
     assert sum(ends[r["trace"]] for r in layer) * 1e-12 == pytest.approx(body["layer_s"])
     reductions = [r for r in layer if r["name"].endswith("_reduce")]
     assert len(reductions) == 2 and all(r["critical"] == "link_tx" for r in reductions)
+    assert all(r["kernel"].startswith("direct" if result.hw.topology != "ring" else "ring")
+               for r in reductions)
     head = sum(ends[r["trace"]] for r in body["rows"] if r["scope"] == "model") * 1e-12
     assert body["token_s"] == pytest.approx(TINY["layers"] * body["layer_s"] + head)
     assert body["tokens_per_s"] == pytest.approx(TINY["batch"] / body["token_s"])

@@ -12,6 +12,12 @@ stores that chunk of the layer's output. The messages are bfloat16, as a bf16 al
 sends them (each running sum is rounded once per hop); chunks longer than ``block``
 elements go round the ring block by block.
 
+``ring_reduce_scatter`` needs neighbour links only (the ring presets). On a topology that
+routes a message to any PE (``ahbm-v3``'s torus, a switch), ``direct_reduce_scatter`` sends
+each chunk straight to the PE that owns it: every PE posts its ``n - 1`` receives, sends its
+``n - 1`` partial chunks and sums what it receives — one message deep instead of ``n - 1``,
+no rounding on the way (the partials are summed in float32 in the order ``p + 1, p + 2, ...``).
+
 There is no all-gather: the PEs share one HBM address space, so the next kernel reads the
 whole output where the chunks were stored.
 """
@@ -44,6 +50,26 @@ def ring_reduce_scatter(partial, residual, out, *, n: int, L: int, block: int):
             tl.store(out + chunks[-1] * L + b0, run + res.to(tl.float32))
 
 
+@kb.kernel
+def direct_reduce_scatter(partial, residual, out, *, n: int, L: int, block: int):
+    p = tl.program_id(0)
+    for b0 in range(0, L, block):
+        w = min(block, L - b0)
+        with tl.scratch_scope():
+            others = [(p + s) % n for s in range(1, n)]
+            got = [tl.recv_async(q, (w,), tl.bfloat16) for q in others]
+            for q in others:
+                tl.send(q, tl.load(partial + (p * n + q) * L + b0, (w,), tl.bfloat16))
+            run = tl.load(partial + (p * n + p) * L + b0, (w,), tl.bfloat16).to(tl.float32)
+            res = tl.load(residual + p * L + b0, (w,), tl.bfloat16)
+            for g in got:
+                run = run + g.to(tl.float32)
+            tl.store(out + p * L + b0, run + res.to(tl.float32))
+
+
+ALGORITHMS = {"ring": ring_reduce_scatter, "direct": direct_reduce_scatter}
+
+
 def _f32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x).astype(np.float32)
 
@@ -55,9 +81,12 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def reduce_scatter_reference(n: int) -> Any:
-    """``out = residual + sum_p partial[p]``, summed in the ring's order with the kernel's
-    rounding: chunk ``c`` starts at PE ``c`` and gains PE ``c + s``'s partial at hop ``s``."""
+def reduce_scatter_reference(n: int, algorithm: str = "ring") -> Any:
+    """``out = residual + sum_p partial[p]``, summed in the kernel's order with its rounding:
+    ring: chunk ``c`` starts at PE ``c`` and gains PE ``c + s``'s partial at hop ``s``
+    (rounded to bfloat16 for each hop but the last); direct: PE ``c`` sums its own, then
+    ``c + 1``'s, ... in float32."""
+    hops = algorithm == "ring"
 
     def reference(partial: np.ndarray, residual: np.ndarray, **_: Any) -> dict[str, Any]:
         parts = _f32(partial).reshape(n, n, -1)  # [rank, chunk, L]
@@ -67,7 +96,7 @@ def reduce_scatter_reference(n: int) -> Any:
             run = parts[c, c]
             for s in range(1, n):
                 total = run + parts[(c + s) % n, c]
-                run = _bf16(total) if s < n - 1 else total
+                run = _bf16(total) if hops and s < n - 1 else total
             out[c] = run + res[c]
         return {"out": out.reshape(np.shape(residual))}
 
@@ -75,18 +104,23 @@ def reduce_scatter_reference(n: int) -> Any:
 
 
 def reduce_scatter_case(M: int = 1, H: int = 8192, ranks: int = 8,  # noqa: N803
-                        block: int = 16384, seed: int = 0) -> kb.Case:
-    """Ring reduce-scatter of ``ranks`` partial ``[M, H]`` sums plus the residual, one program
-    per PE (the cross-PE reduction after a row-parallel GEMM)."""
+                        block: int = 16384, algorithm: str = "ring", seed: int = 0
+                        ) -> kb.Case:
+    """Reduce-scatter of ``ranks`` partial ``[M, H]`` sums plus the residual over IPCQ, one
+    program per PE (the cross-PE reduction after a row-parallel GEMM): round the ``ring``, or
+    ``direct`` to each chunk's PE (routed topologies)."""
     if min(M, H, ranks, block) < 1 or (M * H) % ranks:
         raise kb.BadInputError(f"reduce-scatter: need positive sizes and M*H divisible by "
                                f"ranks, got M={M} H={H} ranks={ranks} block={block}")
+    if algorithm not in ALGORITHMS:
+        raise kb.BadInputError(f"reduce-scatter: algorithm {algorithm!r} is not one of "
+                               f"{sorted(ALGORITHMS)}")
     return kb.Case(
-        name="llama-reduce-scatter", kernel=ring_reduce_scatter, grid=(ranks,),
+        name="llama-reduce-scatter", kernel=ALGORITHMS[algorithm], grid=(ranks,),
         tensors={"partial": kb.tensor((ranks, M, H), "bfloat16",
                                       init=kb.randn(seed=seed + 71)),
                  "residual": kb.tensor((M, H), "bfloat16", init=kb.randn(seed=seed + 72)),
                  "out": kb.tensor((M, H), "bfloat16", role="output")},
         params={"n": ranks, "L": M * H // ranks, "block": block},
-        reference=reduce_scatter_reference(ranks),
+        reference=reduce_scatter_reference(ranks, algorithm),
     )

@@ -101,10 +101,14 @@ def _attention(p: Point, hw: HwConfig) -> Step:
 
 
 def _reduce(p: Point, hw: HwConfig, name: str) -> Step:
+    """The reduction after a row-parallel GEMM: round the ring where the PEs have neighbour
+    links only, straight to each chunk's PE where the topology routes (ADR-0921)."""
     s = p.shape
-    step = Step(name, "ring reduce-scatter + residual (IPCQ)", f"{LLAMA}:reduce_scatter_case",
-                {"M": p.tokens, "H": s.hidden, "ranks": hw.n_pe},
-                "each PE reduces 1/%d of the output over the ring, adds the residual" % hw.n_pe)
+    how = "ring" if hw.topology == "ring" else "direct"
+    step = Step(name, f"{how} reduce-scatter + residual (IPCQ)", f"{LLAMA}:reduce_scatter_case",
+                {"M": p.tokens, "H": s.hidden, "ranks": hw.n_pe, "algorithm": how},
+                "each PE sums 1/%d of the output from the others' partials (%s), adds the "
+                "residual" % (hw.n_pe, how))
     return _rows(p, step, "M")
 
 

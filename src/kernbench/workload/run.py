@@ -28,6 +28,7 @@ from typing import Any
 from kernbench.errors import BadInputError
 from kernbench.kernels.registry import build_case, registry
 from kernbench.record.recorder import record
+from kernbench.trace import limits
 from kernbench.trace.hw import HwConfig, load_hw
 from kernbench.workload.layer import Step, head_steps, layer_steps
 from kernbench.workload.model import Point, point
@@ -84,8 +85,20 @@ class Workload:
                 return self._run(Path(tmp), verify, progress)
         return self._run(Path(out), verify, progress)
 
+    def check_budget(self) -> None:
+        """Reading a trace takes twice its tensors' bytes of ``KERNBENCH_MAX_MEMORY_GB``:
+        refuse, before anything is recorded, a launch whose trace could not be read (the KV
+        cache of a big batch at a long context)."""
+        p = self.point
+        for step in [*self.steps, *self.head]:
+            case = _case(step.case, step.params)
+            limits.require(f"the {step.name} launch of {p.model} {p.phase} batch={p.batch} "
+                           f"context={p.context} (its HBM tensors, twice)",
+                           2 * sum(t.nbytes for t in case.tensors.values()))
+
     def _run(self, out: Path, verify: bool, progress: Callable[[str], Any] | None
              ) -> WorkloadResult:
+        self.check_budget()
         out.mkdir(parents=True, exist_ok=True)
         pool = None
         if verify:
