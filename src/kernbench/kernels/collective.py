@@ -63,7 +63,8 @@ def direct_reduce_scatter(partial, residual, out, *, n: int, L: int, block: int)
             run = tl.load(partial + (p * n + p) * L + b0, (w,), tl.bfloat16).to(tl.float32)
             res = tl.load(residual + p * L + b0, (w,), tl.bfloat16)
             for g in got:
-                run = run + g.to(tl.float32)
+                with tl.scratch_scope():  # the running sum in place: O(1) float32 blocks
+                    tl.copy_to(run, run + g.to(tl.float32))
             tl.store(out + p * L + b0, run + res.to(tl.float32))
 
 
