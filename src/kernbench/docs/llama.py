@@ -54,7 +54,7 @@ def points() -> Iterator[tuple[str, str, HwConfig, dict[str, Any]]]:
         for b, c in PREFILL:
             yield f"prefill-b{b}-c{c}-{preset}", "prefill", PRESETS[preset], {"batch": b,
                                                                              "context": c}
-    for label, hw in variants().items():
+    for hw in variants().values():
         if hw.name == "ahbm-v3":
             continue
         for phase, b, c in (("decode", 1, 4096), ("decode", 64, 4096), ("prefill", 1, 8192)):

@@ -49,8 +49,8 @@ def _gemm(p: Point, hw: HwConfig, name: str, n: int, k: int, split: str, what: s
     if p.phase == "prefill" and name != "lm_head":
         cut["M"] = tiles["BM"]
         note += f", {tiles['BM']} of the {p.tokens} token rows"
-    how = ("each PE its 1/%d of N, the whole K" % ranks if split == "columns" else
-           "each PE its 1/%d of K, a partial sum of the whole output" % ranks)
+    how = (f"each PE its 1/{ranks} of N, the whole K" if split == "columns" else
+           f"each PE its 1/{ranks} of K, a partial sum of the whole output")
     return Step(name, f"matmul ({what})", f"{LLAMA}:matmul_case", params, how, cut, note,
                 "model" if name == "lm_head" else "layer")
 
@@ -107,8 +107,8 @@ def _reduce(p: Point, hw: HwConfig, name: str) -> Step:
     how = "ring" if hw.topology == "ring" else "direct"
     step = Step(name, f"{how} reduce-scatter + residual (IPCQ)", f"{LLAMA}:reduce_scatter_case",
                 {"M": p.tokens, "H": s.hidden, "ranks": hw.n_pe, "algorithm": how},
-                "each PE sums 1/%d of the output from the others' partials (%s), adds the "
-                "residual" % (hw.n_pe, how))
+                f"each PE sums 1/{hw.n_pe} of the output from the others' partials ({how}), "
+                "adds the residual")
     return _rows(p, step, "M")
 
 

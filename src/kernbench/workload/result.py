@@ -53,7 +53,8 @@ def row_of(step: Step, trace: Any, m: Any, path: dict[str, Any], verdict: str | 
 
 #: the row fields the JSON and the table carry (the deterministic ones)
 FIELDS = ("name", "kernel", "scope", "latency_ps", "hbm_bytes", "flops", "n_ops", "binding",
-          "efficiency", "critical", "critical_share", "split", "slice", "verified", "check_ok", "trace")
+          "efficiency", "critical", "critical_share", "split", "slice", "verified", "check_ok",
+          "trace")
 
 
 class WorkloadResult:

@@ -20,8 +20,8 @@ import json
 import math
 import tempfile
 import time
-from dataclasses import replace
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -150,5 +150,5 @@ class Workload:
             verdict = res.status
             check_ok = check(piece).ok and (trace.manifest["n_ops"] > CHECK_OPS
                                             or check(trace).ok)
-        path = summary(critical_path(trace), int(trace.manifest["t_end_ps"]))
-        return row_of(step, trace, metrics(trace), path, verdict, check_ok, record_s, replay_s)
+        crit = summary(critical_path(trace), int(trace.manifest["t_end_ps"]))
+        return row_of(step, trace, metrics(trace), crit, verdict, check_ok, record_s, replay_s)
