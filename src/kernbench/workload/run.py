@@ -79,11 +79,15 @@ class Workload:
         self.head: list[Step] = head_steps(self.point, self.hw)
 
     def run(self, out: str | Path | None = None, verify: bool = True,
-            progress: Callable[[str], Any] | None = None) -> WorkloadResult:
+            progress: Callable[[str], Any] | None = None, pool: Any = None
+            ) -> WorkloadResult:
+        """Record every kernel into ``out``; ``progress`` is called with each kernel's name
+        before it is recorded; ``pool``: a ``kb.ReplayPool`` to replay in (else one of its
+        own, closed at the end)."""
         if out is None:
             with tempfile.TemporaryDirectory(prefix="kb-workload-") as tmp:
-                return self._run(Path(tmp), verify, progress)
-        return self._run(Path(out), verify, progress)
+                return self._run(Path(tmp), verify, progress, pool)
+        return self._run(Path(out), verify, progress, pool)
 
     def check_budget(self) -> None:
         """Reading a trace takes twice its tensors' bytes of ``KERNBENCH_MAX_MEMORY_GB``:
@@ -96,15 +100,15 @@ class Workload:
                            f"context={p.context} (its HBM tensors, twice)",
                            2 * sum(t.nbytes for t in case.tensors.values()))
 
-    def _run(self, out: Path, verify: bool, progress: Callable[[str], Any] | None
-             ) -> WorkloadResult:
+    def _run(self, out: Path, verify: bool, progress: Callable[[str], Any] | None,
+             given: Any) -> WorkloadResult:
         self.check_budget()
         out.mkdir(parents=True, exist_ok=True)
         pool = None
         if verify:
             from kernbench.replay.pool import ReplayPool
 
-            pool = ReplayPool()
+            pool = given or ReplayPool()
             pool.start(out)
         rows: list[Row] = []
         done: dict[str, Row] = {}  # the same launch twice (the two norms, the two reductions)
@@ -120,7 +124,7 @@ class Workload:
                 done[key] = self._step(out, i, step, pool)
                 rows.append(done[key])
         finally:
-            if pool is not None:
+            if pool is not None and given is None:
                 pool.close()
         result = WorkloadResult(self.point, self.hw, rows)
         (out / "workload.json").write_text(json.dumps(result.to_json(), indent=1,
@@ -148,7 +152,7 @@ class Workload:
             res = pool.replay(piece.path, case=step.case if ":" in step.case else None)
             replay_s = time.perf_counter() - t1
             verdict = res.status
-            check_ok = check(piece).ok and (trace.manifest["n_ops"] > CHECK_OPS
+            check_ok = check(piece).ok and (piece is trace or trace.manifest["n_ops"] > CHECK_OPS
                                             or check(trace).ok)
         crit = summary(critical_path(trace), int(trace.manifest["t_end_ps"]))
         return row_of(step, trace, metrics(trace), crit, verdict, check_ok, record_s, replay_s)
