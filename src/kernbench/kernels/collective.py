@@ -35,19 +35,27 @@ from kernbench import tl
 @kb.kernel
 def ring_reduce_scatter(partial, residual, out, *, n: int, L: int, block: int):
     p = tl.program_id(0)
-    for b0 in range(0, L, block):
+    chunks = [(p - s) % n for s in range(n)]
+    buffers: dict[int, tuple] = {}  # per block width: the running sums sent and the
+    for b0 in range(0, L, block):   # messages received (two each, in turn), the f32 sum
         w = min(block, L - b0)
+        if w not in buffers:
+            buffers[w] = ([tl.zeros((w,), tl.bfloat16) for _ in range(4)],
+                          tl.zeros((w,), tl.float32))
+        (sum_a, sum_b, in_a, in_b), total = buffers[w]
         with tl.scratch_scope():
-            chunks = [(p - s) % n for s in range(n)]
             own = [tl.load(partial + (p * n + c) * L + b0, (w,), tl.bfloat16) for c in chunks]
             res = tl.load(residual + chunks[-1] * L + b0, (w,), tl.bfloat16)
             run = own[0]
             for s in range(1, n):
-                got = tl.recv_async("prev", (w,), tl.bfloat16)
+                got = tl.recv_async("prev", (w,), tl.bfloat16, out=(in_a, in_b)[s % 2])
                 tl.send("next", run)
-                total = got.to(tl.float32) + own[s].to(tl.float32)
-                run = total.to(tl.bfloat16) if s < n - 1 else total
-            tl.store(out + chunks[-1] * L + b0, run + res.to(tl.float32))
+                with tl.scratch_scope():  # the float32 sum's temporaries
+                    tl.copy_to(total, got.to(tl.float32) + own[s].to(tl.float32))
+                    if s < n - 1:
+                        run = (sum_a, sum_b)[s % 2]
+                        tl.copy_to(run, total.to(tl.bfloat16))
+            tl.store(out + chunks[-1] * L + b0, total + res.to(tl.float32))
 
 
 @kb.kernel
