@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
     from kernbench.replay.pool import ReplayPool
     from kernbench.trace.directory import Trace
     from kernbench.trace.hw import HwConfig, load_hw
+    from kernbench.workload import Workload
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ _LAZY: dict[str, str] = {
     "ReplayResult": "kernbench.replay",
     "ReplayPool": "kernbench.replay.pool",
     "Trace": "kernbench.trace.directory",
+    "Workload": "kernbench.workload",
 }
 #: public submodule names -> the module (``kb.references``: the old path of the built-in
 #: references, kept for the kernels and users that import it from here)
@@ -67,7 +69,7 @@ __all__ = [
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
     "ScratchScopeError", "TraceFormatError", "ReplayError", "RetimeError", "BadInputError",
     "HwConfig", "load_hw", "kernel", "record", "retime", "Trace", "replay", "ReplayResult",
-    "ReplayPool",
+    "ReplayPool", "Workload",
 ]
 
 

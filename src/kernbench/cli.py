@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from kernbench.cli_workload import run_workload, workload_options
 from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
 
 
@@ -408,6 +409,16 @@ def panel(mode: str, out: str | None, best: str | None, hw: str | None) -> None:
     frame = run_panel(full=mode == "full", out=out,
                       progress=lambda m: click.echo(m, err=True), hw=hw)
     click.echo(format_panel(frame))
+
+
+@main.command()
+@workload_options
+@_one_line
+def workload(**options: Any) -> None:
+    """Record every kernel of MODEL's decoder layer (llama3-70b) in order, tensor parallel
+    over the PEs: per kernel its latency, share, binding part, efficiency and HBM bytes; per
+    layer; per model the time per token and tokens/s (decode) or to first token (prefill)."""
+    run_workload(**options)
 
 
 @main.command()

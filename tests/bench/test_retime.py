@@ -13,6 +13,6 @@ def test_the_bench_reports_retime_vs_record_side_by_side():
                          quick=True, sweep=False)
     assert set(got) == {"retime_vs_record_scale", "scale_record_s", "scale_retime_s",
                         "scale_record_wall_s", "scale_retime_wall_s"}
-    assert got["retime_vs_record_scale"] == round(got["scale_retime_s"] / got["scale_record_s"],
-                                                  3)
+    ratio = got["scale_retime_s"] / got["scale_record_s"]  # of the rounded seconds
+    assert abs(got["retime_vs_record_scale"] - ratio) <= 0.002 * max(1.0, ratio)
     assert {"triton_matmul", "prefill_2k", "flagship_8k"} <= set(retime.WORKLOADS)

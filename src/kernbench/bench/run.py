@@ -18,6 +18,7 @@ from kernbench.bench import (
     sweep,
     topology,
     triton_interpreter,
+    workload,
 )
 
 #: the sections of the harness, each contributing keys to one flat JSON object
@@ -30,6 +31,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
     ("retime", retime.measure),
+    ("llama3-70b decode layer", workload.measure),
     ("fixed costs", fixed.measure),
 ]
 

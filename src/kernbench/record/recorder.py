@@ -18,7 +18,6 @@ from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
-from kernbench.record.machine.chip import launch as chip_launch
 from kernbench.record.machine.resident import occupancy
 from kernbench.record.machine.runner import run_launch
 from kernbench.record.rows.tensors import write_tensors
@@ -94,8 +93,7 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
-    shadow_ = shadow(case, tensors, writer) if guards and not (
-        hw.shared or chip_launch.ALWAYS) else None
+    shadow_ = shadow(case, tensors, writer) if guards else None
     return run_launch(hw, writer, grid, run, k, n_programs, alone, shadow_)
 
 

@@ -31,7 +31,7 @@ def run_launch(hw: HwConfig, writer: OpWriter, grid: tuple[int, ...], body: Call
     ``alone``: program 0 only, without an IPCQ ring (the occupancy dry run). ``shadow``:
     the value graph guards evaluate (``record/guards``), or None."""
     if hw.shared or chip_launch.ALWAYS:
-        return run_chip(hw, writer, grid, body, k, n_programs, alone)
+        return run_chip(hw, writer, grid, body, k, n_programs, alone, shadow)
     env = simpy.Environment()
     drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
     if shadow is not None:
