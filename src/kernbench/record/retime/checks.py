@@ -2,11 +2,11 @@
 
 Before anything runs: a hardware field the program read (``HW`` events) that changed,
 unless ``retime`` works its consequence out again (``UNDERSTOOD``); IPCQ on a ring of
-another size, or a message larger than the new slots; guards on the chip, which does not
-time them yet. While it runs, the machine refuses the rest: a program that no longer fits
-its slot (``run.py``), a composite's tiles that no longer fit the staging area
-(``work.py``), a guard whose value depended on time (``player.py``: the guard is evaluated
-again, as ``kb.record`` evaluates it, and compared with the recorded bits).
+another size, or a message larger than the new slots. While it runs, the machine refuses
+the rest: a program that no longer fits its slot (``run.py``), a composite's tiles that no
+longer fit the staging area (``work.py``), a guard whose value depended on time
+(``player.py``: the guard is evaluated again, as ``kb.record`` evaluates it, and compared
+with the recorded bits).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from kernbench.case.tensors import init_from_json
 from kernbench.errors import RetimeError
 from kernbench.record.guards.graph import Shadow
 from kernbench.record.guards.hbm import Hbm
-from kernbench.record.machine.chip import launch as chip_launch
 from kernbench.record.retime.script import Row, Script
 from kernbench.record.rows import stream as ev
 from kernbench.schemas.dtypes import DTYPES
@@ -54,9 +53,6 @@ def check(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig,
         for k, step in enumerate(script.steps):
             if isinstance(step, Row):
                 if step.op is OP.GUARD:
-                    if new.shared or chip_launch.ALWAYS:
-                        raise RetimeError(f"{_at(script, k)}: a decision on data is not timed "
-                                          f"on hardware with a shared part ({new.name}) yet")
                     guards = True
                 elif step.op in _IPCQ:
                     ipcq = ipcq or (script, k)
