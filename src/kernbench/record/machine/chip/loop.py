@@ -167,7 +167,9 @@ class Chip(Turns):
         if e is None:
             self.settle(node, node.ready)
         elif isinstance(e, ChipEngine):
-            self.due(e, e.ready(node))
+            t = e.ready(node)
+            if t < e.at:  # (``due``'s test, saving the call when no decision moves)
+                self.due(e, t)
         else:  # a composite parent, a send: what it does once its data are ready
             e.ready()
 
@@ -225,7 +227,9 @@ class Chip(Turns):
                 if end > done and e.dst >= 0:
                     node.rend = done  # a send reads its source until the link has it
                 self.settle(node, t, end, done - t)
-        self.due(e, e.earliest())
+        t = e.earliest()
+        if t < e.at:
+            self.due(e, t)
 
     def _room(self, e: ChipEngine, queue: Any, t: int) -> None:
         keep = []

@@ -143,7 +143,9 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         board.noted(chip.time)
     engine.add(node)
     if not node.deps:
-        chip.due(engine, engine.ready(node))
+        due = engine.ready(node)
+        if due < engine.at:
+            chip.due(engine, due)
     prog.now += 1
     if prog.blocking and cmd.op not in _NON_BLOCKING:
         chip.wait_for(prog, [node])
