@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from kernbench.cli_workload import run_workload, workload_options
 from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
 
 
@@ -112,6 +113,30 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
             click.echo("", err=True)
     click.echo(f"recorded {case}: {trace.n_ops} ops, latency {trace.t_end_ps / 1e6:.3f} us "
                f"-> {trace.path}")
+
+
+@main.command()
+@click.argument("trace")
+@click.option("--hw", required=True, help="Preset name or TOML file to time the stream on.")
+@click.option("-o", "--out", required=True, help="Trace directory to write.")
+@_one_line
+def retime(trace: str, hw: str, out: str) -> None:
+    """Time TRACE's recorded op stream again on other hardware, without its kernel."""
+    import pyarrow as pa
+
+    from kernbench.record.retime import retime as do_retime
+
+    try:  # as ``_reads_trace``, without importing polars (a retime never needs it)
+        got = do_retime(trace, hw, out)
+    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError, IndexError,
+            OverflowError, RecursionError) as exc:
+        msg = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
+                               ) from None
+    was = got.manifest["retimed_from"]
+    click.echo(f"retimed {trace}: {got.n_ops} ops, latency {was['t_end_ps'] / 1e6:.3f} us on "
+               f"{was['hw']} -> {got.t_end_ps / 1e6:.3f} us on {got.manifest['hw']['name']} "
+               f"-> {got.path}")
 
 
 def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -384,6 +409,16 @@ def panel(mode: str, out: str | None, best: str | None, hw: str | None) -> None:
     frame = run_panel(full=mode == "full", out=out,
                       progress=lambda m: click.echo(m, err=True), hw=hw)
     click.echo(format_panel(frame))
+
+
+@main.command()
+@workload_options
+@_one_line
+def workload(**options: Any) -> None:
+    """Record every kernel of MODEL's decoder layer (llama3-70b) in order, tensor parallel
+    over the PEs: per kernel its latency, share, binding part, efficiency and HBM bytes; per
+    layer; per model the time per token and tokens/s (decode) or to first token (prefill)."""
+    run_workload(**options)
 
 
 @main.command()

@@ -13,10 +13,12 @@ from kernbench.bench import (
     fixed,
     record,
     replay,
+    retime,
     serving,
     sweep,
     topology,
     triton_interpreter,
+    workload,
 )
 
 #: the sections of the harness, each contributing keys to one flat JSON object
@@ -28,6 +30,8 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
+    ("retime", retime.measure),
+    ("llama3-70b decode layer", workload.measure),
     ("fixed costs", fixed.measure),
 ]
 

@@ -131,10 +131,12 @@ def paged_decode_kernel(Q, K_cache, V_cache, page_table, kv_indptr, Mid_O, Mid_L
                       BLOCK_G, HEAD_DIM, PAGE_SIZE, NUM_SPLITS)
 
 
-def lengths(batch: int, s_max: int, seed: int) -> np.ndarray:
+def lengths(batch: int, s_max: int, seed: int, even: bool = False) -> np.ndarray:
     """Uneven request lengths up to ``s_max``: the first request is ``s_max`` long, the
-    others drawn from ``[1, s_max]``."""
+    others drawn from ``[1, s_max]`` (``even``: every request ``s_max`` long)."""
     lens = np.random.default_rng(seed).integers(1, s_max + 1, batch)
+    if even:
+        lens[:] = s_max
     lens[0] = s_max
     return lens.astype(np.int32)
 
@@ -157,10 +159,10 @@ def arrays(lens: np.ndarray, h_kv: int, d: int, page: int, seed: int
 
 
 def case(batch: int, s_max: int, h_q: int, h_kv: int, d: int, page: int, splits: int,
-         dtype: str, seed: int) -> kb.Case:
+         dtype: str, seed: int, even: bool = False) -> kb.Case:
     """The launch as a ``kb.Case``: q, K and V made by ``kb.randn`` (regenerated, not
     stored), the lengths, page table, partial results and tickets stored."""
-    lens = lengths(batch, s_max, seed)
+    lens = lengths(batch, s_max, seed, even)
     indptr, table, n_pages, max_pages = arrays(lens, h_kv, d, page, seed)
     group = h_q // h_kv
     block_g = max(16, 1 << (group - 1).bit_length())

@@ -14,9 +14,10 @@ from kernbench.kernels.gqa import LLAMA3_70B
 def serving_decode_case(batch: int = 4, S_max: int = 32768, H_q: int = LLAMA3_70B["H_q"],  # noqa: N803
                         H_kv: int = LLAMA3_70B["H_kv"], D: int = LLAMA3_70B["D"],
                         page: int = 16, splits: int = 8, dtype: str = "bfloat16",
-                        seed: int = 0) -> kb.Case:
-    """``batch`` requests (the first ``S_max`` tokens long, the others drawn up to it), their
-    K/V in pages of ``page`` tokens, each (request, KV head) in ``splits`` programs."""
+                        seed: int = 0, even: bool = False) -> kb.Case:
+    """``batch`` requests (the first ``S_max`` tokens long, the others drawn up to it, or
+    all ``S_max`` long if ``even``), their K/V in pages of ``page`` tokens, each (request,
+    KV head) in ``splits`` programs."""
     if H_q % H_kv or min(batch, S_max, H_q, H_kv, D, page, splits) <= 0:
         raise kb.BadInputError(f"serving-decode: need positive sizes and H_q % H_kv == 0, got "
                                f"batch={batch} S_max={S_max} H_q={H_q} H_kv={H_kv} D={D} "
@@ -25,4 +26,4 @@ def serving_decode_case(batch: int = 4, S_max: int = 32768, H_q: int = LLAMA3_70
         raise kb.BadInputError(f"serving-decode: dtype {dtype!r} is not bfloat16 or float16")
     from kernbench.kernels import paged_decode  # imports triton: only for this case
 
-    return paged_decode.case(batch, S_max, H_q, H_kv, D, page, splits, dtype, seed)
+    return paged_decode.case(batch, S_max, H_q, H_kv, D, page, splits, dtype, seed, even)

@@ -99,8 +99,7 @@ class Chip(Turns):
                              "from program 0's scratch peak)") if k > 1 else ""
         prog = P.Prog(self, pe, program, slot, at, scratch)
         ctx = prog.ctx = KernelContext(cast(Any, prog), program, self.grid)
-        ctx.issue = prog.issue
-        ctx.by_op = pe.by_op
+        ctx.connect(prog.issue, pe.by_op)
         g = prog.greenlet = ProgramGreenlet(self.body, parent=self.main)
         g.ctx = ctx
         self.live += 1
