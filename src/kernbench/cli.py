@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import click
 
+from kernbench.cli_boundary import emit as _emit
+from kernbench.cli_boundary import one_line as _one_line
+from kernbench.cli_boundary import reads_trace as _reads_trace
 from kernbench.cli_workload import run_workload, workload_options
-from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
-
-
-def _one_line(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a KernbenchError into one line on stderr and exit code 2 (no traceback)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KernbenchError as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            click.echo(f"kernbench: {type(exc).__name__}: {msg}", err=True)
-            sys.exit(2)
-
-    return wrapper
-
+from kernbench.errors import BadInputError, KernbenchError
 
 #: this process is the ``kernbench`` command itself (not a test's or a caller's call)
 _OWN_PROCESS = False
@@ -120,67 +105,16 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
 @click.option("--hw", required=True, help="Preset name or TOML file to time the stream on.")
 @click.option("-o", "--out", required=True, help="Trace directory to write.")
 @_one_line
+@_reads_trace
 def retime(trace: str, hw: str, out: str) -> None:
     """Time TRACE's recorded op stream again on other hardware, without its kernel."""
-    import pyarrow as pa
-
     from kernbench.record.retime import retime as do_retime
 
-    try:  # as ``_reads_trace``, without importing polars (a retime never needs it)
-        got = do_retime(trace, hw, out)
-    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError, IndexError,
-            OverflowError, RecursionError) as exc:
-        msg = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
-                               ) from None
+    got = do_retime(trace, hw, out)
     was = got.manifest["retimed_from"]
     click.echo(f"retimed {trace}: {got.n_ops} ops, latency {was['t_end_ps'] / 1e6:.3f} us on "
                f"{was['hw']} -> {got.t_end_ps / 1e6:.3f} us on {got.manifest['hw']['name']} "
                f"-> {got.path}")
-
-
-def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A command reading traces: errors of the libraries underneath (a corrupt file that got
-    past validation, an OS error, memory) are one line and exit 2, never a traceback.
-    Apply inside ``_one_line``."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        import polars as pl
-        import pyarrow as pa
-
-        try:
-            return fn(*args, **kwargs)
-        except TraceFormatError:  # not a trace: a suite's directory is named as such
-            from kernbench.sweep.builtin import refuse_suite
-
-            for key in ("trace", "a", "b"):
-                if key in kwargs:
-                    refuse_suite(kwargs[key], fn.__name__)
-            raise
-        except (KernbenchError, click.exceptions.Exit, click.ClickException):
-            raise
-        except MemoryError:
-            raise TraceFormatError("out of memory reading the trace; lower "
-                                   "KERNBENCH_MAX_MEMORY_GB so it is refused up front") from None
-        except (OSError, pa.ArrowException, pl.exceptions.PolarsError, ValueError,
-                TypeError, KeyError, IndexError, OverflowError, RecursionError,
-                pl.exceptions.PanicException) as exc:
-            msg = " ".join(str(exc).split())[:200] or type(exc).__name__
-            raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
-                                   ) from None
-
-    return wrapper
-
-
-def _emit(result: Any, as_json: bool = False) -> None:
-    """Print an analysis report (table or JSON) and its warnings (stderr); exit with its
-    code."""
-    for line in getattr(result, "warnings", ()):
-        click.echo(f"kernbench: warning: {line}", err=True)
-    click.echo(result.to_json() if as_json else result.to_text(), nl=as_json)
-    if result.exit_code:
-        sys.exit(result.exit_code)
 
 
 @main.command()
