@@ -17,12 +17,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import SHARED_PARTS
-from kernbench.trace import limits
-from kernbench.trace.columns import byte_lengths, chunk, ints, nulls, strings
-from kernbench.trace.parquet import open_parquet, read
+from kernbench.trace.columns import byte_lengths, chunk, ints, strings
 from kernbench.trace.rows import MAX_VALUE
+from kernbench.trace.sidefile import read_capped, refuse, refuse_nulls
 
 FILE = "shared.parquet"
 FORMAT = "kernbench-shared"
@@ -38,50 +36,31 @@ def max_rows(n_ops: int, hw: dict[str, Any]) -> int:
 def read_shared(path: Path, manifest: dict[str, Any]) -> pa.Table | None:
     """The rows of a trace's ``shared.parquet`` (None when the manifest lists none), its
     footer, size and every row checked."""
-    if FILE not in (manifest.get("files") or {}):
-        return None
-    where = Path(path) / FILE
-    pf = open_parquet(where, FORMAT)
     n_ops = int(manifest.get("n_ops") or 0)
-    rows, cap = pf.metadata.num_rows, max_rows(n_ops, manifest.get("hw") or {})
-    if rows > cap:
-        raise limits.TraceLimitError(f"{where}: {rows:,} rows, over the {cap:,} that "
-                                     f"{n_ops:,} ops can wait for")
-    table = read(pf, where)
+    cap = max_rows(n_ops, manifest.get("hw") or {})
+    got = read_capped(path, manifest, FILE, FORMAT, cap,
+                      lambda rows: f"{rows:,} rows, over the {cap:,} that {n_ops:,} ops can "
+                                   "wait for")
+    if got is None:
+        return None
+    table, where = got
     check_rows(table, n_ops, where)
     return table
 
 
-def _first(bad: np.ndarray) -> int:
-    return int(np.flatnonzero(bad)[0])
-
-
 def check_rows(table: pa.Table, n_ops: int, where: Path) -> None:
     """TraceFormatError naming the first row that breaks the format, if any."""
-    cols = {name: chunk(table.column(name)) for name in ("op_id", "part", "resource",
-                                                         "wait_ps")}
-    for name, col in cols.items():
-        null = nulls(col.indices if pa.types.is_dictionary(col.type) else col)
-        if null.any():
-            raise TraceFormatError(f"{where}: row {_first(null)} has a null {name}")
+    names = ("op_id", "part", "resource", "wait_ps")
+    cols = {name: chunk(table.column(name)) for name in names}
+    refuse_nulls(cols, names, where)
     op_id, wait = ints(cols["op_id"]), ints(cols["wait_ps"])
-    bad = (op_id < 0) | (op_id >= n_ops)
-    if bad.any():
-        k = _first(bad)
-        raise TraceFormatError(f"{where}: row {k} names op {int(op_id[k])}, not an op of the "
-                               f"trace (0..{n_ops - 1})")
+    refuse((op_id < 0) | (op_id >= n_ops), where,
+           lambda k: f"names op {int(op_id[k])}, not an op of the trace (0..{n_ops - 1})")
     values, codes = strings(cols["part"])
     known = np.array([v in SHARED_PARTS for v in values] + [False], bool)
-    bad = ~known[codes]
-    if bad.any():
-        k = _first(bad)
-        raise TraceFormatError(f"{where}: row {k} has part {values[codes[k]]!r}"[:200]
-                               + f", not one of {SHARED_PARTS}")
-    empty = np.array([n == 0 for n in byte_lengths(cols["resource"])], bool)
-    if empty.any():
-        raise TraceFormatError(f"{where}: row {_first(empty)} has an empty resource")
-    bad = (wait < 0) | (wait >= MAX_VALUE)
-    if bad.any():
-        k = _first(bad)
-        raise TraceFormatError(f"{where}: row {k} has wait_ps {int(wait[k])}, not in "
-                               f"0..{MAX_VALUE - 1}")
+    refuse(~known[codes], where,
+           lambda k: f"has part {values[codes[k]]!r}"[:200] + f", not one of {SHARED_PARTS}")
+    refuse(np.array([n == 0 for n in byte_lengths(cols["resource"])], bool), where,
+           "has an empty resource")
+    refuse((wait < 0) | (wait >= MAX_VALUE), where,
+           lambda k: f"has wait_ps {int(wait[k])}, not in 0..{MAX_VALUE - 1}")

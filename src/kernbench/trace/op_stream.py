@@ -20,10 +20,9 @@ import pyarrow as pa
 
 from kernbench.errors import TraceFormatError
 from kernbench.schemas.arrow import STREAM_KINDS
-from kernbench.trace import limits
-from kernbench.trace.columns import chunk, ints, list_parts, nulls, strings
-from kernbench.trace.parquet import open_parquet, read
+from kernbench.trace.columns import chunk, ints, list_parts, strings
 from kernbench.trace.rows import MAX_VALUE
+from kernbench.trace.sidefile import read_capped, refuse, refuse_nulls
 
 FILE = "stream.parquet"
 FORMAT = "kernbench-stream"
@@ -57,51 +56,35 @@ def max_rows(n_ops: int, n_programs: int) -> int:
 def read_stream(path: Path, manifest: dict[str, Any]) -> Events | None:
     """The events of a trace's ``stream.parquet`` (None when the manifest lists none), its
     footer, size and every row checked."""
-    if FILE not in (manifest.get("files") or {}):
-        return None
-    where = Path(path) / FILE
-    pf = open_parquet(where, FORMAT)
     n_ops = int(manifest.get("n_ops") or 0)
     programs = math.prod(int(g) for g in manifest.get("grid") or [1])
-    rows, cap = pf.metadata.num_rows, max_rows(n_ops, programs)
-    if rows > cap:
-        raise limits.TraceLimitError(f"{where}: {rows:,} events, over the {cap:,} that "
-                                     f"{n_ops:,} ops of {programs:,} programs can have")
-    return check_rows(read(pf, where), programs, where)
-
-
-def _first(bad: np.ndarray) -> int:
-    return int(np.flatnonzero(bad)[0])
+    cap = max_rows(n_ops, programs)
+    got = read_capped(path, manifest, FILE, FORMAT, cap,
+                      lambda rows: f"{rows:,} events, over the {cap:,} that {n_ops:,} ops of "
+                                   f"{programs:,} programs can have")
+    if got is None:
+        return None
+    table, where = got
+    return check_rows(table, programs, where)
 
 
 def check_rows(table: pa.Table, programs: int, where: Path) -> Events:
     """The events of ``table``; TraceFormatError naming the first row that breaks the
     format."""
     cols = {name: chunk(table.column(name)) for name in table.schema.names}
-    for name in ("program", "seq", "kind", "args"):
-        col = cols[name]
-        null = nulls(col.indices if pa.types.is_dictionary(col.type) else col)
-        if null.any():
-            raise TraceFormatError(f"{where}: row {_first(null)} has a null {name}")
+    refuse_nulls(cols, ("program", "seq", "kind", "args"), where)
     program, seq = ints(cols["program"]), ints(cols["seq"])
-    bad = (program < 0) | (program >= programs)
-    if bad.any():
-        k = _first(bad)
-        raise TraceFormatError(f"{where}: row {k} names program {int(program[k])}, not a "
-                               f"program of the grid (0..{programs - 1})")
-    bad = (seq < 0) | (seq >= MAX_VALUE)
-    if bad.any():
-        k = _first(bad)
-        raise TraceFormatError(f"{where}: row {k} has seq {int(seq[k])}, not in "
-                               f"0..{MAX_VALUE - 1}")
+    refuse((program < 0) | (program >= programs), where,
+           lambda k: f"names program {int(program[k])}, not a program of the grid "
+                     f"(0..{programs - 1})")
+    refuse((seq < 0) | (seq >= MAX_VALUE), where,
+           lambda k: f"has seq {int(seq[k])}, not in 0..{MAX_VALUE - 1}")
     values, codes = strings(cols["kind"])
     index = np.array([STREAM_KINDS.index(v) if v in STREAM_KINDS else -1 for v in values]
                      + [-1], np.int64)
     kind = index[codes]
-    if (kind < 0).any():
-        k = _first(kind < 0)
-        raise TraceFormatError(f"{where}: row {k} has kind {values[codes[k]]!r}"[:200]
-                               + f", not one of {STREAM_KINDS}")
+    refuse(kind < 0, where,
+           lambda k: f"has kind {values[codes[k]]!r}"[:200] + f", not one of {STREAM_KINDS}")
     start, length, args = list_parts(cols["args"])
     if args.null_count:
         raise TraceFormatError(f"{where}: an event has a null argument")
