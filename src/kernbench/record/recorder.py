@@ -22,7 +22,7 @@ from kernbench.record.machine.resident import occupancy
 from kernbench.record.machine.runner import run_launch
 from kernbench.record.rows.tensors import write_tensors
 from kernbench.record.rows.writer import OpWriter
-from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
+from kernbench.trace import Trace
 from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
 
@@ -160,7 +160,6 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             f"{case.kernel.__module__}:{case.kernel.__qualname__}")
         manifest: dict[str, Any] = {
             "format": "kernbench-trace",
-            "schema_version": writer.schema_version,
             "kernbench_version": __version__,
             "case": case.name,
             "case_params": dict(case.case_params) if case.case_params is not None else None,
@@ -168,13 +167,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
             "kernel": kernel,
             "params": dict(case.params),
             "grid": list(case.grid),
-            "hw": hw.to_dict(),
-            "n_ops": writer.n_ops,
-            "t_end_ps": writer.t_end_ps,
-            "scratch_peak_bytes": max(peaks),
-            "programs_per_pe": k,
-            "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
-                      if n in DATA_FILES or (tmp / n).is_file()},
+            **writer.measured(hw, peaks, k, tmp),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return Trace(out, manifest)

@@ -28,7 +28,7 @@ from kernbench.record.retime.script import Script, read_rows, scripts
 from kernbench.record.retime.work import Works
 from kernbench.record.rows.writer import OpWriter
 from kernbench.schemas.arrow import version_parts
-from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
+from kernbench.trace import Trace
 from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
 from kernbench.trace.op_stream import read_stream
@@ -122,15 +122,8 @@ def _manifest(src: Trace, hw: HwConfig, writer: OpWriter, peaks: list[int], k: i
     manifest = dict(src.manifest)
     manifest.pop("retimed_from", None)
     manifest.update({
-        "schema_version": writer.schema_version,
+        **writer.measured(hw, peaks, k, tmp),
         "kernbench_version": __version__,
-        "hw": hw.to_dict(),
-        "n_ops": writer.n_ops,
-        "t_end_ps": writer.t_end_ps,
-        "scratch_peak_bytes": max(peaks),
-        "programs_per_pe": k,
-        "files": {n: file_sha256(tmp / n) for n in DATA_FILES + OPTIONAL_FILES
-                  if n in DATA_FILES or (tmp / n).is_file()},
         "retimed_from": {"trace": origin, "hw": str(src.manifest["hw"]["name"]),
                          "t_end_ps": int(src.manifest["t_end_ps"]),
                          "ops_sha256": str(src.manifest["files"]["ops.parquet"])},

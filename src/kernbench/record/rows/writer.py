@@ -53,7 +53,7 @@ from kernbench.schemas.arrow import (
     manifest_version,
 )
 from kernbench.schemas.dtypes import V3_DTYPES
-from kernbench.trace import writing
+from kernbench.trace import DATA_FILES, OPTIONAL_FILES, file_sha256, writing
 
 BATCH_ROWS = 1 << 14
 
@@ -257,6 +257,16 @@ class OpWriter:
             major = (MANIFEST_VERSION_INDEXED if self.indexed or self.access.used
                      else SCHEMA_VERSION)
         return manifest_version(major, GUARD_MINOR if self.guarded else 0)
+
+    def measured(self, hw: Any, peaks: list[int], k: int, folder: Path) -> dict[str, Any]:
+        """What a recording (or a retime) of this log states in its manifest: schema
+        version, hardware, op count, latency, scratch peak, resident programs and each
+        written file's sha256 (call after ``close``; ``folder`` holds the files)."""
+        return {"schema_version": self.schema_version, "hw": hw.to_dict(),
+                "n_ops": self.n_ops, "t_end_ps": self.t_end_ps,
+                "scratch_peak_bytes": max(peaks), "programs_per_pe": k,
+                "files": {n: file_sha256(folder / n) for n in DATA_FILES + OPTIONAL_FILES
+                          if n in DATA_FILES or (folder / n).is_file()}}
 
     def close(self) -> None:
         self.flush()
