@@ -11,6 +11,18 @@ from typing import Any
 from kernbench.errors import BadInputError, closest
 from kernbench.sweep.spec import SweepSpec, parse_spec, read_rules, with_overrides
 
+#: the hardware study's axes (docs/hardware-study.md): ahbm-v3's shared parts, each kernel
+#: recorded once and retimed for the other points
+_STUDY_HW = """[hw]
+preset = ["ahbm-v3"]
+hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
+tcm_gbps = [64, 256, 1024]
+topology = ["torus2d", "switch"]
+n_pe = [8, 16]
+[best]
+metric = "latency_ps"
+"""
+
 #: the milestone-gqa-headline design space, one sweep per kernel family
 BUILTIN: dict[str, str] = {
     "milestone-decode": """
@@ -143,15 +155,7 @@ metric = "latency_ps"
 case = "gqa-decode"
 [grid]
 S_kv = [32768]
-[hw]
-preset = ["ahbm-v3"]
-hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
-tcm_gbps = [64, 256, 1024]
-topology = ["torus2d", "switch"]
-n_pe = [8, 16]
-[best]
-metric = "latency_ps"
-""",
+""" + _STUDY_HW,
     "study-prefill": """
 # the 2k pipelined causal prefill (one GQA group, one PE) on ahbm-v3's shared parts
 case = "gqa-prefill"
@@ -160,44 +164,20 @@ S = [2048]
 H_q = [8]
 H_kv = [1]
 schedule = ["pipelined"]
-[hw]
-preset = ["ahbm-v3"]
-hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
-tcm_gbps = [64, 256, 1024]
-topology = ["torus2d", "switch"]
-n_pe = [8, 16]
-[best]
-metric = "latency_ps"
-""",
+""" + _STUDY_HW,
     "study-ring": """
 # ring attention prefill over 8 ranks (KV blocks rotate over IPCQ) on ahbm-v3's shared parts
 case = "ring-attention"
 [grid]
 n_ranks = [8]
 S_kv_per_rank = [1024]
-[hw]
-preset = ["ahbm-v3"]
-hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
-tcm_gbps = [64, 256, 1024]
-topology = ["torus2d", "switch"]
-n_pe = [8, 16]
-[best]
-metric = "latency_ps"
-""",
+""" + _STUDY_HW,
     "study-triton": """
 # the Triton tutorial's matmul (512^3 fp16, 64 programs) on ahbm-v3's shared parts
 case = "kernbench.bench.triton_kernels:matmul_case"
 [grid]
 size = [512]
-[hw]
-preset = ["ahbm-v3"]
-hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
-tcm_gbps = [64, 256, 1024]
-topology = ["torus2d", "switch"]
-n_pe = [8, 16]
-[best]
-metric = "latency_ps"
-""",
+""" + _STUDY_HW,
 }
 
 
