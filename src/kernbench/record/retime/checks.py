@@ -26,6 +26,7 @@ from kernbench.schemas.dtypes import DTYPES
 from kernbench.schemas.ops import OP
 from kernbench.trace import Trace
 from kernbench.trace.hw import HwConfig
+from kernbench.trace.parquet import read_table
 
 #: the hardware fields the lowering reads whose consequences ``retime`` works out again:
 #: a transfer's bursts, a composite's tiles (``work.py``), the PEs and slots of IPCQ
@@ -82,7 +83,7 @@ def guard_shadow(src: Trace, writer: Any) -> Shadow:
     """The value graph guards are evaluated on (as ``kb.record`` keeps it): the trace's HBM
     tensors (their initial contents from tensors.parquet, data only) and the access arrays
     of the op log being written."""
-    table = src.tensors_table
+    table = read_table(src.path / "tensors.parquet", "kernbench-tensors")
     rows = table.drop_columns(["data"]).to_pylist()
     datas = table.column("data").to_pylist()
     tensors = {}

@@ -5,7 +5,10 @@ on the same machine ``kb.record`` uses (``record/machine/runner.py``), with the 
 occupancy dry run and resident slots, so the op log is byte for byte what recording the
 case on that hardware writes, wherever the stream does not depend on the hardware; where
 it does, ``checks.py`` and the machine refuse in one line (``RetimeError``) and nothing is
-written.
+written. The source is read through the one door (footers, sizes, the manifest's sha256),
+not the row validator (it cost as much as the retime): a row the player cannot issue is a
+one-line ``TraceFormatError`` or ``RetimeError``, and what a row makes it compute (a tile's
+elements) is held to the memory budget.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench import __version__
-from kernbench.errors import RetimeError, ScratchOverflowError
+from kernbench.errors import RetimeError, ScratchOverflowError, TraceFormatError
 from kernbench.record.machine.context import current
 from kernbench.record.machine.resident import occupancy
 from kernbench.record.machine.runner import run_launch
@@ -28,10 +31,13 @@ from kernbench.record.retime.script import Script, read_rows, scripts
 from kernbench.record.retime.work import Works
 from kernbench.record.rows.writer import OpWriter
 from kernbench.schemas.arrow import version_parts
+from kernbench.schemas.elements import AccessTable
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
 from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
 from kernbench.trace.op_stream import read_stream
+from kernbench.trace.parquet import read_table
+from kernbench.trace.validate import read_access
 
 
 def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path,
@@ -49,14 +55,23 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
                           "recorded before kernbench could retime, or retimed from such a "
                           "trace); record it again")
     n_programs = math.prod(int(g) for g in src.manifest["grid"])
-    plan = scripts(read_rows(src.ops_table), events, n_programs)
+    ops = read_table(src.path / "ops.parquet", "kernbench-ops")
+    if ops.num_rows != src.manifest["n_ops"]:
+        raise TraceFormatError(f"{src.path}/ops.parquet: {ops.num_rows:,} rows but the "
+                               f"manifest says n_ops = {src.manifest['n_ops']:,}")
+    try:
+        plan = scripts(read_rows(ops), events, n_programs)
+    except (ValueError, KeyError, IndexError, TypeError) as exc:  # rows no op stream has
+        raise TraceFormatError(f"{src.path}: not an op stream retime can issue "
+                               f"({type(exc).__name__}: {exc})"[:300]) from None
+    access = read_access(src.path, src.manifest)
     guards = check(src, plan, old, new, n_programs)
     out = Path(out)
     outside_traces(out)
     made = next((p for p in reversed(out.absolute().parents) if not p.exists()), None)
     try:
         with atomic_dir(out) as tmp:
-            writer, peaks, k = _run(src, plan, old, new, tmp, guards, progress)
+            writer, peaks, k = _run(src, plan, access, old, new, tmp, guards, progress)
             shutil.copyfile(src.path / "tensors.parquet", tmp / "tensors.parquet")
             manifest = _manifest(src, new, writer, peaks, k, tmp,
                                  origin or str(src.path.absolute()))
@@ -69,8 +84,8 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
     return Trace(out, manifest)
 
 
-def _run(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig, tmp: Path,
-         guards: bool, progress: Callable[[int], Any] | None
+def _run(src: Trace, plan: list[Script], access: AccessTable, old: HwConfig, new: HwConfig,
+         tmp: Path, guards: bool, progress: Callable[[int], Any] | None
          ) -> tuple[OpWriter, list[int], int]:
     """Issue every program's stream on ``new``: (the op log written, peaks, k)."""
     grid = tuple(int(g) for g in src.manifest["grid"])
@@ -84,7 +99,7 @@ def _run(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig, tmp: Path
         play(ctx, plan[ctx.program], shared[-1])
 
     def launch(writer: OpWriter, hw: HwConfig, k: int, n: int, alone: bool) -> list[int]:
-        shared.append(Shared(src.access, Works(old, new, src.access)))
+        shared.append(Shared(access, Works(old, new, access)))
         shadow = guard_shadow(src, writer) if guards else None
         return run_launch(hw, writer, grid, body, k, n, alone, shadow)
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 from kernbench.errors import TraceFormatError
 from kernbench.record.rows.stream import RECV_ASYNC, WORK
 from kernbench.schemas.ops import Op
-from kernbench.trace.columns import chunk, ints, list_parts, nulls, strings
+from kernbench.trace.columns import chunk, ints, list_parts, nulls, strings, unique_rows
 from kernbench.trace.op_stream import Events
 
 Operand = tuple[str, int, int, tuple[int, ...], str, bool]
@@ -60,17 +60,27 @@ class Script:
 
 
 def _operands(struct: pa.StructArray) -> list[Operand]:
-    """The operand tuples of a (flat) operand struct array; nulls decode as anything."""
+    """The operand tuples of a (flat) operand struct array, one tuple per distinct operand
+    (shared by every row naming it); nulls decode as anything."""
+    n = len(struct)
+    if not n:
+        return []
     space, pe, addr, shape, dtype, transposed = struct.flatten()
     start, length, values = list_parts(chunk(shape))
-    vals = ints(values).tolist()
-    shapes = [tuple(vals[s:s + n]) for s, n in zip(start.tolist(), length.tolist(),
-                                                   strict=True)]
+    vals = ints(values)
     sp_values, sp_codes = strings(space)
     dt_values, dt_codes = strings(dtype)
-    return list(zip([sp_values[c] for c in sp_codes.tolist()], ints(pe).tolist(),
-                    ints(addr).tolist(), shapes, [dt_values[c] for c in dt_codes.tolist()],
-                    [bool(t) for t in ints(transposed).tolist()], strict=True))
+    rank = int(length.max())
+    dims = np.full((n, rank), -1, np.int64)
+    for j in range(rank):
+        has = length > j
+        dims[has, j] = vals[start[has] + j]
+    keys = np.column_stack([sp_codes, ints(pe), ints(addr), dt_codes, ints(transposed),
+                            length, dims])
+    distinct, which = unique_rows(keys)
+    made = [(sp_values[r[0]], r[1], r[2], tuple(r[6:6 + r[5]]), dt_values[r[3]], bool(r[4]))
+            for r in distinct.tolist()]
+    return [made[i] for i in which.tolist()]
 
 
 def read_rows(ops: pa.Table) -> dict[int, list[Row]]:

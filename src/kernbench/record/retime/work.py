@@ -20,6 +20,7 @@ from kernbench.record.retime.script import Row, Script
 from kernbench.schemas import dtypes
 from kernbench.schemas import elements as ix
 from kernbench.schemas.ops import OP, OPS, Cost
+from kernbench.trace import limits
 from kernbench.trace.hw import HwConfig
 
 _BYTES = frozenset(op for op, s in OPS.items() if s.cost in (Cost.DMA_READ, Cost.DMA_WRITE,
@@ -70,6 +71,10 @@ class Works:
         key = (row.attrs, hbm[3], isz)
         got = self._memo.get(key)
         if got is None:
+            n = 1
+            for d in hbm[3]:
+                n *= d
+            limits.require(f"{row.src}: the elements of op {row.op_id}", 16 * n)
             rel, mask = ix.elements(attrs, hbm[3], self.access)
             got = ix.dma_work(ix.moved(rel, mask), isz, self.burst)
             if len(self._memo) > 4096:
