@@ -3,7 +3,7 @@
 Before anything runs: a hardware field the program read (``HW`` events) that changed,
 unless ``retime`` works its consequence out again (``UNDERSTOOD``); IPCQ on a ring of
 another size, or a message larger than the new slots. While it runs, the machine refuses
-the rest: a program that no longer fits its slot (``run.py``), a composite's tiles that no
+the rest: a program that no longer fits its slot (``entry.py``), a composite's tiles that no
 longer fit the staging area (``work.py``), a guard whose value depended on time
 (``player.py``: the guard is evaluated again, as ``kb.record`` evaluates it, and compared
 with the recorded bits).

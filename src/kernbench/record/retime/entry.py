@@ -13,10 +13,12 @@ elements) is held to the memory budget.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,8 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
         raise TraceFormatError(f"{src.path}/ops.parquet: {ops.num_rows:,} rows but the "
                                f"manifest says n_ops = {src.manifest['n_ops']:,}")
     try:
-        plan = scripts(read_rows(ops), events, n_programs)
+        with _collector_paused():  # millions of small acyclic objects (ADR-0712's reason)
+            plan = scripts(read_rows(ops), events, n_programs)
     except (ValueError, KeyError, IndexError, TypeError) as exc:  # rows no op stream has
         raise TraceFormatError(f"{src.path}: not an op stream retime can issue "
                                f"({type(exc).__name__}: {exc})"[:300]) from None
@@ -82,6 +85,17 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
             shutil.rmtree(made, ignore_errors=True)
         raise
     return Trace(out, manifest)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _run(src: Trace, plan: list[Script], access: AccessTable, old: HwConfig, new: HwConfig,
