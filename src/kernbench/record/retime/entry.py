@@ -13,12 +13,10 @@ elements) is held to the memory budget.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import math
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ from kernbench.record.machine.resident import occupancy
 from kernbench.record.machine.runner import run_launch
 from kernbench.record.retime.checks import check, guard_shadow
 from kernbench.record.retime.player import Shared, play
-from kernbench.record.retime.script import Script, read_rows, scripts
+from kernbench.record.retime.source import Source
 from kernbench.record.retime.work import Works
 from kernbench.record.rows.writer import OpWriter
 from kernbench.schemas.arrow import version_parts
@@ -37,8 +35,6 @@ from kernbench.schemas.elements import AccessTable
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
 from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
-from kernbench.trace.op_stream import read_stream
-from kernbench.trace.parquet import read_table
 from kernbench.trace.validate import read_access
 
 
@@ -51,30 +47,24 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
     src = trace if isinstance(trace, Trace) else Trace.open(trace)
     new = load_hw(hw)
     old = HwConfig.from_dict(src.manifest["hw"])
-    events = read_stream(src.path, src.manifest)
-    if events is None:
+    if "stream.parquet" not in (src.manifest.get("files") or {}):
         raise RetimeError(f"{src.path}: the trace holds no op stream (stream.parquet: it was "
                           "recorded before kernbench could retime, or retimed from such a "
                           "trace); record it again")
     n_programs = math.prod(int(g) for g in src.manifest["grid"])
-    ops = read_table(src.path / "ops.parquet", "kernbench-ops")
-    if ops.num_rows != src.manifest["n_ops"]:
-        raise TraceFormatError(f"{src.path}/ops.parquet: {ops.num_rows:,} rows but the "
-                               f"manifest says n_ops = {src.manifest['n_ops']:,}")
-    try:
-        with _collector_paused():  # millions of small acyclic objects (ADR-0712's reason)
-            plan = scripts(read_rows(ops), events, n_programs)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:  # rows no op stream has
-        raise TraceFormatError(f"{src.path}: not an op stream retime can issue "
-                               f"({type(exc).__name__}: {exc})"[:300]) from None
+    ops_rows = src.manifest["n_ops"]
+    source = Source(src.path, src.manifest, n_programs)
+    if source.ops.pf.metadata.num_rows != ops_rows:
+        raise TraceFormatError(f"{src.path}/ops.parquet: {source.ops.pf.metadata.num_rows:,} "
+                               f"rows but the manifest says n_ops = {ops_rows:,}")
     access = read_access(src.path, src.manifest)
-    guards = check(src, plan, old, new, n_programs)
+    guards = check(source, old, new, n_programs)
     out = Path(out)
     outside_traces(out)
     made = next((p for p in reversed(out.absolute().parents) if not p.exists()), None)
     try:
         with atomic_dir(out) as tmp:
-            writer, peaks, k = _run(src, plan, access, old, new, tmp, guards, progress)
+            writer, peaks, k = _run(src, source, access, old, new, tmp, guards, progress)
             shutil.copyfile(src.path / "tensors.parquet", tmp / "tensors.parquet")
             manifest = _manifest(src, new, writer, peaks, k, tmp,
                                  origin or str(src.path.absolute()))
@@ -87,30 +77,19 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
     return Trace(out, manifest)
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _run(src: Trace, plan: list[Script], access: AccessTable, old: HwConfig, new: HwConfig,
+def _run(src: Trace, source: Source, access: AccessTable, old: HwConfig, new: HwConfig,
          tmp: Path, guards: bool, progress: Callable[[int], Any] | None
          ) -> tuple[OpWriter, list[int], int]:
     """Issue every program's stream on ``new``: (the op log written, peaks, k)."""
     grid = tuple(int(g) for g in src.manifest["grid"])
-    n_programs = len(plan)
+    n_programs = source.programs
     major = version_parts(src.manifest["schema_version"])[0]
 
     shared: list[Shared] = []  # the running launch's
 
     def body() -> None:
         ctx = current()
-        play(ctx, plan[ctx.program], shared[-1])
+        play(ctx, source.script(ctx.program), shared[-1])
 
     def launch(writer: OpWriter, hw: HwConfig, k: int, n: int, alone: bool) -> list[int]:
         shared.append(Shared(access, Works(old, new, access)))

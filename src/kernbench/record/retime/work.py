@@ -16,7 +16,8 @@ from typing import Any
 
 from kernbench.errors import RetimeError
 from kernbench.record.commands import tile_rows
-from kernbench.record.retime.script import Row, Script
+from kernbench.record.retime.script import Row
+from kernbench.record.retime.source import Script
 from kernbench.schemas import dtypes
 from kernbench.schemas import elements as ix
 from kernbench.schemas.ops import OP, OPS, Cost
@@ -48,7 +49,7 @@ class Works:
         op = row.op
         if self.rebursts and op in _DMA:
             return self._dma(row)
-        got = script.works.get(row.seq)
+        got = script.work(row.seq)
         if got is not None:
             return got
         if op in _ELEMENTS:
@@ -85,7 +86,7 @@ class Works:
     def composite(self, script: Script, row: Row, stored: tuple[int, ...], itemsize: int,
                   auto: bool) -> tuple[int, ...]:
         """A composite GEMM's ``(M, N, K, trans_b, tile rows)`` on this staging area."""
-        work: Any = script.works[row.seq]
+        work: Any = script.work(row.seq)
         if not self.restage:
             return work
         rows = tile_rows((stored[0], stored[1]), itemsize, self.stage, None) if auto else work[4]
