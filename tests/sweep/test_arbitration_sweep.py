@@ -20,7 +20,7 @@ def test_sweep_over_engine_arbitration_records_both_policies(tmp_path):
                                     "-p", "hw.preset=ahbm-v2,ahbm-v3",
                                     "-o", str(out), "--workers", "1"])
     assert res.exit_code == 0, res.output
-    assert "4 points (4 ok, 0 failed, 0 resumed" in res.output
+    assert "4 points (4 ok, 0 failed, 0 resumed, 3 retimed)" in res.output  # ADR-0901
     points = pl.read_parquet(out / "points.parquet")
     latency = {(r["hw.preset"], r["hw.engine_arbitration"]): r["latency_ps"]
                for r in points.iter_rows(named=True)}

@@ -1,5 +1,5 @@
 """``kb.retime``: a trace's op stream timed again on other hardware."""
 
-from kernbench.record.retime.run import retime
+from kernbench.record.retime.entry import retime
 
 __all__ = ["retime"]

@@ -1,7 +1,7 @@
 """Issue one program's recorded op stream on the machine: ``retime``'s kernel body.
 
 The player runs in the program's greenlet where the kernel would, and hands the machine
-what the kernel's ``tl`` calls handed it, in the same order (``script.py``): commands
+what the kernel's ``tl`` calls handed it, in the same order (``source.py``): commands
 through the op table (``ctx.by_op``), requests through ``ctx.issue``, allocations and frees
 through the program's own allocator, scopes, pipelined loops and lifetime mode through the
 machine's own helpers. Values are mapped from the addresses the trace recorded to the
@@ -22,7 +22,8 @@ from kernbench.record.handle import Buffer, Scope, TensorHandle
 from kernbench.record.machine.allocator import close_lifetime, open_lifetime
 from kernbench.record.machine.holds import HOLDING, hold_inputs
 from kernbench.record.machine.pipeline import advance, begin, finish
-from kernbench.record.retime.script import Event, Operand, Row, Script
+from kernbench.record.retime.script import Event, Operand, Row
+from kernbench.record.retime.source import Script
 from kernbench.record.retime.work import Works
 from kernbench.record.rows import stream as ev
 from kernbench.schemas import dtypes
@@ -87,7 +88,7 @@ class Player:
 
     def run(self) -> None:
         apply, issue = self.apply, self.issue
-        for step in self.script.steps:
+        for step in self.script.steps():
             if type(step) is Row:
                 issue(step)
             else:

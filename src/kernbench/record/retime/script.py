@@ -1,24 +1,18 @@
-"""A trace's op stream, program by program: what ``retime`` issues again.
-
-Each program's script is its rows the kernel issued (a composite's children, and the
-receives a posted ``recv_async`` resolves, are the machine's: it makes them again) merged
-with the events of ``stream.parquet`` in the order they happened: an event noted at ``seq``
-comes before the program's first row of a higher ``seq`` (``record/rows/stream.py``).
-Operands are decoded once per distinct operand, as tuples ``(space, pe, addr, shape,
-dtype, transposed)`` (``TensorHandle.operand``).
+"""A trace's op stream decoded: the rows each program's kernel issued (a composite's
+children are the machine's) and the events of ``stream.parquet`` (``record/rows/stream.py``),
+by program. Operands are decoded once per distinct operand, as tuples ``(space, pe, addr,
+shape, dtype, transposed)`` (``TensorHandle.operand``). ``source.py`` reads them part by
+part and merges each program's into the order they happened.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pyarrow as pa
 
-from kernbench.errors import TraceFormatError
-from kernbench.record.rows.stream import RECV_ASYNC, WORK
+from kernbench.record.rows.stream import WORK
 from kernbench.schemas.ops import Op
-from kernbench.trace.columns import chunk, ints, list_parts, nulls, strings
+from kernbench.trace.columns import chunk, ints, list_parts, nulls, strings, unique_rows
 from kernbench.trace.op_stream import Events
 
 Operand = tuple[str, int, int, tuple[int, ...], str, bool]
@@ -49,28 +43,28 @@ class Event:
         self.out: Operand | None = None
 
 
-@dataclass
-class Script:
-    """One program's op stream: ``steps`` in order (a ``Row`` to issue, an ``Event`` to
-    apply) and the works its rows' cost models read (``WORK``, by seq)."""
-
-    program: int
-    steps: list[Row | Event] = field(default_factory=list)
-    works: dict[int, tuple[int, ...]] = field(default_factory=dict)
-
-
 def _operands(struct: pa.StructArray) -> list[Operand]:
-    """The operand tuples of a (flat) operand struct array; nulls decode as anything."""
+    """The operand tuples of a (flat) operand struct array, one tuple per distinct operand
+    (shared by every row naming it); nulls decode as anything."""
+    n = len(struct)
+    if not n:
+        return []
     space, pe, addr, shape, dtype, transposed = struct.flatten()
     start, length, values = list_parts(chunk(shape))
-    vals = ints(values).tolist()
-    shapes = [tuple(vals[s:s + n]) for s, n in zip(start.tolist(), length.tolist(),
-                                                   strict=True)]
+    vals = ints(values)
     sp_values, sp_codes = strings(space)
     dt_values, dt_codes = strings(dtype)
-    return list(zip([sp_values[c] for c in sp_codes.tolist()], ints(pe).tolist(),
-                    ints(addr).tolist(), shapes, [dt_values[c] for c in dt_codes.tolist()],
-                    [bool(t) for t in ints(transposed).tolist()], strict=True))
+    rank = int(length.max())
+    dims = np.full((n, rank), -1, np.int64)
+    for j in range(rank):
+        has = length > j
+        dims[has, j] = vals[start[has] + j]
+    keys = np.column_stack([sp_codes, ints(pe), ints(addr), dt_codes, ints(transposed),
+                            length, dims])
+    distinct, which = unique_rows(keys)
+    made = [(sp_values[r[0]], r[1], r[2], tuple(r[6:6 + r[5]]), dt_values[r[3]], bool(r[4]))
+            for r in distinct.tolist()]
+    return [made[i] for i in which.tolist()]
 
 
 def read_rows(ops: pa.Table) -> dict[int, list[Row]]:
@@ -107,53 +101,22 @@ def read_rows(ops: pa.Table) -> dict[int, list[Row]]:
     return by
 
 
-def scripts(rows: dict[int, list[Row]], events: Events, n_programs: int) -> list[Script]:
-    """Every program's script: its kernel rows and its events, merged in order; a posted
-    receive takes the later ``recv`` row writing its buffer (the machine makes that row)."""
-    evs: dict[int, list[Event]] = {}
-    out = [Script(p) for p in range(n_programs)]
+def read_events(events: Events) -> dict[int, tuple[list[Event], list[tuple[int, tuple[int, ...]]]]]:
+    """The events of a (checked) part of ``stream.parquet`` by program: (its events in
+    order, its works as (seq, work) in seq order)."""
+    out: dict[int, tuple[list[Event], list[tuple[int, tuple[int, ...]]]]] = {}
     args_all = events.args.tolist()
     srcs = events.srcs
     for program, seq, kind, s, n, src in zip(events.program.tolist(), events.seq.tolist(),
                                              events.kind.tolist(), events.start.tolist(),
                                              events.length.tolist(), events.src.tolist(),
                                              strict=True):
+        got = out.get(program)
+        if got is None:
+            got = out[program] = ([], [])
         args = tuple(args_all[s:s + n])
         if kind == WORK:
-            out[program].works[seq] = args
-            continue
-        evs.setdefault(program, []).append(Event(seq, kind, args,
-                                                 None if src < 0 else srcs[src]))
-    for script in out:
-        _merge(script, rows.get(script.program, []), evs.get(script.program, []))
-    return out
-
-
-def _merge(script: Script, rows: list[Row], evs: list[Event]) -> None:
-    """``script.steps``: each event before the first row of a higher seq; the ``recv`` rows
-    of posted receives left out (each event holds its row's operand)."""
-    posted: set[int] = set()  # rows a posted receive resolves into
-    for e in evs:
-        if e.kind != RECV_ASYNC:
-            continue
-        addr = e.args[0]
-        for k, r in enumerate(rows):
-            if (r.op is Op.RECV and k not in posted and r.seq >= e.seq and r.out is not None
-                    and r.out[2] == addr):
-                posted.add(k)
-                e.out = r.out
-                break
+            got[1].append((seq, args))
         else:
-            raise TraceFormatError(f"program {script.program}: the recv_async posted at seq "
-                                   f"{e.seq} into TCM {addr} has no recv row")
-    steps = script.steps
-    j, n = 0, len(evs)
-    for k, r in enumerate(rows):
-        if k in posted:
-            continue
-        while j < n and evs[j].seq <= r.seq:
-            steps.append(evs[j])
-            j += 1
-        steps.append(r)
-    steps.extend(evs[j:])
-
+            got[0].append(Event(seq, kind, args, None if src < 0 else srcs[src]))
+    return out

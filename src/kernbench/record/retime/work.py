@@ -16,10 +16,12 @@ from typing import Any
 
 from kernbench.errors import RetimeError
 from kernbench.record.commands import tile_rows
-from kernbench.record.retime.script import Row, Script
+from kernbench.record.retime.script import Row
+from kernbench.record.retime.source import Script
 from kernbench.schemas import dtypes
 from kernbench.schemas import elements as ix
 from kernbench.schemas.ops import OP, OPS, Cost
+from kernbench.trace import limits
 from kernbench.trace.hw import HwConfig
 
 _BYTES = frozenset(op for op, s in OPS.items() if s.cost in (Cost.DMA_READ, Cost.DMA_WRITE,
@@ -47,7 +49,7 @@ class Works:
         op = row.op
         if self.rebursts and op in _DMA:
             return self._dma(row)
-        got = script.works.get(row.seq)
+        got = script.work(row.seq)
         if got is not None:
             return got
         if op in _ELEMENTS:
@@ -70,6 +72,10 @@ class Works:
         key = (row.attrs, hbm[3], isz)
         got = self._memo.get(key)
         if got is None:
+            n = 1
+            for d in hbm[3]:
+                n *= d
+            limits.require(f"{row.src}: the elements of op {row.op_id}", 16 * n)
             rel, mask = ix.elements(attrs, hbm[3], self.access)
             got = ix.dma_work(ix.moved(rel, mask), isz, self.burst)
             if len(self._memo) > 4096:
@@ -80,7 +86,7 @@ class Works:
     def composite(self, script: Script, row: Row, stored: tuple[int, ...], itemsize: int,
                   auto: bool) -> tuple[int, ...]:
         """A composite GEMM's ``(M, N, K, trans_b, tile rows)`` on this staging area."""
-        work: Any = script.works[row.seq]
+        work: Any = script.work(row.seq)
         if not self.restage:
             return work
         rows = tile_rows((stored[0], stored[1]), itemsize, self.stage, None) if auto else work[4]

@@ -5,7 +5,10 @@ on the same machine ``kb.record`` uses (``record/machine/runner.py``), with the 
 occupancy dry run and resident slots, so the op log is byte for byte what recording the
 case on that hardware writes, wherever the stream does not depend on the hardware; where
 it does, ``checks.py`` and the machine refuse in one line (``RetimeError``) and nothing is
-written.
+written. The source is read through the one door (footers, sizes, the manifest's sha256),
+not the row validator (it cost as much as the retime): a row the player cannot issue is a
+one-line ``TraceFormatError`` or ``RetimeError``, and what a row makes it compute (a tile's
+elements) is held to the memory budget.
 """
 
 from __future__ import annotations
@@ -18,20 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from kernbench import __version__
-from kernbench.errors import RetimeError, ScratchOverflowError
+from kernbench.errors import RetimeError, ScratchOverflowError, TraceFormatError
 from kernbench.record.machine.context import current
 from kernbench.record.machine.resident import occupancy
 from kernbench.record.machine.runner import run_launch
 from kernbench.record.retime.checks import check, guard_shadow
 from kernbench.record.retime.player import Shared, play
-from kernbench.record.retime.script import Script, read_rows, scripts
+from kernbench.record.retime.source import Source
 from kernbench.record.retime.work import Works
 from kernbench.record.rows.writer import OpWriter
 from kernbench.schemas.arrow import version_parts
+from kernbench.schemas.elements import AccessTable
 from kernbench.trace import Trace
 from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
-from kernbench.trace.op_stream import read_stream
+from kernbench.trace.validate import read_access
 
 
 def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path,
@@ -43,20 +47,24 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
     src = trace if isinstance(trace, Trace) else Trace.open(trace)
     new = load_hw(hw)
     old = HwConfig.from_dict(src.manifest["hw"])
-    events = read_stream(src.path, src.manifest)
-    if events is None:
+    if "stream.parquet" not in (src.manifest.get("files") or {}):
         raise RetimeError(f"{src.path}: the trace holds no op stream (stream.parquet: it was "
                           "recorded before kernbench could retime, or retimed from such a "
                           "trace); record it again")
     n_programs = math.prod(int(g) for g in src.manifest["grid"])
-    plan = scripts(read_rows(src.ops_table), events, n_programs)
-    guards = check(src, plan, old, new, n_programs)
+    ops_rows = src.manifest["n_ops"]
+    source = Source(src.path, src.manifest, n_programs)
+    if source.ops.pf.metadata.num_rows != ops_rows:
+        raise TraceFormatError(f"{src.path}/ops.parquet: {source.ops.pf.metadata.num_rows:,} "
+                               f"rows but the manifest says n_ops = {ops_rows:,}")
+    access = read_access(src.path, src.manifest)
+    guards = check(source, old, new, n_programs)
     out = Path(out)
     outside_traces(out)
     made = next((p for p in reversed(out.absolute().parents) if not p.exists()), None)
     try:
         with atomic_dir(out) as tmp:
-            writer, peaks, k = _run(src, plan, old, new, tmp, guards, progress)
+            writer, peaks, k = _run(src, source, access, old, new, tmp, guards, progress)
             shutil.copyfile(src.path / "tensors.parquet", tmp / "tensors.parquet")
             manifest = _manifest(src, new, writer, peaks, k, tmp,
                                  origin or str(src.path.absolute()))
@@ -69,22 +77,22 @@ def retime(trace: Trace | str | Path, hw: HwConfig | str | Path, out: str | Path
     return Trace(out, manifest)
 
 
-def _run(src: Trace, plan: list[Script], old: HwConfig, new: HwConfig, tmp: Path,
-         guards: bool, progress: Callable[[int], Any] | None
+def _run(src: Trace, source: Source, access: AccessTable, old: HwConfig, new: HwConfig,
+         tmp: Path, guards: bool, progress: Callable[[int], Any] | None
          ) -> tuple[OpWriter, list[int], int]:
     """Issue every program's stream on ``new``: (the op log written, peaks, k)."""
     grid = tuple(int(g) for g in src.manifest["grid"])
-    n_programs = len(plan)
+    n_programs = source.programs
     major = version_parts(src.manifest["schema_version"])[0]
 
     shared: list[Shared] = []  # the running launch's
 
     def body() -> None:
         ctx = current()
-        play(ctx, plan[ctx.program], shared[-1])
+        play(ctx, source.script(ctx.program), shared[-1])
 
     def launch(writer: OpWriter, hw: HwConfig, k: int, n: int, alone: bool) -> list[int]:
-        shared.append(Shared(src.access, Works(old, new, src.access)))
+        shared.append(Shared(access, Works(old, new, access)))
         shadow = guard_shadow(src, writer) if guards else None
         return run_launch(hw, writer, grid, body, k, n, alone, shadow)
 
