@@ -13,7 +13,8 @@ empty the test passes having checked nothing.
 - A loop is *over data* unless its iterable is a literal display (tuple, list, set, dict,
   string), ``range`` of constants, a module-level name bound to a literal display, or
   ``enumerate``/``zip``/``sorted``/``reversed``/``.items()``/``.keys()``/``.values()`` of
-  those. ``assert all(x for x in data)`` is a loop over data too (true when empty).
+  those. ``assert all(x for x in data)`` and ``assert not any(x for x in data)`` are loops
+  over data too (true when empty).
 - An ``if`` whose body only fails (``pytest.fail``, ``raise AssertionError``) is a firm
   assertion of the negated condition; so is an ``if``/``else`` both of whose branches
   assert (one of them runs).
@@ -108,10 +109,14 @@ class Module:
         return False
 
     def _vacuous_all(self, test: ast.expr) -> bool:
-        """``all(... for x in data)`` (and ``and`` of those): true for empty data."""
+        """``all(... for x in data)`` or ``not any(... for x in data)`` (and ``and`` of
+        those): true for empty data."""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return all(self._vacuous_all(v) for v in test.values)
-        return (isinstance(test, ast.Call) and _name(test.func) == "all" and len(test.args) == 1
+        wanted = "all"
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, wanted = test.operand, "any"
+        return (isinstance(test, ast.Call) and _name(test.func) == wanted and len(test.args) == 1
                 and isinstance(test.args[0], ast.GeneratorExp | ast.ListComp)
                 and not all(self.static(g.iter) for g in test.args[0].generators))
 

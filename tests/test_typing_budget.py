@@ -25,14 +25,17 @@ def _lines(where: Path, pattern: re.Pattern[str]) -> list[str]:
 
 
 def _commands(script: str) -> list[list[str]]:
-    """The simple commands a shell script runs, each split as the shell splits its words
-    (comments dropped; ``a && b`` and ``a; b`` are two commands)."""
+    """The statements a shell script runs, each split as the shell splits its words
+    (comments dropped; a new line or ``;`` ends a statement). ``&&``, ``||``, ``|`` and ``&``
+    stay words of their statement: ``set -e`` does not end the script when a command fails
+    before ``&&`` or ``||``, nor for one in the background, so ``mypy || true`` is not
+    ``["mypy"]``."""
     commands: list[list[str]] = []
     for line in script.replace("\\\n", " ").splitlines():
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)  # '#' starts a comment
         commands.append([])
         for word in lexer:
-            if word in (";", "&&", "||", "|", "&"):
+            if word == ";":
                 commands.append([])
             else:
                 commands[-1].append(word)
@@ -45,8 +48,9 @@ def test_ci_runs_the_type_checker_over_untyped_function_bodies_of_the_whole_pack
     assert mypy["files"] == ["src/kernbench"]
     commands = _commands((ROOT / ".ci" / "run").read_text())
     assert ["set", "-euo", "pipefail"] in commands  # a failing command fails CI
-    # mypy runs as a command of its own, with no arguments (so over ``files`` above), before
-    # the tests, not in a comment, an echo or an argument of something else
+    # mypy runs as a statement of its own, with no arguments (so over ``files`` above),
+    # before the tests, not in a comment, an echo, an argument of something else, a list
+    # whose failure ``set -e`` ignores (``mypy || true``) or the background
     assert ["mypy"] in commands
     assert commands.index(["mypy"]) < commands.index(["pytest", "-n", "2"])
 
@@ -55,9 +59,13 @@ def test_ci_runs_the_type_checker_over_untyped_function_bodies_of_the_whole_pack
     "set -euo pipefail\n# mypy\npytest -n 2\n",
     "set -euo pipefail\necho mypy\npytest -n 2\n",
     "set -euo pipefail\nlint-imports mypy\npytest -n 2\n",
+    "set -euo pipefail\nmypy || true\npytest -n 2\n",
+    "set -euo pipefail\nmypy && echo typed\npytest -n 2\n",
+    "set -euo pipefail\nmypy &\npytest -n 2\n",
 ])
 def test_a_ci_script_that_only_names_mypy_does_not_run_it(script: str) -> None:
     assert ["mypy"] not in _commands(script)
+    assert ["pytest", "-n", "2"] in _commands(script)  # the rest of it is read
 
 
 def test_at_most_40_type_ignores_in_the_package() -> None:

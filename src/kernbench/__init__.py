@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
         KernbenchError,
         KernelError,
         ReplayError,
+        RetimeError,
         ScratchOverflowError,
         ScratchScopeError,
         TraceFormatError,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # what ``kb.X`` is, for type checkers and IDEs (never importe
     from kernbench.kernels.recording import record
     from kernbench.kernels.registry import build_case, registry
     from kernbench.record.kernel import kernel
+    from kernbench.record.retime import retime
     from kernbench.replay import ReplayResult, replay
     from kernbench.replay.pool import ReplayPool
     from kernbench.trace.directory import Trace
@@ -42,12 +44,14 @@ _LAZY: dict[str, str] = {
                     "kernbench.case"),
     **dict.fromkeys(["build_case", "registry"], "kernbench.kernels.registry"),
     **dict.fromkeys(["BadInputError", "KernbenchError", "KernelError", "ReplayError",
-                     "ScratchOverflowError", "ScratchScopeError", "TraceFormatError"],
+                     "RetimeError", "ScratchOverflowError", "ScratchScopeError",
+                     "TraceFormatError"],
                     "kernbench.errors"),
     "HwConfig": "kernbench.trace.hw",
     "load_hw": "kernbench.trace.hw",
     "kernel": "kernbench.record.kernel",
     "record": "kernbench.kernels.recording",
+    "retime": "kernbench.record.retime",
     "replay": "kernbench.replay",
     "ReplayResult": "kernbench.replay",
     "ReplayPool": "kernbench.replay.pool",
@@ -63,8 +67,9 @@ __all__ = [
     "__version__", "tl", "analyze", "Case", "tensor", "randn", "zeros", "arange", "data",
     "register_case",
     "registry", "build_case", "KernbenchError", "KernelError", "ScratchOverflowError",
-    "ScratchScopeError", "TraceFormatError", "ReplayError", "BadInputError", "HwConfig",
-    "load_hw", "kernel", "record", "Trace", "replay", "ReplayResult", "ReplayPool", "Workload",
+    "ScratchScopeError", "TraceFormatError", "ReplayError", "RetimeError", "BadInputError",
+    "HwConfig", "load_hw", "kernel", "record", "retime", "Trace", "replay", "ReplayResult",
+    "ReplayPool", "Workload",
 ]
 
 

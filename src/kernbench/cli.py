@@ -115,6 +115,30 @@ def record(case: str, params: tuple[str, ...], hw: str | None, out: str | None) 
                f"-> {trace.path}")
 
 
+@main.command()
+@click.argument("trace")
+@click.option("--hw", required=True, help="Preset name or TOML file to time the stream on.")
+@click.option("-o", "--out", required=True, help="Trace directory to write.")
+@_one_line
+def retime(trace: str, hw: str, out: str) -> None:
+    """Time TRACE's recorded op stream again on other hardware, without its kernel."""
+    import pyarrow as pa
+
+    from kernbench.record.retime import retime as do_retime
+
+    try:  # as ``_reads_trace``, without importing polars (a retime never needs it)
+        got = do_retime(trace, hw, out)
+    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError, IndexError,
+            OverflowError, RecursionError) as exc:
+        msg = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise TraceFormatError(f"cannot read the trace ({type(exc).__name__}: {msg})"
+                               ) from None
+    was = got.manifest["retimed_from"]
+    click.echo(f"retimed {trace}: {got.n_ops} ops, latency {was['t_end_ps'] / 1e6:.3f} us on "
+               f"{was['hw']} -> {got.t_end_ps / 1e6:.3f} us on {got.manifest['hw']['name']} "
+               f"-> {got.path}")
+
+
 def _reads_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A command reading traces: errors of the libraries underneath (a corrupt file that got
     past validation, an OS error, memory) are one line and exit 2, never a traceback.

@@ -13,6 +13,12 @@ class BadInputError(KernbenchError):
     """A user-supplied value (case name, parameter, path, preset) is unusable."""
 
 
+class RetimeError(BadInputError):
+    """``retime`` cannot time a trace's op stream on the hardware asked for: the stream
+    depends on that hardware (a program no longer fits its slot, a field the case read, a
+    guard whose value depended on time), or the trace lacks its stream."""
+
+
 class KernelError(KernbenchError):
     """A kernel-author mistake, raised at emit time and naming the kernel's file:line."""
 

@@ -97,6 +97,25 @@ def test_v2_resident_programs_path_names_the_program_it_waited_behind(resident: 
     assert "head-of-line waits" in rep.to_text()
 
 
+def test_report_sums_head_of_line_waits_by_engine_and_by_line(resident: Path) -> None:
+    """Under either policy the report's by-engine and by-line rows carry the path's
+    ``behind_ps`` of their ops, and the text names the waits by line and engine."""
+    trace = kb.Trace.open(resident)
+    path = critical_path(trace)
+    behind = path.filter(pl.col("edge") == "behind")
+    c = report(trace).critical
+    for key, col in (("by_engine", "engine"), ("by_line", "src")):
+        want = {k: int(v) for k, v in behind.group_by(col).agg(pl.col("behind_ps").sum())
+                .iter_rows()}
+        got = {r[col]: r["behind_ps"] for r in c[key] if r[col] in want}
+        assert want and got == want, (key, got, want)
+        assert all(r["behind_ps"] == 0 for r in c[key] if r[col] not in want)
+    text = report(trace).to_text()
+    for b in c["behind"]:
+        assert any(b["src"] in line and b["engine"] in line and b["behind_src"] in line
+                   for line in text.splitlines())
+
+
 def test_one_program_per_pe_has_no_head_of_line_wait() -> None:
     for name in ("scale-exp", "gqa-prefill"):
         trace = kb.Trace.open(GOLDEN_V2 / f"{name}.ktrace")

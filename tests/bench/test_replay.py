@@ -34,12 +34,16 @@ def test_op_counts_are_the_quick_workloads_closed_forms(got: dict) -> None:
     # dot, mul, add, three copy_to, scope exit; then acc / l and the store
     assert got["replay_attention_ops"] == 4 + 22 * (4096 // 16) + 2
     # ops per second is the op count over the replay's seconds (rounded to 4 decimals)
-    ops, s = got["replay_ops"], got["replay_s"]
-    assert ops / (s + 0.5e-4) - 0.5 <= got["replay_ops_per_s"] <= ops / (s - 0.5e-4) + 0.5
+    for ops, s, per_s in (("replay_ops", "replay_s", "replay_ops_per_s"),
+                          ("replay_attention_ops", "replay_attention_s",
+                           "replay_attention_ops_per_s")):
+        n, t = got[ops], got[s]
+        assert n / (t + 0.5e-4) - 0.5 <= got[per_s] <= n / (t - 0.5e-4) + 0.5, (per_s, got[per_s])
 
 
 @pytest.mark.parametrize(("ratio", "num", "den", "digits"), [
     ("replay_vs_numpy", "replay_s", "replay_numpy_s", 4),
+    ("replay_attention_vs_numpy", "replay_attention_s", "replay_attention_numpy_s", 4),
     ("replay_prefill_vs_numpy", "replay_prefill_s", "replay_prefill_numpy_s", 3),
     ("replay_decode_32k_vs_numpy", "replay_decode_32k_s", "replay_decode_32k_numpy_s", 3),
     ("replay_process_decode_32k_vs_numpy", "replay_process_decode_32k_s",

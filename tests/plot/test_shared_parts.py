@@ -61,12 +61,14 @@ def test_by_line_chart_splits_each_line_into_engine_work_and_each_shared_part() 
     assert [round(drawn[y]) for y in sorted(drawn)] == [r["path_ps"] for r in s["by_line"]]
 
 
-@pytest.fixture(scope="module")
-def resident(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["in_order", "ready_first"])
+def resident(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two programs resident on one PE, under either arbitration policy (issue 41)."""
     from kernbench.kernels.registry import build_case
 
-    hw = dataclasses.replace(PRESETS["ahbm-v2"], n_pe=1, engine_queue_depth=2)
-    out = tmp_path_factory.mktemp("hol") / "resident.ktrace"
+    hw = dataclasses.replace(PRESETS["ahbm-v2"], n_pe=1, engine_queue_depth=2,
+                             engine_arbitration=request.param)
+    out = tmp_path_factory.mktemp("hol") / f"resident-{request.param}.ktrace"
     kb.record(build_case("scale-exp", {"rows": 2, "n": 512, "tile": 256}), out, hw=hw)
     return out
 

@@ -19,7 +19,8 @@ from kernbench.trace import file_sha256
 def test_scale_exp_writes_manifest_ops_and_tensors_with_every_contract_column(tmp_path):
     out = tmp_path / "s.ktrace"
     trace = kb.record(build_case("scale-exp"), out)
-    assert sorted(os.listdir(out)) == ["manifest.json", "ops.parquet", "tensors.parquet"]
+    assert sorted(os.listdir(out)) == ["manifest.json", "ops.parquet", "stream.parquet",
+                                       "tensors.parquet"]
     ops = pq.read_table(out / "ops.parquet")
     assert ops.schema.names == OPS.names
     assert pq.read_table(out / "tensors.parquet").schema.names == TENSORS.names

@@ -17,7 +17,8 @@ from kernbench.trace.parquet import read_table
 
 def test_every_schema_stamps_format_and_version_1():
     assert set(SCHEMAS) == {"kernbench-ops", "kernbench-access", "kernbench-shared",
-                            "kernbench-tensors", "kernbench-values", "kernbench-outputs"}
+                            "kernbench-stream", "kernbench-tensors", "kernbench-values",
+                            "kernbench-outputs"}
     for fmt, schema in SCHEMAS.items():
         meta = json.loads(schema.metadata[META_KEY])
         assert meta == {"format": fmt, "schema_version": 1}

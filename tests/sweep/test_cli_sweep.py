@@ -20,7 +20,7 @@ def test_sweep_cli_ok_then_failed_point_exits_1(tmp_path):
     res = runner.invoke(main, ["sweep", "gemm", *_p(GEMM), "-o", str(tmp_path / "G"),
                                "--workers", "2"])
     assert res.exit_code == 0, res.output
-    assert "4 points (4 ok, 0 failed, 0 resumed)" in res.output
+    assert "4 points (4 ok, 0 failed, 0 resumed, 2 retimed)" in res.output
     res = runner.invoke(main, ["sweep", "gemm", *_p(FAILING), "-o", str(tmp_path / "F"),
                                "--workers", "2"])
     assert res.exit_code == 1 and "1 failed" in res.output

@@ -33,6 +33,8 @@ def test_pool_and_ray_give_identical_points(tmp_path, ray_session, gemm_spec):
     assert (a.engine, b.engine) == ("local", "ray") and a.ok == b.ok == 4
     assert ray.is_initialized()  # the module's session was used, not replaced
     assert points_without_walls(pool).equals(points_without_walls(on_ray))
+    # the points differing only in hardware were retimed on Ray too (from shipped bytes)
+    assert points_without_walls(on_ray)["retimed_from"].null_count() == 2
     assert _manifests(pool) == _manifests(on_ray)  # byte-identical ops/tensors files
     assert sorted(p.name for p in (on_ray / "points").iterdir()) == sorted(
         p.name for p in (pool / "points").iterdir())

@@ -216,7 +216,7 @@ def test_trust_13_replay_dir_still_goes_through_atomic_dir(tmp_path):
             (tmp / "verdict.json").write_text(json.dumps({"ok": True}))
     assert os.listdir(trace / "replay") == ["verdict.json"]
     assert sorted(os.listdir(trace)) == ["manifest.json", "ops.parquet", "replay",
-                                         "tensors.parquet"]
+                                         "stream.parquet", "tensors.parquet"]
 
 
 def test_trust_13_leftover_names_belong_to_their_target_only(tmp_path):

@@ -62,7 +62,9 @@ def test_the_layer_latency_is_the_sum_of_its_recorded_kernels_and_reductions(nar
     layer = [r for r in body["rows"] if r["scope"] == "layer"]
     assert sum(ends[r["trace"]] for r in layer) * 1e-12 == pytest.approx(body["layer_s"])
     reductions = [r for r in layer if r["name"].endswith("_reduce")]
-    assert len(reductions) == 2 and all(r["critical"] == "link_tx" for r in reductions)
+    assert len(reductions) == 2
+    if result.hw.link_latency_ns >= 1000:  # chip-to-chip hops: the links bind the reduction
+        assert all(r["critical"] == "link_tx" for r in reductions)
     assert all(r["kernel"].startswith("direct" if result.hw.topology != "ring" else "ring")
                for r in reductions)
     head = sum(ends[r["trace"]] for r in body["rows"] if r["scope"] == "model") * 1e-12

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from kernbench.analyze.frames import load_ops, load_values, open_trace
+from kernbench.analyze.frames import load_ops, load_values, open_trace, scan_ops
 from kernbench.analyze.guards import first_guard_difference, guard_text
 from kernbench.analyze.metrics import ENGINES, Metrics, metrics, resolve_metric
 from kernbench.analyze.report import fmt, format_table, op_breakdown, to_json
@@ -169,6 +169,28 @@ def _by_op(a: Trace, b: Trace) -> list[dict[str, Any]]:
     return j.to_dicts()
 
 
+def _by_line(a: Trace, b: Trace) -> list[dict[str, Any]]:
+    """Per kernel source line: busy time and the kernel's stalls before its ops in A and B
+    (what a hardware change buys, line by line: ``kernbench diff ORIGINAL RETIMED``)."""
+    def per(t: Trace) -> pl.LazyFrame:
+        return scan_ops(t).group_by("src").agg(
+            busy_ps=pl.col("busy_ps").sum().cast(pl.Int64),
+            wait_ps=pl.col("wait_ps").sum().cast(pl.Int64)).with_columns(
+            pl.col("src").cast(pl.String))
+
+    j = (per(a).join(per(b), on="src", how="full", coalesce=True, suffix="_b").fill_null(0)
+         .select("src", busy_ps_a="busy_ps", busy_ps_b="busy_ps_b",
+                 d_busy_ps=pl.col("busy_ps_b") - pl.col("busy_ps"), wait_ps_a="wait_ps",
+                 wait_ps_b="wait_ps_b", d_wait_ps=pl.col("wait_ps_b") - pl.col("wait_ps"))
+         .sort(pl.col("d_busy_ps").abs() + pl.col("d_wait_ps").abs(), "src",
+               descending=[True, False]).collect())
+    return j.to_dicts()
+
+
+#: source lines a diff's text shows (``to_dict`` holds them all)
+LINES_SHOWN = 12
+
+
 def _pct(a: float, b: float) -> float | None:
     return None if a == 0 else (b - a) / abs(a) * 100.0
 
@@ -187,6 +209,8 @@ class DiffReport:
     warnings: tuple[str, ...] = ()  # e.g. a corrupt replay/values.parquet left out
     #: the first decision on data whose value (or line) differs (``analyze/guards.py``)
     first_guard: dict[str, Any] | None = None
+    #: per kernel source line: busy and stall time in A and B (``_by_line``)
+    by_line: tuple[dict[str, Any], ...] = ()
 
     @property
     def changed_metrics(self) -> list[str]:
@@ -218,6 +242,7 @@ class DiffReport:
             "metrics": {k: {"a": self.metrics_a[k], "b": self.metrics_b.get(k)}
                         for k in self.changed_metrics},
             "by_op": list(self.by_op), "engines": self.engines(),
+            "by_line": list(self.by_line),
             "first_structural_difference": self.first_structural,
             "values_compared": self.values_compared,
             "first_value_difference": self.first_value,
@@ -253,6 +278,10 @@ class DiffReport:
         if eng:
             parts.append("engine busy\n" + format_table(list(eng[0]),
                                                           [list(r.values()) for r in eng]))
+        lines = [r for r in self.by_line if r["d_busy_ps"] or r["d_wait_ps"]][:LINES_SHOWN]
+        if lines:
+            parts.append("by source line (busy, and the kernel's stall before its ops)\n"
+                         + format_table(list(lines[0]), [list(r.values()) for r in lines]))
         guard = guard_text(self.first_guard)
         if guard is not None:
             parts.append(guard)
@@ -347,4 +376,5 @@ def diff(a: Trace | str | Path, b: Trace | str | Path, fail_on: list[str] | None
         first_structural_difference(ops_a, ops_b), both,
         first_value_difference(ops_a, ops_b, va, vb) if va is not None and vb is not None
         else None,
-        tuple(thresholds), tuple(warnings), first_guard_difference(ops_a, ops_b))
+        tuple(thresholds), tuple(warnings), first_guard_difference(ops_a, ops_b),
+        tuple(_by_line(ta, tb)))

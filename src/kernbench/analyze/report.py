@@ -93,6 +93,9 @@ class MetricsReport:
     warnings: tuple[str, ...] = ()
     #: per HBM tensor: bytes read / used / written, re-reads (``analyze.access``)
     tensors: list[dict[str, Any]] = field(default_factory=list)
+    #: the manifest's ``retimed_from``: the trace this one was retimed from, its
+    #: hardware and latency; None for a recording
+    retimed_from: dict[str, Any] | None = None
 
     def engine_rows(self) -> list[list[Any]]:
         m = self.metrics
@@ -109,6 +112,10 @@ class MetricsReport:
         m = self.metrics
         scratch = sorted(k for k in m if k.startswith("scratch_peak_bytes_pe"))
         head = f"trace {self.path} (case {self.case})"
+        if self.retimed_from is not None:
+            was = self.retimed_from
+            head += (f"\nretimed from {was['trace']} (hw {was['hw']}, latency "
+                     f"{was['t_end_ps']} ps)")
         parts = [
             head if self.replay is None else f"{head}\nreplay: {self.replay}",
             format_table(["metric", "value"], [[label, m[key]] for label, key in SUMMARY]),
@@ -138,7 +145,7 @@ class MetricsReport:
     def to_dict(self) -> dict[str, Any]:
         return {"trace": self.path, "case": self.case, "metrics": self.metrics,
                 "by_op": self.by_op, "critical_path": self.critical, "replay": self.replay,
-                "tensors": self.tensors}
+                "tensors": self.tensors, "retimed_from": self.retimed_from}
 
     def __repr__(self) -> str:
         from kernbench.notebook import report_repr
@@ -166,7 +173,8 @@ def report(trace_or_path: Trace | str | Path) -> MetricsReport:
     return MetricsReport(str(trace.path), str(trace.manifest.get("case")), m,
                          op_breakdown(trace).to_dicts(), critical,
                          replay=replay, warnings=warnings,
-                         tensors=tensor_traffic(trace).to_dicts())
+                         tensors=tensor_traffic(trace).to_dicts(),
+                         retimed_from=trace.manifest.get("retimed_from"))
 
 
 #: the critical-path tables: (title, key, columns); the part and head-of-line columns

@@ -77,8 +77,10 @@ def _routed(ranks: int, s_kv: int, combine: str, topology: str | None = None,
 
 
 #: the rows of a panel on hardware with a shared part (ahbm-v3: routed links): ring decode's
-#: direct combine on the preset's own topology and on a switch
-ROUTED = [_routed(8, 4096, "direct", replay=True), _routed(8, 4096, "direct", "switch")]
+#: binomial combine, the fastest on ahbm-v3's on-chip hops (docs/adr/0752), on the preset's
+#: own topology and on a switch: the two ring decode rows of docs/hardware-model.md's
+#: "Measured: ahbm-v2 against ahbm-v3"
+ROUTED = [_routed(8, 4096, "binomial", replay=True), _routed(8, 4096, "binomial", "switch")]
 
 
 #: replayed with data in both panels (reduced GQA prefill h_q=8 h_kv=1, reduced ring)

@@ -1,4 +1,6 @@
-"""The ``record`` section of ``kernbench bench``: record throughput, trace size, peak RSS."""
+"""The ``record`` section of ``kernbench bench``: record throughput, trace size, peak RSS, and
+the same kernels recorded on ``ahbm-v2`` and ``ahbm-v3`` side by side (issue 37's cost of the
+chip-wide machine, docs/adr/0735)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,33 @@ from pathlib import Path
 from typing import Any
 
 OPS_PER_ITER = 7  # small-ops: scope_enter, mul, add, mul, exp, copy, scope_exit
+#: the presets recorded side by side: the PE-by-PE closed form, and the chip
+PRESETS = ("ahbm-v2", "ahbm-v3")
+#: key -> (case, params, quick params) recorded on each of ``PRESETS``: a chain of tiny MATH
+#: ops on one PE; decode over 8 PEs (DMA, GEMM and MATH ops, the HBM stack shared on v3);
+#: 512 small programs, resident 32 at a time on each PE; and, as a user records them, the
+#: Triton tutorial's softmax (one program per row) and GQA flash decoding (``triton_*``: the
+#: kernels of ``bench/triton_kernels.py``)
+SIDE_BY_SIDE: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "small_ops": ("small-ops", {"iters": 5_000}, {"iters": 500}),
+    "gqa_decode": ("gqa-decode", {"S_kv": 8192, "T_kv": 128}, {"S_kv": 1024, "T_kv": 128}),
+    "softmax": ("softmax", {"rows": 4096, "n": 256, "programs": 512},
+                {"rows": 512, "n": 256, "programs": 512}),
+    "triton_softmax": ("triton:softmax_case", {"rows": 1024, "cols": 1024},
+                       {"rows": 64, "cols": 1024}),
+    "triton_decode": ("triton:decode_case", {"s_kv": 8192}, {"s_kv": 1024}),
+}
+
+
+def _build(case: str, params: dict[str, Any]) -> Any:
+    """A built-in case, or (``triton:NAME``) a case of ``bench/triton_kernels.py``."""
+    if case.startswith("triton:"):
+        from kernbench.bench import triton_kernels
+
+        return getattr(triton_kernels, case.removeprefix("triton:"))(**params)
+    from kernbench.kernels.registry import build_case
+
+    return build_case(case, params)
 
 
 def _record_small_ops(iters: int, out: Path) -> tuple[float, Any]:
@@ -52,8 +81,51 @@ def _peak_rss(iters: int) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _key(preset: str) -> str:
+    return preset.replace("-", "_")
+
+
+def side_by_side(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
+    """Each kernel of ``SIDE_BY_SIDE`` recorded on each of ``PRESETS`` in this process,
+    alternately, ``repeat`` times; the best of each. Keys per kernel:
+    ``record_{kernel}_ops``, ``record_{kernel}_ops_per_s_{preset}`` and
+    ``record_{kernel}_v3_vs_v2`` (v3's ops/s over v2's); over all of them,
+    ``record_ops_per_s_{preset}`` (the kernels' ops over their best seconds, summed) and
+    ``record_v3_vs_v2``."""
+    from kernbench.record.recorder import record
+    from kernbench.replay.threads import blas_threads
+
+    out: dict[str, Any] = {}
+    total_ops = 0
+    total_s = dict.fromkeys(PRESETS, 0.0)
+    with tempfile.TemporaryDirectory(prefix="kb-record-bench-") as tmp, blas_threads(1):
+        for kernel, (case, params, small) in SIDE_BY_SIDE.items():
+            best = dict.fromkeys(PRESETS, float("inf"))
+            n_ops = dict.fromkeys(PRESETS, 0)
+            for _ in range(repeat):
+                for preset in PRESETS:
+                    built = _build(case, small if quick else params)
+                    t0 = time.perf_counter()
+                    trace = record(built, Path(tmp) / f"{kernel}-{preset}.ktrace", hw=preset)
+                    best[preset] = min(best[preset], time.perf_counter() - t0)
+                    n_ops[preset] = trace.n_ops
+            assert len(set(n_ops.values())) == 1, f"{kernel}: op counts differ {n_ops}"
+            n = n_ops[PRESETS[0]]
+            out[f"record_{kernel}_ops"] = n
+            for preset in PRESETS:
+                out[f"record_{kernel}_ops_per_s_{_key(preset)}"] = round(n / best[preset])
+                total_s[preset] += best[preset]
+            out[f"record_{kernel}_v3_vs_v2"] = round(best[PRESETS[0]] / best[PRESETS[1]], 3)
+            total_ops += n
+    for preset in PRESETS:
+        out[f"record_ops_per_s_{_key(preset)}"] = round(total_ops / total_s[preset])
+    out["record_v3_vs_v2"] = round(total_s[PRESETS[0]] / total_s[PRESETS[1]], 3)
+    return out
+
+
 def measure(quick: bool = False) -> dict[str, Any]:
-    """Record throughput and trace size on >= 100k small ops; peak RSS small vs 100x."""
+    """Record throughput and trace size on >= 100k small ops; peak RSS small vs 100x; v2 and
+    v3 side by side (``side_by_side``)."""
     iters = 2_000 if quick else 20_000
     with tempfile.TemporaryDirectory() as tmp:
         seconds, trace = _record_small_ops(iters, Path(tmp) / "bench.ktrace")
@@ -70,4 +142,5 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "record_rss_ops_small": small["n_ops"],
         "record_rss_ops_large": large["n_ops"],
         "record_peak_rss_ratio": round(large["peak_rss_mb"] / small["peak_rss_mb"], 3),
+        **side_by_side(quick),
     }

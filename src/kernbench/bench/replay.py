@@ -262,6 +262,8 @@ def measure(quick: bool = False, repeat: int = 3) -> dict[str, Any]:
         "replay_vs_numpy": round(small["s"] / small["numpy_s"], 3),
         "replay_verify_s": round(small["verify_s"], 4),
         "replay_attention_ops": attn["ops"],
+        "replay_attention_s": round(attn["s"], 4),
+        "replay_attention_numpy_s": round(attn["numpy_s"], 4),
         "replay_attention_ops_per_s": round(attn["ops"] / attn["s"]),
         "replay_attention_vs_numpy": round(attn["s"] / attn["numpy_s"], 3),
         "replay_prefill_ops": pre["ops"],

@@ -13,6 +13,7 @@ from kernbench.bench import (
     fixed,
     record,
     replay,
+    retime,
     serving,
     sweep,
     topology,
@@ -29,6 +30,7 @@ SECTIONS: list[tuple[str, Callable[..., dict[str, Any]]]] = [
     ("serving decode", serving.measure),
     ("sweep", sweep.measure),
     ("triton", triton_interpreter.measure),
+    ("retime", retime.measure),
     ("llama3-70b decode layer", workload.measure),
     ("fixed costs", fixed.measure),
 ]

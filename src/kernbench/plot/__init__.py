@@ -76,11 +76,14 @@ def _metadata(fmt: str) -> dict[str, Any]:
 
 def figure_of(path: str | Path) -> tuple[Figure, str]:
     """The figure of a trace directory or a sweep directory, and which it was."""
+    from kernbench.plot.study_figure import parts, study_figure
     from kernbench.plot.sweep_figure import is_sweep, sweep_figure
 
     path = Path(path)
     if is_sweep(path):
         return sweep_figure(path), "sweep"
+    if parts(path):  # a suite of sweeps over ahbm-v3's shared parts (docs/hardware-study.md)
+        return study_figure(path), "hardware study"
     from kernbench.analyze.frames import hw_of, open_trace
     from kernbench.analyze.metrics import metrics
     from kernbench.plot.trace_figure import trace_figure

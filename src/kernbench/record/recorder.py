@@ -2,35 +2,28 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import math
-import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-import simpy
+from typing import Any, TypeVar
 
 from kernbench import __version__
 from kernbench.case import Case
 from kernbench.case.stored_roles import StoredRoles, layout_specs
-from kernbench.errors import BadInputError, IpcqError, KernbenchError, ScratchOverflowError
+from kernbench.errors import BadInputError, ScratchOverflowError
 from kernbench.record.guards.graph import NeedsGuards, Shadow
 from kernbench.record.guards.hbm import Hbm
 from kernbench.record.handle import HbmTensor, Pointer
 from kernbench.record.kernel import Kernel
 from kernbench.record.lowering.bounds import OpBound, check_grid, counted
-from kernbench.record.machine.chip import launch as chip_launch
-from kernbench.record.machine.chip.launch import run_chip
-from kernbench.record.machine.ipcq import Ring
-from kernbench.record.machine.pe import PEDriver
 from kernbench.record.machine.resident import occupancy
+from kernbench.record.machine.runner import run_launch
 from kernbench.record.rows.tensors import write_tensors
 from kernbench.record.rows.writer import OpWriter
 from kernbench.trace import DATA_FILES, OPTIONAL_FILES, Trace, file_sha256
-from kernbench.trace.atomic import atomic_dir
+from kernbench.trace.atomic import atomic_dir, outside_traces
 from kernbench.trace.hw import HwConfig, load_hw
 
 HBM_ALIGN = 4096
@@ -100,72 +93,19 @@ def run_programs(case: Case, hw: HwConfig, writer: OpWriter,
     run = counted(program, bound)
     writer.progress = bound.progress
     n_programs = 1 if alone else total
-    if hw.shared or chip_launch.ALWAYS:
-        return run_chip(hw, writer, grid, run, k, n_programs, alone)
-    env = simpy.Environment()
-    drivers = [PEDriver(i, hw, env, writer) for i in range(1 if alone else hw.n_pe)]
-    if guards:
-        graph = shadow(case, tensors, writer)
-        for d in drivers:
-            d.attach(graph)
-    if not alone:
-        ring = Ring(env, min(hw.n_pe, n_programs), hw.ipcq_depth, hw.ipcq_slot_bytes)
-        for d in drivers:
-            d.ring = ring
-            ring.links[d.index] = d.links  # messages by PE index cross other PEs' links
-    for d in drivers:
-        # a range, not a list: a grid of millions of programs costs no memory up front
-        programs = cast(list[int], range(d.index, n_programs, hw.n_pe))  # only iterated
-        if programs:
-            env.process(d.process(programs, grid, run, k))
-    # The per-op path allocates many small acyclic objects; the cyclic GC would rescan the
-    # pending row batch again and again. Nothing on that path makes cycles, so pause it.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        env.run()
-    except KernbenchError as exc:  # SimPy re-raises a copy; hand the caller the original
-        if type(exc.__cause__) is type(exc):
-            raise exc.__cause__ from None
-        raise
-    finally:
-        if was_enabled:
-            gc.enable()
-    stuck = [d for d in drivers if not d.done and d.index < n_programs]
-    if stuck:
-        where = "; ".join(f"PE {d.index} in {type(d.blocked_at).__name__.lower()} at "
-                          f"{getattr(d.blocked_at, 'src', '?')}" for d in stuck)
-        hint = ("" if n_programs <= hw.n_pe else
-                f"; the grid's {n_programs} programs share {hw.n_pe} PEs, and programs on one "
-                "PE run one after another, so a program waiting for a later program of its "
-                f"own PE never proceeds: launch at most {hw.n_pe} communicating programs or "
-                "record on hardware with more PEs (n_pe)")
-        raise IpcqError(f"deadlock: no PE can make progress ({where}){hint}",
-                        getattr(stuck[0].blocked_at, "src", None))
-    return [max(d.scratch.peak, d.peak) for d in drivers]
+    shadow_ = shadow(case, tensors, writer) if guards else None
+    return run_launch(hw, writer, grid, run, k, n_programs, alone, shadow_)
 
 
 def _peak_alone(case: Case, hw: HwConfig, path: Path, tensors: dict[str, HbmTensor],
                 guards: bool) -> int:
     """Program 0's kernel-scratch peak, recorded alone into a throwaway op log."""
-    writer = OpWriter(path)
+    writer = OpWriter(path, stream=False)
     try:
         peaks = run_programs(case, hw, writer, tensors, alone=True, guards=guards)
     finally:
         writer.abort()
     return peaks[0]
-
-
-def _check_out(out: Path) -> None:
-    """A trace never goes inside another trace (that would change the outer one)."""
-    try:
-        where = Path(os.path.abspath(out))
-    except OSError:  # no current directory: atomic_dir says so in one line
-        return
-    for folder in where.parents:
-        if (folder / "manifest.json").is_file():
-            raise BadInputError(f"output {str(out)!r} is inside the trace {str(folder)!r}; "
-                                "write it beside that trace instead")
 
 
 def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
@@ -181,7 +121,7 @@ def record(case: Case, out: str | Path, hw: HwConfig | str | Path | None = None,
     _check_params(case)
     tensors = layout(case)
     out = Path(out)
-    _check_out(out)
+    outside_traces(out)
     pending = case.tensors if isinstance(case.tensors, StoredRoles) else None
     with atomic_dir(out) as tmp:
 

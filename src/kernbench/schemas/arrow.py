@@ -139,8 +139,27 @@ SHARED = _with_meta(pa.schema([
     pa.field("wait_ps", pa.int64(), nullable=False),
 ]), "kernbench-shared")
 
+#: the calls of a program to the machine that are not rows of the op log
+#: (``stream.parquet``'s ``kind``, docs/trace-format.md "The op stream"), in dictionary order
+STREAM_KINDS = ("alloc", "release", "wait", "resolve", "recv_async", "send", "access",
+                "loop", "next", "end", "lifetime", "lifetime_end", "auto_tile", "hw", "work")
+
+#: stream.parquet: what ``retime`` needs besides the op log to issue a program's ops again
+#:: each event of a program at ``seq`` (its PE's row count when it happened: it
+#: comes before the program's first row of a higher ``seq``), ``args`` its integers and
+#: ``src`` its source line (an allocation's) or the hardware field read (``hw``). A ``work``
+#: event is the work a row's cost model read where it is not the row's own count.
+STREAM = _with_meta(pa.schema([
+    pa.field("program", pa.int32(), nullable=False),
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("kind", _dict_str, nullable=False),
+    pa.field("args", pa.list_(pa.int64()), nullable=False),
+    pa.field("src", _dict_str, nullable=True),
+]), "kernbench-stream")
+
 SCHEMAS: dict[str, pa.Schema] = {
     "kernbench-ops": OPS,
+    "kernbench-stream": STREAM,
     "kernbench-access": ACCESS,
     "kernbench-shared": SHARED,
     "kernbench-tensors": TENSORS,

@@ -136,6 +136,68 @@ max_programs_per_pe = [1, 4, 32]
 [best]
 metric = "latency_ps"
 """,
+    # the hardware study (docs/hardware-study.md): ahbm-v3's shared parts over the panel's
+    # kernels and a Triton kernel; each kernel records once, every other point is retimed
+    "study-decode": """
+# GQA decode at 32k (Llama3-70B shapes, 8 KV heads on 8 PEs) on ahbm-v3's shared parts
+case = "gqa-decode"
+[grid]
+S_kv = [32768]
+[hw]
+preset = ["ahbm-v3"]
+hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
+tcm_gbps = [64, 256, 1024]
+topology = ["torus2d", "switch"]
+n_pe = [8, 16]
+[best]
+metric = "latency_ps"
+""",
+    "study-prefill": """
+# the 2k pipelined causal prefill (one GQA group, one PE) on ahbm-v3's shared parts
+case = "gqa-prefill"
+[grid]
+S = [2048]
+H_q = [8]
+H_kv = [1]
+schedule = ["pipelined"]
+[hw]
+preset = ["ahbm-v3"]
+hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
+tcm_gbps = [64, 256, 1024]
+topology = ["torus2d", "switch"]
+n_pe = [8, 16]
+[best]
+metric = "latency_ps"
+""",
+    "study-ring": """
+# ring attention prefill over 8 ranks (KV blocks rotate over IPCQ) on ahbm-v3's shared parts
+case = "ring-attention"
+[grid]
+n_ranks = [8]
+S_kv_per_rank = [1024]
+[hw]
+preset = ["ahbm-v3"]
+hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
+tcm_gbps = [64, 256, 1024]
+topology = ["torus2d", "switch"]
+n_pe = [8, 16]
+[best]
+metric = "latency_ps"
+""",
+    "study-triton": """
+# the Triton tutorial's matmul (512^3 fp16, 64 programs) on ahbm-v3's shared parts
+case = "kernbench.bench.triton_kernels:matmul_case"
+[grid]
+size = [512]
+[hw]
+preset = ["ahbm-v3"]
+hbm_total_gbps = [204.8, 409.6, 819.2, 1638.4]
+tcm_gbps = [64, 256, 1024]
+topology = ["torus2d", "switch"]
+n_pe = [8, 16]
+[best]
+metric = "latency_ps"
+""",
 }
 
 
@@ -145,6 +207,7 @@ SUITES: dict[str, tuple[str, ...]] = {
                   "milestone-ring", "milestone-ring-combine", "milestone-ring-causal"),
     "milestone-concurrency": ("milestone-concurrency-decode", "milestone-concurrency-prefill",
                               "milestone-concurrency-triton"),
+    "hardware-study": ("study-decode", "study-prefill", "study-ring", "study-triton"),
 }
 
 

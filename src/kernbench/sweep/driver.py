@@ -17,7 +17,14 @@ from typing import Any
 from kernbench.sweep.local import LocalEngine
 from kernbench.sweep.points import Point, expand, validate
 from kernbench.sweep.spec import SweepSpec
-from kernbench.sweep.store import finished_row, open_sweep, place, write_files
+from kernbench.sweep.store import (
+    POINTS_DIR,
+    finished_row,
+    open_sweep,
+    place,
+    trace_dir,
+    write_files,
+)
 from kernbench.sweep.table import flat_row, frame, normalise, write_points
 
 
@@ -48,13 +55,15 @@ class SweepSummary:
     check_failed: int
     engine: str
     wall_s: float
+    retimed: int = 0  # points retimed from their kernel's recorded point (ADR-0901)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.failed or self.wrong or self.check_failed else 0
 
     def to_text(self) -> str:
-        extra = "".join(f", {n} {what}" for n, what in ((self.wrong, "replayed wrong"),
+        extra = "".join(f", {n} {what}" for n, what in ((self.retimed, "retimed"),
+                                                         (self.wrong, "replayed wrong"),
                                                          (self.check_failed, "failed check"))
                         if n)
         return (f"sweep {self.path}: {self.total} points ({self.ok} ok, {self.failed} failed, "
@@ -67,10 +76,54 @@ class SweepSummary:
         return json.dumps(self.__dict__ | {"exit_code": self.exit_code}, indent=2)
 
 
-def _task(spec: SweepSpec, point: Point, stage: Path) -> dict[str, Any]:
-    return {"point_id": point.point_id, "case": spec.case, "params": dict(point.params),
+def _task(spec: SweepSpec, point: Point, stage: Path, root: Path,
+          source: Point | None = None) -> dict[str, Any]:
+    task = {"point_id": point.point_id, "case": spec.case, "params": dict(point.params),
             "hw": point.hw_dict, "replay": spec.replay, "check": spec.check,
-            "rules_text": spec.rules_text, "dest": str(stage)}
+            "rules_text": spec.rules_text, "dest": str(stage), "source": None}
+    if source is not None:  # retimed from the point that recorded its kernel
+        task.update(source=str(trace_dir(root, source.point_id)), source_id=source.point_id,
+                    source_name=f"{POINTS_DIR}/{source.point_id}.ktrace")
+    return task
+
+
+def kernel_sources(points: list[Point]) -> dict[int, Point]:
+    """Point index -> the point its trace is retimed from: the first point (in spec order)
+    of the points that differ from it only in hardware; that one records."""
+    first: dict[tuple[Any, ...], Point] = {}
+    out = {}
+    for p in points:
+        src = first.setdefault(p.params, p)
+        if src is not p:
+            out[p.index] = src
+    return out
+
+
+def _tasks(spec: SweepSpec, points: list[Point], rows: list[dict[str, Any] | None],
+           stage: Path, root: Path, retime: bool = True) -> Iterator[dict[str, Any] | None]:
+    """The points still to run: every kernel's recorded point first, then the points
+    retimed from it once it has finished (recorded when it failed); ``None`` while the
+    points left wait for a recording in flight (the engine collects a result first)."""
+    sources = kernel_sources(points) if retime else {}
+    waiting = []
+    for p in points:
+        if rows[p.index] is None:
+            if p.index in sources:
+                waiting.append(p)
+            else:
+                yield _task(spec, p, stage, root)
+    while waiting:
+        later = []
+        for p in waiting:
+            src = sources[p.index]
+            row = rows[src.index]
+            if row is None:
+                later.append(p)
+            else:
+                yield _task(spec, p, stage, root, src if row["status"] == "ok" else None)
+        waiting = later
+        if waiting:
+            yield None
 
 
 def make_engine(workers: int | None = None, ray: str | None = None) -> Any:
@@ -86,8 +139,10 @@ def make_engine(workers: int | None = None, ray: str | None = None) -> Any:
 def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
               ray: str | None = None, engine: Any = None,
               progress: Callable[[Progress], Any] | None = None,
-              refresh_s: float = 1.0) -> SweepSummary:
-    """Run (or resume) ``spec`` into the sweep directory ``out``."""
+              refresh_s: float = 1.0, retime: bool = True) -> SweepSummary:
+    """Run (or resume) ``spec`` into the sweep directory ``out``. ``retime``: points that
+    differ only in hardware are retimed from their kernel's recorded point (ADR-0901);
+    False records every point (the bench's side by side)."""
     started = time.perf_counter()
     root = Path(out)
     points = list(expand(spec, validate(spec)))
@@ -118,8 +173,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
                 counts["resumed"] += 1
         report()
         try:
-            tasks: Iterator[dict[str, Any]] = (
-                _task(spec, p, stage) for p in points if rows[p.index] is None)
+            tasks = _tasks(spec, points, rows, stage, root, retime)
             by_id = {p.point_id: p for p in points}
             for task, result in engine.run(tasks):
                 point = by_id[task["point_id"]]
@@ -140,4 +194,4 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
         str(root), len(points), sum(r["status"] == "ok" for r in done), counts["failed"],
         counts["resumed"], sum(r.get("replay_ok") is False for r in done),
         sum(r.get("check_ok") is False for r in done), engine.name,
-        time.perf_counter() - started)
+        time.perf_counter() - started, sum(r.get("retimed_from") is not None for r in done))

@@ -45,10 +45,11 @@ def worker_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
-def top_up(pending: dict[Any, Task], tasks: Iterator[Task], limit: int,
+def top_up(pending: dict[Any, Task], tasks: Iterator[Task | None], limit: int,
            submit: Callable[[Task], Any]) -> None:
-    """Submit tasks until ``limit`` are in flight or ``tasks`` is exhausted (bounded
-    submission keeps the driver's memory flat in the number of points)."""
+    """Submit tasks until ``limit`` are in flight or ``tasks`` is exhausted or yields None
+    (the tasks left wait for a point in flight: asked again once a result is in). Bounded
+    submission keeps the driver's memory flat in the number of points."""
     while len(pending) < limit:
         task = next(tasks, None)
         if task is None:
@@ -79,7 +80,7 @@ class LocalEngine:
         return ProcessPoolExecutor(self.workers,
                                    mp_context=multiprocessing.get_context("spawn"))
 
-    def run(self, tasks: Iterator[Task]) -> Iterator[tuple[Task, dict[str, Any]]]:
+    def run(self, tasks: Iterator[Task | None]) -> Iterator[tuple[Task, dict[str, Any]]]:
         limit = 2 * self.workers
         pending: dict[Future[Any], Task] = {}
         with worker_env():

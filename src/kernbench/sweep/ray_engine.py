@@ -16,7 +16,7 @@ from typing import Any
 
 from kernbench.errors import BadInputError
 from kernbench.sweep.local import died, top_up
-from kernbench.sweep.task import WORKER_ENV, run_point
+from kernbench.sweep.task import WORKER_ENV, run_point, shipped
 
 Task = dict[str, Any]
 
@@ -70,7 +70,7 @@ class RayEngine:
                                 ) from None
         return True
 
-    def run(self, tasks: Iterator[Task]) -> Iterator[tuple[Task, dict[str, Any]]]:
+    def run(self, tasks: Iterator[Task | None]) -> Iterator[tuple[Task, dict[str, Any]]]:
         ray = import_ray()
         started = self._init(ray)
         try:
@@ -79,7 +79,8 @@ class RayEngine:
             limit = 2 * cpus
             pending: dict[Any, Task] = {}
             while True:
-                top_up(pending, tasks, limit, lambda task: remote.remote({**task, "dest": None}))
+                top_up(pending, tasks, limit,
+                       lambda task: remote.remote({**shipped(task), "dest": None}))
                 if not pending:
                     return
                 done, _ = ray.wait(list(pending), num_returns=1)

@@ -36,7 +36,7 @@ TEXT_FIELDS = CHOICES
 #: columns of points.parquet a swept parameter may not be named
 RESERVED = frozenset({"point_id", "case", "status", "error", "replay_ok", "check_ok",
                       "check_violations", "wall_s", "record_wall_s", "replay_wall_s",
-                      "replay_max_abs_err"})
+                      "replay_max_abs_err", "retimed_from"})
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from kernbench.sweep.store import POINTS_FILE, write_atomic
 from kernbench.trace import writing
 
 #: columns after the metrics, in order
-TAIL = ("replay_ok", "replay_max_abs_err", "check_ok", "check_violations", "wall_s",
-        "record_wall_s", "replay_wall_s")
+TAIL = ("replay_ok", "replay_max_abs_err", "check_ok", "check_violations", "retimed_from",
+        "wall_s", "record_wall_s", "replay_wall_s")
 #: columns that vary from run to run (left out when comparing two runs of one sweep)
 WALL_COLUMNS = ("wall_s", "record_wall_s", "replay_wall_s")
 
@@ -67,7 +67,7 @@ def frame(spec: SweepSpec, rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
     for c in columns:
         values = [r.get(c) for r in rows]
         dtype = _dtype(values)
-        if c in ("error", "check_violations", "point_id", "case", "status"):
+        if c in ("error", "check_violations", "point_id", "case", "status", "retimed_from"):
             dtype = pl.String()
         elif c in ("replay_ok", "check_ok"):
             dtype = pl.Boolean()

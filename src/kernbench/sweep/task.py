@@ -86,6 +86,40 @@ def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
     return trace
 
 
+def _retime(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
+    """The point's trace retimed from its kernel's recorded point, or recorded
+    when the op stream depends on this point's hardware (``RetimeError``)."""
+    from kernbench.errors import RetimeError
+    from kernbench.record.retime import retime
+    from kernbench.trace.hw import HwConfig
+
+    source = task["source"]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kb-source-") as tmp:
+        if task.get("source_files"):  # no shared filesystem: the driver sent its bytes
+            source = Path(tmp) / "source.ktrace"
+            for rel, data in task["source_files"].items():
+                (source / rel).parent.mkdir(parents=True, exist_ok=True)
+                (source / rel).write_bytes(data)
+        try:
+            trace = retime(source, HwConfig(**task["hw"]), out, origin=task["source_name"])
+        except RetimeError:
+            return _record(task, out, row)
+    row["record_wall_s"] = time.perf_counter() - t0
+    row["retimed_from"] = task["source_id"]
+    return trace
+
+
+def shipped(task: dict[str, Any]) -> dict[str, Any]:
+    """``task`` for a worker without the driver's filesystem: a retimed point carries the
+    files of the trace it is retimed from."""
+    if task.get("source") is None:
+        return task
+    root = Path(task["source"])
+    return {**task, "source_files": {k: v for k, v in read_files(root).items()
+                                     if k != POINT_FILE}}
+
+
 def _finish(trace_dir: Path, task: dict[str, Any], row: dict[str, Any]) -> None:
     from kernbench.trace import file_sha256
 
@@ -102,24 +136,26 @@ def read_files(root: Path) -> dict[str, bytes]:
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
     """Run one point. ``task``: point_id, case, params, hw (full dict), replay, check,
-    rules_text, dest (a staging folder on the driver's filesystem, or None).
+    rules_text, dest (a staging folder on the driver's filesystem, or None); for a point
+    retimed from another (its kernel recorded on other hardware): source (that point's
+    trace), source_id, source_name and, without a shared filesystem, source_files.
 
     Returns ``{"row": ..., "files": {relpath: bytes} | None, "staged": path | None}``.
     """
     started = time.perf_counter()
     row: dict[str, Any] = {"status": "ok", "error": None, "metrics": None, "replay_ok": None,
                            "replay_max_abs_err": None, "check_ok": None,
-                           "check_violations": None, "record_wall_s": None,
-                           "replay_wall_s": None}
+                           "check_violations": None, "retimed_from": None,
+                           "record_wall_s": None, "replay_wall_s": None}
     dest = task.get("dest")
     stage = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="kb-point-"))
     trace_dir = stage / f"{task['point_id']}.{os.getpid()}.ktrace"
     result: dict[str, Any] = {"row": row, "files": None, "staged": None}
     try:
-        trace = _record(task, trace_dir, row)
+        trace = (_retime if task.get("source") else _record)(task, trace_dir, row)
         _stages(trace, task, row)
     except Exception as exc:  # noqa: BLE001 - a point's failure is data, not the sweep's end
-        row.update(status="failed", error=one_line(exc), metrics=None)
+        row.update(status="failed", error=one_line(exc), metrics=None, retimed_from=None)
     row["wall_s"] = time.perf_counter() - started
     try:
         if row["status"] == "ok":

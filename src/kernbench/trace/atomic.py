@@ -195,6 +195,18 @@ def _swap(tmp: Path, out: Path) -> None:
     _rmtree(old)
 
 
+def outside_traces(out: Path) -> None:
+    """A trace never goes inside another trace (that would change the outer one)."""
+    try:
+        where = Path(os.path.abspath(out))
+    except OSError:  # no current directory: atomic_dir says so in one line
+        return
+    for folder in where.parents:
+        if (folder / "manifest.json").is_file():
+            raise BadInputError(f"output {str(out)!r} is inside the trace {str(folder)!r}; "
+                                "write it beside that trace instead")
+
+
 @contextlib.contextmanager
 def atomic_dir(out: str | Path, replaceable: Callable[[Path], bool] = _is_trace
                ) -> Iterator[Path]:

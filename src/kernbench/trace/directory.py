@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the validator is imported when a trace is first read
 DATA_FILES = ("ops.parquet", "tensors.parquet")
 #: data files a trace has only when it uses them (listed in the manifest's ``files`` then):
 #: the arrays of indexed ops, and the waits on the chip's shared parts
-OPTIONAL_FILES = ("access.parquet", "shared.parquet")
+OPTIONAL_FILES = ("access.parquet", "shared.parquet", "stream.parquet")
 #: the lowest manifest version that may list an optional file (any, if not named here)
 FIRST_VERSION = {"access.parquet": 2}
 __all__ = ["DATA_FILES", "OPTIONAL_FILES", "Trace", "atomic_dir", "file_sha256",

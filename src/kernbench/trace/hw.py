@@ -171,7 +171,7 @@ PRESETS: dict[str, HwConfig] = {
     "ahbm-v3": HwConfig(name="ahbm-v3", engine_issue="async", engine_queue_depth=8,
                         max_programs_per_pe=32, hbm_total_gbps=819.2, hbm_channels=16,
                         hbm_interleave_bytes=256, tcm_gbps=2048, topology="torus2d",
-                        issue_ns=20, engine_arbitration="ready_first"),
+                        link_latency_ns=20, issue_ns=20, engine_arbitration="ready_first"),
 }
 
 

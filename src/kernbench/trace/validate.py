@@ -65,7 +65,11 @@ MANIFEST_FIELDS: tuple[tuple[str, tuple[type, ...], bool], ...] = (
     ("n_ops", (int,), True), ("t_end_ps", (int,), True), ("files", (dict,), True),
     ("params", (dict,), False), ("case_params", (dict,), False),
     ("scratch_peak_bytes", (int,), False), ("kernbench_version", (str,), False),
+    ("retimed_from", (dict,), False),
 )
+#: a retimed trace's ``retimed_from``: the trace it was retimed from, that
+#: trace's hardware (its preset name), latency and op log's sha256
+RETIMED_FROM = {"trace": str, "hw": str, "t_end_ps": int, "ops_sha256": str}
 
 
 #: an ops.parquet of at most this many rows keeps its decoded rows in the Validation
@@ -151,6 +155,12 @@ def check_manifest(manifest: dict[str, Any], where: str) -> HwConfig:
         if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
             raise TraceFormatError(f"{where}: field {key!r} is {_short(value)}, expected "
                                    f"{' or '.join(t.__name__ for t in types)}")
+    origin = manifest.get("retimed_from")
+    if origin is not None and (set(origin) != set(RETIMED_FROM) or not all(
+            isinstance(origin[k], t) and not isinstance(origin[k], bool)
+            for k, t in RETIMED_FROM.items())):
+        want = ", ".join(f"{k}: {t.__name__}" for k, t in RETIMED_FROM.items())
+        raise TraceFormatError(f"{where}: retimed_from {_short(origin)} is not {{{want}}}")
     for key in ("n_ops", "t_end_ps", "scratch_peak_bytes"):
         if key in manifest and not 0 <= manifest[key] < MAX_VALUE:
             raise TraceFormatError(f"{where}: {key} {manifest[key]!r} is out of range")

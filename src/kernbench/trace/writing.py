@@ -48,6 +48,7 @@ PROFILES: dict[str, Profile] = {
     "ops": _OPS,
     "access": Profile(statistics=False),
     "shared": Profile(statistics=False),
+    "stream": Profile(statistics=False),
     "tensors": Profile(),
     # array contents: no dictionary and no min/max statistics of megabyte-long values (each
     # costs seconds at 100 MB), and lz4, which squeezes zeros and passes random floats

@@ -4,6 +4,6 @@ configuration (``kb.Workload``; docs/llama3-70b.md)."""
 from __future__ import annotations
 
 from kernbench.workload.result import Row, WorkloadResult
-from kernbench.workload.run import Workload
+from kernbench.workload.workload import Workload
 
 __all__ = ["Workload", "WorkloadResult", "Row"]

@@ -1,7 +1,8 @@
 """Decisions on data in kernels written against kernbench's own ``tl`` (ADR-0840): ``if``/
 ``elif``, ``while``, ``range`` bounds, early ``return``, ``bool()``/``int()``/``float()``
 of a one-element handle. Each records the path its data select, as ``guard`` rows whose
-bits are the numpy evaluation of the condition, and replays verified on both presets."""
+bits are the numpy evaluation of the condition, and replays verified on every preset
+(ahbm-v3: the chip-wide machine, ADR-0843)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from kernbench import tl
 from kernbench.errors import KernelError
 from kernbench.schemas import guards
 
-PRESETS = ["ahbm-v1", "ahbm-v2"]
+PRESETS = ["ahbm-v1", "ahbm-v2", "ahbm-v3"]  # v3: the chip-wide machine (ADR-0843)
 N = 16
 
 
@@ -179,7 +180,8 @@ def test_a_decision_on_a_block_of_two_elements_is_refused_at_its_line(tmp_path):
         kb.record(case, tmp_path / "b.ktrace")
 
 
-def test_a_decision_on_its_own_stored_data_reads_what_it_stored(tmp_path):
+@pytest.mark.parametrize("hw", PRESETS)
+def test_a_decision_on_its_own_stored_data_reads_what_it_stored(tmp_path, hw):
     """A program stores, loads its store back and decides: the value graph applies the
     write (at its landing time) before the read."""
     @kb.kernel
@@ -195,7 +197,7 @@ def test_a_decision_on_its_own_stored_data_reads_what_it_stored(tmp_path):
                                 "y": kb.tensor((1,), "int32", role="output")},
                        reference=lambda x: {"y": np.where(x + 5 > 6, 100, x + 5)})
     for v, want in ((1, 0), (2, 1)):
-        trace = kb.record(case(v), tmp_path / f"s{v}.ktrace")
+        trace = kb.record(case(v), tmp_path / f"s{v}.ktrace", hw=hw)
         assert [bits(r) for r in guard_rows(trace)] == [want]
         assert kb.replay(trace.path, case=lambda v=v: case(v), in_process=True).ok
 

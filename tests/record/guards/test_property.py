@@ -1,5 +1,6 @@
-"""Property: random kernels that decide on random data record and replay verified, on both
-presets, and every guard row holds the value numpy computes for its condition (ADR-0840)."""
+"""Property: random kernels that decide on random data record and replay verified, on every
+preset (ahbm-v3: the chip-wide machine), and every guard row holds the value numpy computes
+for its condition (ADR-0840, ADR-0843)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def expected(x: np.ndarray, red: str, cmp: str, thr: int) -> tuple[list, np.ndar
 @given(x=st.integers(1, 4).flatmap(lambda p: st.lists(
            st.lists(st.integers(-20, 20), min_size=8, max_size=8), min_size=p, max_size=p)),
        red=st.sampled_from(sorted(REDUCE)), cmp=st.sampled_from(sorted(COMPARE)),
-       thr=st.integers(-40, 40), hw=st.sampled_from(["ahbm-v1", "ahbm-v2"]))
+       thr=st.integers(-40, 40), hw=st.sampled_from(["ahbm-v1", "ahbm-v2", "ahbm-v3"]))
 def test_random_decisions_on_random_data_replay_and_equal_numpy(tmp_path_factory, x, red, cmp,
                                                                  thr, hw):
     data = np.array(x, np.int32)

@@ -171,3 +171,30 @@ def test_minus_zero_after_zero_is_recorded_as_minus_zero_and_replays_to_numpy(re
     assert res.status == "unverified"  # no reference: the outputs are compared here
     np.testing.assert_array_equal(res.outputs["y"], np.full(4, np.inf, np.float32))
     np.testing.assert_array_equal(res.outputs["z"], np.full(4, -np.inf, np.float32))
+
+
+def test_a_masked_access_plan_is_not_reused_on_hardware_with_another_burst(tmp_path):
+    """A masked strided store's bursts (``dma_burst_bytes``) come from its own recording's
+    hardware: recording the same case on another burst size first, in the same process,
+    must not change them (the masked-plan memo keyed by itemsize and burst)."""
+    import dataclasses
+
+    import kernbench as kb
+    from kernbench.record.lowering import addressing, indexplan
+
+    def case() -> kb.Case:
+        return kb.build_case("serving-decode", {"batch": 2, "S_max": 40, "H_q": 8, "H_kv": 1,
+                                                "D": 16, "page": 16, "splits": 2})
+
+    v1 = kb.load_hw("ahbm-v1")
+
+    def forget() -> None:
+        for memo in (indexplan.MASKED, addressing._PLANS):
+            memo.clear()
+
+    forget()
+    alone = kb.record(case(), tmp_path / "alone.ktrace", hw=v1)
+    forget()
+    kb.record(case(), tmp_path / "other.ktrace", hw=dataclasses.replace(v1, dma_burst_bytes=32))
+    again = kb.record(case(), tmp_path / "again.ktrace", hw=v1)
+    assert (again.path / "ops.parquet").read_bytes() == (alone.path / "ops.parquet").read_bytes()

@@ -21,7 +21,7 @@ from tests.conftest import rows
 
 HW = ["ahbm-v1", "ahbm-v2", "ahbm-v3"]
 LINK_PS = math.ceil(4096 * 1000 / 64)  # a 4 KiB message on a 64 GB/s link
-HOP_PS = 1_000_000
+HOP_PS = 1_000_000  # ahbm-v1/v2's link_latency_ns
 TIMING = ["pe", "seq", "name", "t_issue_ps", "t_start_ps", "t_end_ps", "busy_ps", "wait_ps"]
 
 
@@ -108,7 +108,8 @@ def test_on_the_chip_a_message_over_h_hops_arrives_h_latencies_after_its_bytes(r
     for dest in (1, 3, 6):
         (send,) = rows(_one_message(rec, hw, dest), "send")
         hops = len(route(topology, 8, 0, dest))
-        assert send["t_end_ps"] - send["t_start_ps"] == LINK_PS + hops * HOP_PS, (dest, hops)
+        assert send["t_end_ps"] - send["t_start_ps"] == (
+            LINK_PS + hops * hw.link_latency_ns * 1000), (dest, hops)
 
 
 @kb.kernel
@@ -190,7 +191,8 @@ def test_routed_messages_share_the_links_they_cross(rec, hw, topology):
     sends = rows(trace, "send")
     assert {s["pe"] for s in sends} == {0, 1}
     # when each message left the link into PE 2 (both cross it): its arrival less its hops
-    left = sorted(s["t_end_ps"] - len(route(topology, 4, s["pe"], 2)) * HOP_PS for s in sends)
+    hop_ps = cfg.link_latency_ns * 1000
+    left = sorted(s["t_end_ps"] - len(route(topology, 4, s["pe"], 2)) * hop_ps for s in sends)
     assert left[0] >= min(s["t_start_ps"] for s in sends) + LINK_PS
     assert left[1] - left[0] >= LINK_PS  # one message at a time on the shared link
     res = kb.replay(trace.path, in_process=True, case=lambda: kb.Case(

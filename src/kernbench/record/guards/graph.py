@@ -40,6 +40,8 @@ class NeedsGuards(BaseException):  # noqa: N818 - a control-flow signal of the r
 #: replay's order (writes land before reads at equal times, then op_id)
 Key = tuple[int, int, int]
 LAND, RUN = 0, 1
+#: the key of an effect noted at issue, not yet on its tensor (``Late.land`` gives its own)
+PENDING: Key = (-1, RUN, -1)
 
 
 class Ref:
@@ -100,16 +102,25 @@ class Shadow:
         self.assembling: tuple[Buffer, Node] | None = None  # a composite being written
         self.n_notes = 0
 
-    # -- the one hook: PE.row ----------------------------------------------------------
+    # -- the one hook: PE.row (closed form), or the chip's issue and decision ----------
     def note(self, cmd: Cmd, t_start: int, t_end: int, op_id: int, child: bool) -> None:
-        """One logged row (``child``: a composite's)."""
+        """One logged row (``child``: a composite's), its times known."""
+        late = self.issue(cmd, op_id, child)
+        if late is not None:
+            late.land(t_start, t_end)
+
+    def issue(self, cmd: Cmd, op_id: int, child: bool) -> Late | None:
+        """One op as its program issues it (``child``: a composite's): its node on the
+        buffer it writes, reading what its inputs hold now (program order). An op of HBM
+        still needs its place in time order: the ``Late`` returned, to ``land`` once its
+        times are decided (the chip decides them after issue)."""
         self.n_notes += 1
         op = cmd.op
         if not child:
             self.assembling = None
         family = OPS[op].family
         if family in (Family.SCOPE, Family.GUARD):
-            return
+            return None
         out = cmd.out
         if op is OP.GEMM:  # the children write its blocks (trans_b) or the whole (k-split)
             assert out is not None, "a composite GEMM writes a result"
@@ -117,13 +128,12 @@ class Shadow:
             node.pieces = []
             out.buf.val = node
             self.assembling = (out.buf, node)
-            return
+            return None
         if op is OP.DMA_WRITE or op is OP.SCATTER or op in ATOMICS:
-            self._effect(cmd, t_start, t_end, op_id)
-            return
+            return self._effect(cmd, op_id)
         if out is None:
-            return
-        node = self._node(cmd, t_start, op_id)
+            return None
+        node = self._node(cmd)
         buf = out.buf
         asm = self.assembling
         if child and asm is not None and buf is not asm[0] and buf.space == asm[0].space \
@@ -131,11 +141,12 @@ class Shadow:
             pieces = asm[1].pieces
             assert pieces is not None, "a composite's node collects its blocks"
             pieces.append((buf.addr - asm[0].addr, node))
-            return
-        buf.val = node
+        else:
+            buf.val = node
+        return None if node.access is None else Late(node, None, op_id)
 
     # -- nodes -------------------------------------------------------------------------
-    def _node(self, cmd: Cmd, t_start: int, op_id: int) -> Node:
+    def _node(self, cmd: Cmd) -> Node:
         op, out = cmd.op, cmd.out
         assert out is not None
         attrs = _attrs(cmd.attrs)
@@ -146,16 +157,14 @@ class Shadow:
             src = cmd.inputs[0]
             if src.buf.space != "hbm":
                 return Node(OP.COPY, {}, tcm, shape, dtype)  # a TCM -> TCM copy by DMA
-            return Node(op, attrs, (), shape, dtype, (t_start, RUN, op_id),
-                        self._static(src, attrs, shape))
+            return Node(op, attrs, (), shape, dtype, None, self._static(src, attrs, shape))
         if family is Family.GATHER:
             t = self.hbm.at(cmd.inputs[0].buf.addr)
             roles = {"offsets": tcm[0], **({"mask": tcm[1]} if len(tcm) > 1 else {})}
-            return Node(op, attrs, tcm, shape, dtype, (t_start, RUN, op_id),
+            return Node(op, attrs, tcm, shape, dtype, None,
                         Access(t, None, None, self._mask(attrs, shape), roles, shape))
         if family is Family.ATOMIC:
-            return Node(op, attrs, tcm, shape, dtype, (t_start, RUN, op_id),
-                        self._atomic_access(cmd, attrs, shape))
+            return Node(op, attrs, tcm, shape, dtype, None, self._atomic_access(cmd, attrs, shape))
         if family is Family.CONST:
             node = Node(op, attrs, (), shape, dtype)
             node.value = self.access.get(attrs["values"], "values", shape)
@@ -187,14 +196,13 @@ class Shadow:
         access.roles = roles
         return access
 
-    def _effect(self, cmd: Cmd, t_start: int, t_end: int, op_id: int) -> None:
+    def _effect(self, cmd: Cmd, op_id: int) -> Late:
         op = cmd.op
         if op in ATOMICS:  # it runs at its start: reads and writes HBM, returns the old values
-            node = self._node(cmd, t_start, op_id)
-            assert node.access is not None and node.key is not None and cmd.out is not None
-            node.access.t.effects.append(Effect(node.key, node.access, None, op, node.attrs))
+            node = self._node(cmd)
+            assert node.access is not None and cmd.out is not None
             cmd.out.buf.val = node
-            return
+            return Late(node, Effect(PENDING, node.access, None, op, node.attrs), op_id)
         out = cmd.out
         assert out is not None, "an HBM write names its HBM operand"
         attrs = _attrs(cmd.attrs)
@@ -208,7 +216,28 @@ class Shadow:
                             self._mask(attrs, tuple(offs.shape)), roles, tuple(offs.shape))
         else:
             access = self._static(out, attrs, tuple(out.shape))
-        access.t.effects.append(Effect((t_end, LAND, op_id), access, value, op, attrs))
+        return Late(None, Effect(PENDING, access, value, op, attrs), op_id)
+
+
+class Late:
+    """An op of HBM noted at issue, waiting for its times: a read (``node``) runs at
+    ``(t_start, RUN, op_id)``; a write (``effect``) lands at ``(t_end, LAND, op_id)``; an
+    atomic (both) reads and writes at its start. ``land`` gives them their keys and puts
+    the effect on its tensor (before that, no evaluation sees it)."""
+
+    __slots__ = ("node", "effect", "op_id")
+
+    def __init__(self, node: Node | None, effect: Effect | None, op_id: int) -> None:
+        self.node, self.effect, self.op_id = node, effect, op_id
+
+    def land(self, t_start: int, t_end: int) -> None:
+        node, effect = self.node, self.effect
+        key = None
+        if node is not None:
+            key = node.key = (t_start, RUN, self.op_id)
+        if effect is not None:
+            effect.key = key if key is not None else (t_end, LAND, self.op_id)
+            effect.access.t.effects.append(effect)
 
 
 def static_elements(a: Access) -> tuple[np.ndarray, np.ndarray | None]:

@@ -34,6 +34,7 @@ from kernbench.record.lowering.indexplan import (
 )
 from kernbench.record.lowering.operands import live as _live
 from kernbench.record.machine.context import KernelContext, current
+from kernbench.record.machine.holds import hold_inputs
 from kernbench.record.memo import BoundedMemo
 from kernbench.schemas import elements as ix
 from kernbench.schemas.dtypes import DType
@@ -136,7 +137,7 @@ def _plan(ctx: KernelContext, t: HbmTensor, offs: np.ndarray, m: np.ndarray | No
         if m is None:
             plan = _PLANS.get((rkey[0], rkey[1], None, isz, burst))
         elif frozen(m):
-            got = MASKED.get((rkey, id(m)))
+            got = MASKED.get((rkey, id(m), isz, burst))
             if got is not None and got[0] is m:
                 _, plan, rlo, rhi = got
                 lo, hi = lo + rlo, lo + rhi
@@ -295,7 +296,7 @@ def gather(tensor: HbmTensor, offsets: TensorHandle, mask: Mask = None, other: A
     cmd = Cmd(OP.GATHER, (_whole(t, src), offs, *extra), dst, n, n * t.dtype.itemsize,
               _burst_work(ctx, n, t.dtype.itemsize), src, 0, _attrs(**attrs))
     _issue(ctx, cmd)
-    _hold_inputs(cmd)
+    hold_inputs(cmd)
     return dst
 
 
@@ -364,21 +365,8 @@ def atomic(op: str, tensor: HbmTensor, offsets: np.ndarray | TensorHandle,
     ctx.driver.writer.indexed = True
     cmd = Cmd(aop, (*ins, *idx), dst, n, n * isz, work, src, 0, _attrs(**attrs))
     _issue(ctx, cmd)
-    _hold_inputs(cmd)
+    hold_inputs(cmd)
     return dst
-
-
-def _hold_inputs(cmd: Cmd) -> None:
-    """A gather or atomic is still reading its TCM operands (offsets, mask, values) when the
-    kernel goes on: their bytes stay busy until the op ends (``read_until``, the time its
-    output lands), so a value dying meanwhile frees them only for writers that wait for
-    that (lifetime mode's free list, a scope's rewind; issue 27, ADR-0545)."""
-    assert cmd.out is not None  # a gather or atomic writes its TCM output
-    until = cmd.out.buf.ready_ps
-    for h in cmd.inputs:
-        b = h.buf
-        if b.space != "hbm" and until > b.read_until:
-            b.read_until = until
 
 
 def constant(values: np.ndarray, dtype: DType, *, src: str) -> TensorHandle:

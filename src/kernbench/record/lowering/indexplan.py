@@ -112,7 +112,7 @@ class Known(Protocol):
 #: plans of masked accesses at ``Known`` offsets, by (relative-offsets key, id of the
 #: frozen mask): (mask, plan, lowest and highest masked-in offsets relative to the lowest
 #: of all)
-MASKED = BoundedMemo()  # (key, id) -> (mask, plan, lo, hi)
+MASKED = BoundedMemo()  # (key, id, itemsize, burst) -> (mask, plan, lo, hi)
 
 def learn(known: Known, m: np.ndarray | None, key: tuple, lo: int, hi: int, plan: Plan
           ) -> None:
@@ -124,7 +124,9 @@ def learn(known: Known, m: np.ndarray | None, key: tuple, lo: int, hi: int, plan
         known.rel = ((key[0], key[1]), lo, hi)
     elif m is not None and frozen(m) and m.any():  # lo, hi: of the masked-in elements
         rkey, all_lo, _ = known.rel
-        remember(MASKED, (rkey, id(m)), (m, plan, lo - all_lo, hi - all_lo))
+        # the plan's work depends on the itemsize and burst (``key[3:]``): a recording on
+        # other hardware in the same process must not take this one's
+        remember(MASKED, (rkey, id(m), *key[3:]), (m, plan, lo - all_lo, hi - all_lo))
 
 
 #: access ids of frozen arrays stored for indexed rows (a plan's offsets, a mask) by id:

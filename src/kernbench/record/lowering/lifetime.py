@@ -23,7 +23,12 @@ from contextlib import contextmanager
 
 from kernbench.errors import KernelError
 from kernbench.record.handle import TensorHandle
-from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
+from kernbench.record.machine.allocator import (
+    FreeListAllocator,
+    ScratchAllocator,
+    close_lifetime,
+    open_lifetime,
+)
 from kernbench.record.machine.context import current
 
 __all__ = ["lifetime_scope", "release", "retain", "live_bytes"]
@@ -39,25 +44,16 @@ def lifetime_scope() -> Iterator[FreeListAllocator]:
     Bytes the bump allocator already handed out before entry stay reserved below the free
     list. ``tl.scratch_scope`` inside it is a KernelError."""
     ctx = current()
-    driver = ctx.driver
-    bump = ctx.scratch
-    if type(bump) is not ScratchAllocator:
+    if type(ctx.scratch) is not ScratchAllocator:
         raise KernelError("lifetime_scope is already active in this program")
     if ctx.scopes:
         raise KernelError("lifetime_scope cannot start inside a tl.scratch_scope",
                           ctx.scopes[-1].src)
-    arena = FreeListAllocator(bump.space, bump.pe, bump.budget, bump.align,
-                              lambda: driver.now)
-    arena.used = arena.cursor = arena.peak = bump.cursor
-    arena.slot_note = bump.slot_note
-    driver.scratch = ctx.scratch = arena
+    arena, bump = open_lifetime(ctx)
     try:
         yield arena
     finally:
-        arena.closed = True
-        driver.scratch = ctx.scratch = bump
-        if arena.peak > bump.peak:
-            bump.peak = arena.peak
+        close_lifetime(ctx, arena, bump)
 
 
 def retain(h: TensorHandle) -> None:

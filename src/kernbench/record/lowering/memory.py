@@ -15,6 +15,7 @@ from kernbench.record.lowering.emit import prod as _prod
 from kernbench.record.lowering.emit import shape_arg as _shape
 from kernbench.record.lowering.operands import live as _live
 from kernbench.record.machine.context import current
+from kernbench.record.rows.stream import AUTO_TILE
 from kernbench.record.source import src_here
 from kernbench.schemas import dtypes
 from kernbench.schemas.ops import OP
@@ -123,6 +124,8 @@ def composite(op: str = "gemm", *, a: TensorHandle, b: TensorHandle, trans_b: bo
         raise KernelError(f"composite tile must be a positive int, got {tile!r}", src)
     m = a.shape[0]
     stored = b.shape  # rows as stored in HBM: N with trans_b, K without
+    if tile is None and ctx.tape is not None:  # the tiling follows the staging area
+        ctx.tape.note(AUTO_TILE)
     rows = tile_rows(stored, b.dtype.itemsize, ctx.hw.stage_bytes, tile)  # type: ignore[arg-type]
     if rows * stored[1] * b.dtype.itemsize > ctx.hw.stage_bytes // 2:
         raise KernelError(f"composite tile of {rows} rows ({rows * stored[1] * b.dtype.itemsize}"

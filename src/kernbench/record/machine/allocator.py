@@ -11,17 +11,21 @@ from typing import Any
 from kernbench.errors import KernelError, ScratchOverflowError
 from kernbench.record.handle import Buffer, Scope
 from kernbench.record.hints import _size, drop_from, live_sites, scratch_overflow
+from kernbench.record.rows.stream import LIFETIME, LIFETIME_END
 
 
 class ScratchAllocator:
     """16-byte aligned bump allocation; the cursor only moves back by ``rewind``."""
 
-    __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live", "slot_note")
+    __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live", "slot_note",
+                 "tape")
 
     def __init__(self, space: str, pe: int, budget: int, align: int) -> None:
         self.space, self.pe, self.budget, self.align = space, pe, budget, align
         self.cursor = 0
         self.peak = 0
+        #: the running program's op-stream events (``record/rows/stream.py``), or None
+        self.tape: Any = None
         #: what an overflow adds about the resident program's slot (record/machine/resident.py)
         self.slot_note = ""
         self.live: list[Buffer] = []  # the allocations below the cursor (overflow hints)
@@ -36,6 +40,8 @@ class ScratchAllocator:
             self.peak = end
         buf = Buffer(self.space, self.pe, addr, nbytes, scope, src)
         self.live.append(buf)
+        if self.tape is not None:
+            self.tape.alloc(addr, nbytes, src)
         return buf
 
     def rewind(self, saved: int) -> None:
@@ -76,7 +82,7 @@ class FreeListAllocator:
     (live values and pipeline rings), ``peak`` its maximum."""
 
     __slots__ = ("space", "pe", "budget", "align", "cursor", "peak", "live", "free", "used",
-                 "clock", "rings", "loop", "closed", "slot_note")
+                 "clock", "rings", "loop", "closed", "slot_note", "tape")
 
     def __init__(self, space: str, pe: int, budget: int, align: int,
                  clock: Callable[[], int]) -> None:
@@ -90,6 +96,7 @@ class FreeListAllocator:
         self.loop: Any = None  # the innermost running pipelined loop (record/machine/pipeline.py)
         self.closed = False
         self.slot_note = ""  # what an overflow adds about a resident program's slot
+        self.tape: Any = None  # the program's op-stream events, or None
 
     def alloc(self, nbytes: int, scope: Scope | None, src: str) -> Buffer:
         size = max(self.align, -(-nbytes // self.align) * self.align)
@@ -113,6 +120,8 @@ class FreeListAllocator:
         buf.read_until = busy
         buf.owner = Lease(self, got, ring)
         self.live[buf] = None
+        if self.tape is not None:
+            self.tape.alloc(addr, nbytes, src)
         return buf
 
     def _take(self, size: int, nbytes: int, src: str, want: int | None = None,
@@ -169,6 +178,8 @@ class FreeListAllocator:
         op touching them has completed (to its ring while its pipelined loop runs)."""
         lease = buf.owner
         lease.arena = None
+        if self.tape is not None:
+            self.tape.release(buf.addr)
         busy = max(self.clock(), buf.ready_ps, buf.read_until)
         ring = lease.ring
         if ring is not None and ring.active:
@@ -209,6 +220,31 @@ class FreeListAllocator:
     def rewind(self, saved: int) -> None:
         raise KernelError("tl.scratch_scope is not available in lifetime mode (values are "
                           "freed when no handle refers to them)")
+
+
+def open_lifetime(ctx: Any) -> tuple[FreeListAllocator, ScratchAllocator]:
+    """Switch the program ``ctx`` from its bump allocator to a free list over the same bytes
+    (lifetime mode: ``record/lowering/lifetime.py``); bytes the bump allocator handed out
+    stay reserved below it. (The free list, the bump allocator.)"""
+    if ctx.tape is not None:
+        ctx.tape.note(LIFETIME)
+    driver, bump = ctx.driver, ctx.scratch
+    arena = FreeListAllocator(bump.space, bump.pe, bump.budget, bump.align,
+                              lambda: driver.now)
+    arena.used = arena.cursor = arena.peak = bump.cursor
+    arena.slot_note, arena.tape = bump.slot_note, bump.tape
+    driver.scratch = ctx.scratch = arena
+    return arena, bump
+
+
+def close_lifetime(ctx: Any, arena: FreeListAllocator, bump: ScratchAllocator) -> None:
+    """Back to the bump allocator: later releases are ignored, the free list's peak counts."""
+    if ctx.tape is not None:
+        ctx.tape.note(LIFETIME_END)
+    arena.closed = True
+    ctx.driver.scratch = ctx.scratch = bump
+    if arena.peak > bump.peak:
+        bump.peak = arena.peak
 
 
 def lifetime_overflow(alloc: FreeListAllocator, nbytes: int, addr: int,

@@ -10,6 +10,7 @@ from greenlet import getcurrent, greenlet
 from kernbench.errors import KernelError
 from kernbench.record.handle import Scope
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
+from kernbench.record.rows.stream import ProgramTape
 
 if TYPE_CHECKING:
     from kernbench.record.machine.protocol import PE
@@ -19,12 +20,16 @@ class KernelContext:
     """What one program of the grid needs while it runs: its PE driver, ids, scratch, scopes."""
 
     __slots__ = ("driver", "pe", "program", "grid", "pids", "scratch", "scopes", "hw", "issue",
-                 "unresolved", "by_op")
+                 "unresolved", "by_op", "tape")
 
     def __init__(self, driver: PE, program: int, grid: tuple[int, ...]) -> None:
         self.driver = driver
         self.pe = driver.index
-        self.hw = driver.hw
+        stream = driver.writer.stream
+        #: this program's events of the op stream (``record/rows/stream.py``), or None
+        self.tape = None if stream is None else ProgramTape(stream, self)
+        #: the hardware as the program reads it (each field's first read noted, if taped)
+        self.hw = driver.hw if stream is None else stream.hw_view(driver.hw)
         self.program = program
         self.grid = grid
         pids, rest = [], program
@@ -33,6 +38,7 @@ class KernelContext:
             rest //= g
         self.pids = tuple(pids)
         self.scratch: ScratchAllocator | FreeListAllocator = driver.scratch
+        self.scratch.tape = self.tape
         self.scopes: list[Scope] = []
         #: the driver's list of unmatched recv_async buffers (shared, mutated in place)
         self.unresolved: list = driver.unresolved
@@ -41,6 +47,12 @@ class KernelContext:
         #: the driver's op -> (timing model, engine, handler) table: a command runs as
         #: ``handler(driver, cmd, model, engine)``, what ``issue(cmd)`` does, one call shorter
         self.by_op: dict[Any, tuple[Any, Any, Callable[..., Any]]] = _NOT_ATTACHED
+
+    def connect(self, issue: Callable[[object], object], by_op: dict[Any, Any]) -> None:
+        """Attach the program to its driver: its requests (noted on the tape, if any) and
+        its op table."""
+        self.issue = issue if self.tape is None else self.tape.wrap(issue)
+        self.by_op = by_op
 
     def emit(self, cmd: Any) -> None:
         """Hand one command to the PE machine (``lowering.emit`` does this inline)."""

@@ -123,8 +123,7 @@ class PEDriver:
             g = ProgramGreenlet(run)
             g.ctx = ctx
             self._switch = greenlet.getcurrent().switch
-            ctx.issue = self.issue
-            ctx.by_op = self._by_op
+            ctx.connect(self.issue, self._by_op)
             msg = g.switch()
             while not g.dead:  # only requests that synchronise with SimPy come here
                 self.blocked_at = msg

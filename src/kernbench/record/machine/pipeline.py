@@ -29,10 +29,11 @@ from kernbench.record.commands import Cmd
 from kernbench.record.machine.allocator import FreeListAllocator, Ring
 from kernbench.record.machine.context import current
 from kernbench.record.machine.protocol import PE
+from kernbench.record.rows.stream import END, LOOP, NEXT
 from kernbench.schemas.ops import ATOMICS
 
-__all__ = ["DEFAULT_NUM_STAGES", "Loop", "adopt", "pipelined", "timed_pipelined",
-           "timed_hbm_writer"]
+__all__ = ["DEFAULT_NUM_STAGES", "Loop", "adopt", "advance", "begin", "finish", "pipelined",
+           "timed_pipelined", "timed_hbm_writer"]
 
 #: the pipelining depth of a loop when neither the launch nor ``tl.range`` gives one
 #: (Triton's default on NVIDIA GPUs)
@@ -98,25 +99,56 @@ def pipelined(iterable: Iterable[int], num_stages: int | None, *, src: str) -> I
     stages = DEFAULT_NUM_STAGES if num_stages is None else num_stages
     if type(stages) is not int or stages < 1:
         raise KernelError(f"num_stages must be an int >= 1, got {num_stages!r}", src)
-    return _run(iter(iterable), stages, current().driver)
+    return _run(iter(iterable), stages, current())
 
 
-def _run(it: Iterator[int], stages: int, driver: PE) -> Iterator[int]:
-    loop: Loop | None = None
-    outer = driver.loop
+def _run(it: Iterator[int], stages: int, ctx: Any) -> Iterator[int]:
+    running: tuple[Loop, Any, int] | None = None
     try:
         for x in it:
-            if loop is None:
-                loop = Loop(stages, driver.now)
-                driver.set_loop(loop)
-            loop.next_iteration()
+            if running is None:
+                running = begin(ctx, stages)
+            advance(ctx, running)
             yield x
     finally:
-        if loop is not None and driver.loop is loop:
-            driver.set_loop(outer)
-            arena = driver.scratch
-            if loop.rings and type(arena) is FreeListAllocator:
-                arena.dissolve(loop.rings)
+        if running is not None:
+            finish(ctx, running)
+
+
+def begin(ctx: Any, stages: int) -> tuple[Loop, Any, int]:
+    """A pipelined loop starts (at its first iteration): (the loop, the loop it is inside,
+    its number among the program's loops, as the op stream names it)."""
+    driver = ctx.driver
+    outer = driver.loop
+    loop = Loop(stages, driver.now)
+    driver.set_loop(loop)
+    number = -1
+    if ctx.tape is not None:
+        number = ctx.tape.loops
+        ctx.tape.loops += 1
+        ctx.tape.note(LOOP, (number, stages))
+    return loop, outer, number
+
+
+def advance(ctx: Any, running: tuple[Loop, Any, int]) -> None:
+    """The loop's next iteration."""
+    if ctx.tape is not None:
+        ctx.tape.note(NEXT, (running[2],))
+    running[0].next_iteration()
+
+
+def finish(ctx: Any, running: tuple[Loop, Any, int]) -> None:
+    """The loop ended (or was left): back to the loop it was inside; its rings' buffers go
+    back to the free list."""
+    loop, outer, number = running
+    if ctx.tape is not None:
+        ctx.tape.note(END, (number,))
+    driver = ctx.driver
+    if driver.loop is loop:
+        driver.set_loop(outer)
+        arena = driver.scratch
+        if loop.rings and type(arena) is FreeListAllocator:
+            arena.dissolve(loop.rings)
 
 
 def adopt(pe: PE, loop: Loop, cmd: Cmd) -> None:

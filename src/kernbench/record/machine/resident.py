@@ -242,8 +242,7 @@ def _start(pe: PE, program: int, slot: int, at: int, size: int, k: int,
                          "from program 0's scratch peak)") if k > 1 else ""
     pe.scratch = scratch
     ctx = KernelContext(pe, program, grid)
-    ctx.issue = pe.issue
-    ctx.by_op = pe.by_op
+    ctx.connect(pe.issue, pe.by_op)
     g = ProgramGreenlet(body)
     g.ctx = ctx
     return Resident(program, slot, ctx, g, at)

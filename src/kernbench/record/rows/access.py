@@ -8,6 +8,7 @@ hash-order dependence). Rows are written in batches: memory holds the digests on
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ class AccessWriter:
         self._pq: pq.ParquetWriter | None = None
         #: every row by id, kept while a recording evaluates guards (``keep``), else None
         self._kept: dict[int, tuple[str, str, tuple[int, ...], bytes]] | None = None
+        #: called with the id of every array added, new or seen (the op stream notes it)
+        self.on_add: Callable[[int], None] | None = None
 
     @property
     def used(self) -> bool:
@@ -54,6 +57,8 @@ class AccessWriter:
         key = hashlib.sha256(f"{kind}|{dtype}|{shape}|".encode() + data).digest()
         got = self._ids.get(key)
         if got is not None:
+            if self.on_add is not None:
+                self.on_add(got)
             return got
         got = self._ids[key] = len(self._ids)
         self._rows.append((got, kind, dtype, shape, data))
@@ -62,6 +67,8 @@ class AccessWriter:
         self._held += len(data)
         if self._held >= BATCH_BYTES:
             self.flush()
+        if self.on_add is not None:
+            self.on_add(got)
         return got
 
     def flush(self) -> None:

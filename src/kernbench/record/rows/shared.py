@@ -57,9 +57,11 @@ class SharedWriter:
             raise AssertionError(f"unknown shared parts {sorted(unknown)}; one of "
                                  f"{SHARED_PARTS}")
         intern = self._names
+        for r in dict.fromkeys(names):  # each new name once, in order of first use
+            intern.setdefault(r, len(intern))
         self._chunks.append((
-            np.array(ops, np.int64), np.array([_PART_CODE[p] for p in parts], np.int8),
-            np.array([intern.setdefault(r, len(intern)) for r in names], np.int64),
+            np.array(ops, np.int64), np.array(list(map(_PART_CODE.__getitem__, parts)), np.int8),
+            np.array(list(map(intern.__getitem__, names)), np.int64),
             np.array(waits, np.int64)))
 
     def table(self) -> pa.Table:

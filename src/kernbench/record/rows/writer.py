@@ -42,6 +42,7 @@ from kernbench.record.rows.columns import (
     used,
 )
 from kernbench.record.rows.shared import SharedWriter
+from kernbench.record.rows.stream import ACCESS, WORK, StreamWriter, unusual_work
 from kernbench.schemas.arrow import (
     BITCAST_ATTR,
     GUARD_MINOR,
@@ -95,7 +96,7 @@ class OpWriter:
     calls ``compact()`` once ``len(cmds) >= chunk`` (``row`` does all three)."""
 
     def __init__(self, path: str | Path, batch_rows: int | None = None,
-                 progress: Callable[[int], Any] | None = None) -> None:
+                 progress: Callable[[int], Any] | None = None, stream: bool = True) -> None:
         self.path = Path(path)
         self.progress = progress  # called with the op count after every flushed batch
         self.batch_rows = batch_rows or BATCH_ROWS
@@ -113,6 +114,11 @@ class OpWriter:
         #: the waits on the chip's shared parts (shared.parquet beside ops.parquet, written
         #: at close when an op waited: only on hardware with a shared part)
         self.shared = SharedWriter(self.path.with_name("shared.parquet"))
+        #: what the programs asked of the machine besides their rows (stream.parquet beside
+        #: ops.parquet, for ``retime``; None: a throwaway recording that keeps none)
+        self.stream = StreamWriter(self.path.with_name("stream.parquet")) if stream else None
+        if self.stream is not None:
+            self.access.on_add = self._access_added
         #: True once a row needs trace format version 2 (a version-2 op or indexed attrs;
         #: record/lowering/addressing.py sets it for the latter)
         self.indexed = False
@@ -132,6 +138,7 @@ class OpWriter:
         self._out_ops = Operands()  # the outputs' operands (``NULL_KEY`` for none)
         self._attrs: list[str] = []
         self._src: list[str] = []
+        self._works: list[tuple[int, tuple[int, ...]]] = []  # (row of the batch, work)
 
     @property
     def next_op_id(self) -> int:
@@ -163,6 +170,8 @@ class OpWriter:
             self._out_ops.add([NULL_KEY if o is None else o.operand for o in _OUT(cols)])
             self._attrs += _ATTRS(cols)
             self._src += _SRC(cols)
+            if self.stream is not None:
+                self._works += unusual_work(cmds, self._compacted)
             self._compacted += n
             cmds.clear()  # in place: PE drivers hold this list
         if self._compacted >= self.batch_rows:
@@ -214,6 +223,11 @@ class OpWriter:
             self.wide = uses_version_3(self._in_ops.dtypes() | self._out_ops.dtypes(),
                                        self._attrs)
         batch = pa.RecordBatch.from_arrays(arrays, schema=OPS)
+        if self._works and self.stream is not None:
+            note = self.stream.note
+            for i, work in self._works:
+                if parent[i] == NO_PARENT:  # a composite's children are the machine's
+                    note(int(program[i]), int(seq[i]), WORK, work)
         self._wait_write()  # one batch in flight: Parquet encoding releases the GIL, so the
         self._writing = self._pool.submit(self._pq.write_batch, batch)  # next batch records
         self.t_end_ps = max(self.t_end_ps, int(t_end.max()))
@@ -227,6 +241,10 @@ class OpWriter:
         if self._writing is not None:
             writing, self._writing = self._writing, None
             writing.result()
+
+    def _access_added(self, ident: int) -> None:
+        if self.stream is not None:
+            self.stream.note_here(ACCESS, (ident,))
 
     @property
     def schema_version(self) -> int | str:
@@ -247,10 +265,14 @@ class OpWriter:
         self._pq.close()
         self.access.close()
         self.shared.close()
+        if self.stream is not None:
+            self.stream.close()
 
     def abort(self) -> None:
         self.access.abort()
         self.shared.abort()
+        if self.stream is not None:
+            self.stream.abort()
         self.cmds.clear()
         del self.times[:]
         self._reset_columns()

@@ -1,6 +1,7 @@
 """Every built-in case and every Triton test kernel records on ahbm-v3 (the chip: shared
 HBM, TCM ports, a torus, an issue cost, ready-first engines), replays verified against its
-reference, and ``check`` finds nothing."""
+reference, and ``check`` finds nothing — the kernels that decide on data (guards, the
+built-in ``serving-decode``) among them (docs/adr/0843)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,10 @@ import kernbench as kb
 from kernbench.kernels.golden import GOLDEN
 from kernbench.kernels.registry import build_case
 from kernbench.testing import assert_check_ok
-from tests.triton.conftest import ALL, GUARDS, Entry
-
-#: kernels that decide on data: the chip-wide machine does not time a guard yet (ADR-0840
-#: keeps the guard's timing in one function, record/machine/guard.py, to port); each is
-#: refused in one line there (the last test)
-DECIDE = ["serving-decode"]
-CHIP = [e for e in ALL if e not in GUARDS]
+from tests.triton.conftest import ALL, Entry
 
 
-@pytest.mark.parametrize("name", sorted(set(GOLDEN) - set(DECIDE)))
+@pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_builtin_case_replays_verified_on_ahbm_v3(name, tmp_path) -> None:
     case, params = GOLDEN[name]
     trace = kb.record(build_case(case, params), tmp_path / f"{name}.ktrace", hw="ahbm-v3")
@@ -29,7 +24,7 @@ def test_builtin_case_replays_verified_on_ahbm_v3(name, tmp_path) -> None:
     assert_check_ok(trace)
 
 
-@pytest.mark.parametrize("entry", CHIP, ids=[e.id for e in CHIP])
+@pytest.mark.parametrize("entry", ALL, ids=[e.id for e in ALL])
 def test_triton_kernel_replays_verified_on_ahbm_v3(entry: Entry, tmp_path) -> None:
     factory = entry.factory()
     trace = kb.record(kb.build_case(entry.id, entry.params, factory=factory),
@@ -38,11 +33,3 @@ def test_triton_kernel_replays_verified_on_ahbm_v3(entry: Entry, tmp_path) -> No
     assert res.verified, res.verdict
     assert_check_ok(trace)
 
-
-def test_a_decision_on_data_is_refused_on_the_chip_in_one_line(tmp_path) -> None:
-    from kernbench.errors import KernelError
-
-    case, params = GOLDEN[DECIDE[0]]
-    with pytest.raises(KernelError, match=r"paged_decode\.py:\d+: an if/while on data is not "
-                       r"timed on hardware with a shared part"):
-        kb.record(build_case(case, params), tmp_path / "d.ktrace", hw="ahbm-v3")

@@ -16,11 +16,11 @@ from kernbench.trace.hw import PRESETS, TOPOLOGIES, HwConfig
 from kernbench.trace.topology import route
 from tests.record.machine.shared.intervals import conserving, work_conserving
 
-V3 = PRESETS["ahbm-v3"]  # link_gbps 64, link_latency_ns 1000
+V3 = PRESETS["ahbm-v3"]  # link_gbps 64 (its link_latency_ns, 20, is pinned to 1000 below)
 
 
 def _hw(topology: str, n: int = 8) -> HwConfig:
-    return dataclasses.replace(V3, topology=topology, n_pe=n)
+    return dataclasses.replace(V3, topology=topology, n_pe=n, link_latency_ns=1000)
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)

@@ -9,9 +9,13 @@ it is; the chip times any hardware whose shared parts are modelled (``HwConfig.s
 
 - ``node.py``: an op in flight, from its issue to its decided start and end;
 - ``board.py``: which earlier ops an op's data waits for (RAW, WAR, WAW) while they are
-  still undecided;
+  still undecided; ``segments.py``: one memory's accesses by segment, and their prune;
 - ``engines.py``: an engine's queues and its arbitration (``in_order``, ``ready_first``);
 - ``program.py``: a resident program as the kernel sees its PE: the op handlers;
 - ``loop.py``: the event loop, the programs' greenlets, slots and the rows in op order;
-- ``ipcq.py``: messages between PEs, routed over the topology.
+  ``turns.py``: whose turn it is, a program's or a decision's, and the hand-overs;
+- ``ipcq.py``: messages between PEs, routed over the topology;
+- ``guard.py``: a decision on data (docs/adr/0843): the value graph noted as ops issue, the
+  guard waiting for its operand and for every decision due by its time;
+- ``atomics.py``: a PE's atomics start in the order its programs issue them.
 """

@@ -22,7 +22,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+from kernbench.record.machine.chip.atomics import in_issue_order
 from kernbench.record.machine.chip.node import Node
+from kernbench.record.machine.chip.segments import Seg, Segments
 from kernbench.schemas.ops import ATOMICS
 
 #: test-only switch: a write no longer waits for earlier reads of its bytes, which must make
@@ -31,8 +33,6 @@ DROP_WAR = False
 
 _FAR = 1 << 62  # an HBM access that is not its operand's contiguous extent covers the rest
 _PRUNE_AT = 256
-#: a memory's segment bounds kept as they are by a prune (as record/machine/ranges.py)
-_KEEP_BOUNDS = 256
 
 
 class _Read:
@@ -54,75 +54,17 @@ class _Read:
             node.prog.chip.on_ready(node)
 
 
-class Segments:
-    """One memory's accesses: segment ``k`` is ``[bounds[k], bounds[k + 1])``; ``wend[k]`` /
-    ``rend[k]`` the latest decided end of a write / of any access there, ``wn[k]`` the
-    undecided last writer (None: none), ``rn[k]`` the undecided readers since it."""
-
-    __slots__ = ("bounds", "wend", "wn", "rend", "rn")
-
-    def __init__(self) -> None:
-        self.bounds: list[int] = []
-        self.wend: list[int] = []
-        self.wn: list[Node | None] = []
-        self.rend: list[int] = []
-        self.rn: list[list[Node]] = []
-
-    def split(self, x: int) -> None:
-        """Make ``x`` a segment bound; the new segment copies the one it cuts."""
-        b = self.bounds
-        i = bisect_left(b, x)
-        if i < len(b) and b[i] == x:
-            return
-        b.insert(i, x)
-        if i:
-            self.wend.insert(i, self.wend[i - 1])
-            self.wn.insert(i, self.wn[i - 1])
-            self.rend.insert(i, self.rend[i - 1])
-            self.rn.insert(i, list(self.rn[i - 1]))
+def _folded(seg: Seg, readers: list[Node]) -> list[Node]:
+    """``readers`` without the decided ones, folded into ``seg.rend`` (bounded lists)."""
+    kept = []
+    for r in readers:
+        if r.done:
+            e = r.end if r.rend < 0 else r.rend
+            if e > seg.rend:
+                seg.rend = e
         else:
-            self.wend.insert(0, 0)
-            self.wn.insert(0, None)
-            self.rend.insert(0, 0)
-            self.rn.insert(0, [])
-
-    def forget(self, floor: int) -> int:
-        """Fold decided accesses into the ends, drop ends at or before ``floor`` (no op still
-        to be issued starts before it) and merge runs of empty segments; the bounds left."""
-        bounds, wend, wn, rend, rn = [], [], [], [], []
-        merge = len(self.bounds) > _KEEP_BOUNDS  # below that, buffers find their bounds
-        empty_before = False
-        for k, x in enumerate(self.bounds):
-            w, r, wnode, readers = self.wend[k], self.rend[k], self.wn[k], self.rn[k]
-            if wnode is not None and wnode.done:
-                w = max(w, wnode.end)
-                r = max(r, wnode.end)
-                wnode = None
-            if readers:
-                kept = []
-                for n in readers:
-                    if n.done:
-                        e = n.end if n.rend < 0 else n.rend
-                        if e > r:
-                            r = e
-                    else:
-                        kept.append(n)
-                readers = kept
-            if w <= floor:
-                w = 0
-            if r <= floor:
-                r = 0
-            empty = not w and not r and wnode is None and not readers
-            if empty and empty_before and merge:
-                continue
-            empty_before = empty
-            bounds.append(x)
-            wend.append(w)
-            wn.append(wnode)
-            rend.append(r)
-            rn.append(readers)
-        self.bounds, self.wend, self.wn, self.rend, self.rn = bounds, wend, wn, rend, rn
-        return len(bounds)
+            kept.append(r)
+    return kept
 
 
 def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
@@ -134,7 +76,7 @@ def _extent(buf: Any, cmd: Any) -> tuple[int, int]:
 class Board:
     """The accesses of every memory of the chip, keyed by memory (HBM: per program)."""
 
-    __slots__ = ("memories", "stamp", "count", "limit", "tcm")
+    __slots__ = ("memories", "stamp", "count", "limit", "tcm", "hbm", "atomic")
 
     def __init__(self) -> None:
         self.memories: dict[Any, Segments] = {}
@@ -142,76 +84,68 @@ class Board:
         self.count = 0
         self.limit = _PRUNE_AT
         self.tcm: dict[int, Segments] = {}  # each PE's kernel scratch, by PE
+        self.hbm: dict[int, list[Any]] = {}  # each program's keys of HBM memories
+        self.atomic: dict[int, Node] = {}  # each PE's last atomic issued
 
     def op(self, node: Node, cmd: Any, program: int) -> int:
         """``claim`` of every operand of ``cmd``, noted. The common case — every operand one
         whole segment of a PE's TCM already cut — takes a short path (no cut, no key);
         anything else the general one."""
         tcm = self.tcm
-        spans = []
+        segs = []
         for h in cmd.inputs:
             buf = h.buf
             if buf.space != "tcm":
-                return self.claim(node, self.extents(cmd, program))
+                t = self.claim(node, self.extents(cmd, program))
+                return in_issue_order(self.atomic, node, t) if cmd.op in ATOMICS else t
             m = tcm.get(buf.pe)
-            if m is None:
+            seg = m.at.get(buf.addr) if m is not None else None
+            if seg is None or seg.hi != buf.addr + buf.nbytes:
                 return self.claim(node, self.extents(cmd, program))
-            b = m.bounds
-            lo = buf.addr
-            i = bisect_left(b, lo)
-            if i + 1 >= len(b) or b[i] != lo or b[i + 1] != lo + buf.nbytes:
-                return self.claim(node, self.extents(cmd, program))
-            spans.append((m, i))
+            segs.append(seg)
         out = cmd.out
-        wm = None
-        w_i = 0
+        ws = None
         if out is not None:
             buf = out.buf
-            if buf.space != "tcm" or cmd.op in ATOMICS:
-                return self.claim(node, self.extents(cmd, program))
-            wm = tcm.get(buf.pe)
-            if wm is None:
-                return self.claim(node, self.extents(cmd, program))
-            b = wm.bounds
-            lo = buf.addr
-            w_i = bisect_left(b, lo)
-            if w_i + 1 >= len(b) or b[w_i] != lo or b[w_i + 1] != lo + buf.nbytes:
+            m = tcm.get(buf.pe) if buf.space == "tcm" and cmd.op not in ATOMICS else None
+            ws = m.at.get(buf.addr) if m is not None else None
+            if ws is None or ws.hi != buf.addr + buf.nbytes:
                 return self.claim(node, self.extents(cmd, program))
         self.stamp = stamp = self.stamp + 1
         node.stamp = stamp
         t = 0
-        for m, k in spans:  # RAW: the segment's writer
-            w = m.wn[k]
+        for seg in segs:  # RAW: the segment's writer
+            w = seg.wn
             if w is not None:
                 if w.done:
-                    if w.end > m.wend[k]:
-                        m.wend[k] = w.end
-                    if w.end > m.rend[k]:
-                        m.rend[k] = w.end
-                    m.wn[k] = None
+                    e = w.end
+                    if e > seg.wend:
+                        seg.wend = e
+                    if e > seg.rend:
+                        seg.rend = e
+                    seg.wn = None
                 elif w.stamp != stamp:
                     w.stamp = stamp
                     w.after.append(node)
                     node.deps += 1
-            if m.wend[k] > t:
-                t = m.wend[k]
-        if wm is not None:  # WAR and WAW: every access of the segment
-            k = w_i
-            w = wm.wn[k]
+            if seg.wend > t:
+                t = seg.wend
+        if ws is not None:  # WAR and WAW: every access of the segment
+            w = ws.wn
             if w is not None:
                 if w.done:
-                    if w.end > wm.rend[k]:
-                        wm.rend[k] = w.end
+                    if w.end > ws.rend:
+                        ws.rend = w.end
                 elif w.stamp != stamp:
                     w.stamp = stamp
                     w.after.append(node)
                     node.deps += 1
             if DROP_WAR:
-                if wm.wend[k] > t:
-                    t = wm.wend[k]
+                if ws.wend > t:
+                    t = ws.wend
             else:
-                r_end = wm.rend[k]
-                for r in wm.rn[k]:
+                r_end = ws.rend
+                for r in ws.rn:
                     if r.done:
                         e = r.end if r.rend < 0 else r.rend
                         if e > r_end:
@@ -223,27 +157,23 @@ class Board:
                         node.deps += 1
                 if r_end > t:
                     t = r_end
-        for m, k in spans:  # noted: a reader of its segments
-            readers = m.rn[k]
-            if len(readers) > 16:  # fold the decided ones (bounded lists)
-                kept = []
-                for r in readers:
-                    if r.done:
-                        e = r.end if r.rend < 0 else r.rend
-                        if e > m.rend[k]:
-                            m.rend[k] = e
-                    else:
-                        kept.append(r)
-                m.rn[k] = readers = kept
+        for seg in segs:  # noted: a reader of its segments
+            readers = seg.rn
+            if len(readers) > 16:
+                seg.rn = readers = _folded(seg, readers)
             readers.append(node)
-        if wm is not None:  # the writer of its segment, standing for all before it
-            wm.wn[w_i] = node
-            wm.wend[w_i] = wm.rend[w_i] = 0
-            wm.rn[w_i] = []
-        self.count += len(spans) + (wm is not None)
+        if ws is not None:  # the writer of its segment, standing for all before it
+            ws.wn = node
+            ws.wend = ws.rend = 0
+            ws.rn = []
+        self.count += len(segs) + (ws is not None)
         return t
 
     def _memory(self, buf: Any, program: int) -> Segments:
+        if buf.space == "tcm":
+            m = self.tcm.get(buf.pe)
+            if m is not None:
+                return m
         key: Any = (buf.space, buf.pe)
         if buf.space == "hbm":
             key = (key, program)
@@ -252,16 +182,21 @@ class Board:
             m = self.memories[key] = Segments()
             if buf.space == "tcm":
                 self.tcm[buf.pe] = m
+            elif buf.space == "hbm":
+                self.hbm.setdefault(program, []).append(key)
         return m
 
     def extents(self, cmd: Any, program: int) -> list[tuple[Segments, int, int, bool]]:
         """(memory, lo, hi, written) of every operand: the inputs, then the output; an
-        atomic also writes its HBM input."""
+        atomic also writes its HBM input, and is acq_rel (Triton's default, ADR-0841): its
+        HBM extent is all of its program's HBM (earlier accesses first, later after it)."""
         out = []
         atomic = cmd.op in ATOMICS
         for h in cmd.inputs:
             buf = h.buf
             lo, hi = _extent(buf, cmd)
+            if atomic and buf.space == "hbm":  # acq_rel (ADR-0841): all of its program's HBM
+                lo, hi = 0, _FAR
             out.append((self._memory(buf, program), lo, hi, atomic and buf.space == "hbm"))
         if cmd.out is not None:
             buf = cmd.out.buf
@@ -285,33 +220,33 @@ class Board:
         for m, lo, hi, write in extents:
             b = m.bounds
             i = bisect_left(b, lo)
-            j = bisect_left(b, hi, i)
-            spans.append((m, i, j, write))
-            wend, wn, rend, rn = m.wend, m.wn, m.rend, m.rn
-            for k in range(i, j):
-                w = wn[k]
+            span = m.segs[i:bisect_left(b, hi, i)]
+            spans.append((span, write))
+            for seg in span:
+                w = seg.wn
                 if w is not None:
                     if w.done:
-                        if w.end > wend[k]:
-                            wend[k] = w.end
-                        if w.end > rend[k]:
-                            rend[k] = w.end
-                        wn[k] = None
+                        e = w.end
+                        if e > seg.wend:
+                            seg.wend = e
+                        if e > seg.rend:
+                            seg.rend = e
+                        seg.wn = None
                     elif w.stamp != stamp:
                         w.stamp = stamp
                         w.after.append(node)
                         node.deps += 1
                 if write and war:
-                    if rend[k] > t:
-                        t = rend[k]
-                    readers = rn[k]
+                    if seg.rend > t:
+                        t = seg.rend
+                    readers = seg.rn
                     if readers:
                         kept = []
                         for r in readers:
                             if r.done:
                                 e = r.end if r.rend < 0 else r.rend
-                                if e > rend[k]:
-                                    rend[k] = e
+                                if e > seg.rend:
+                                    seg.rend = e
                                 if e > t:
                                     t = e
                             else:
@@ -321,31 +256,21 @@ class Board:
                                     r.after.append(node if r.engine is None
                                                    or r.engine.dst < 0 else _Read(node))
                                     node.deps += 1
-                        rn[k] = kept
-                elif wend[k] > t:
-                    t = wend[k]
+                        seg.rn = kept
+                elif seg.wend > t:
+                    t = seg.wend
         if note:
-            for m, i, j, write in spans:
+            for span, write in spans:
                 if write:
-                    for k in range(i, j):
-                        m.wn[k] = node
-                        m.wend[k] = m.rend[k] = 0
-                        m.rn[k] = []
+                    for seg in span:
+                        seg.wn = node
+                        seg.wend = seg.rend = 0
+                        seg.rn = []
                 else:
-                    rn = m.rn
-                    for k in range(i, j):
-                        readers = rn[k]
-                        if len(readers) > 16:  # fold the decided ones (bounded lists)
-                            rend = m.rend
-                            kept = []
-                            for r in readers:
-                                if r.done:
-                                    e = r.end if r.rend < 0 else r.rend
-                                    if e > rend[k]:
-                                        rend[k] = e
-                                else:
-                                    kept.append(r)
-                            rn[k] = readers = kept
+                    for seg in span:
+                        readers = seg.rn
+                        if len(readers) > 16:
+                            seg.rn = readers = _folded(seg, readers)
                         readers.append(node)
             self.count += len(spans)
         return t
@@ -356,11 +281,13 @@ class Board:
         m = self.memories.get(key)
         if m is None:
             m = self.memories[key] = Segments()
+            if key[0] == "tcm":  # the per-op path finds a PE's scratch here (``op``)
+                self.tcm[key[1]] = m
         t = self.claim(node, [(m, lo, hi, True)], note=False)
         if hi > lo:
             b = m.bounds
-            for k in range(bisect_left(b, lo), bisect_left(b, hi)):
-                m.rn[k].append(node)
+            for seg in m.segs[bisect_left(b, lo):bisect_left(b, hi)]:
+                seg.rn.append(node)
             self.count += 1
         return t
 
@@ -375,9 +302,9 @@ class Board:
         waits: list[Node] = []
         t = 0
         b = m.bounds
-        for k in range(bisect_left(b, lo), bisect_left(b, hi)):
-            w = m.wn[k]
-            for n in m.rn[k] if w is None else (w, *m.rn[k]):
+        for seg in m.segs[bisect_left(b, lo):bisect_left(b, hi)]:
+            w = seg.wn
+            for n in seg.rn if w is None else (w, *seg.rn):
                 if n.done:
                     e = n.end if n.rend < 0 or n is w else n.rend
                     if e > t:
@@ -385,7 +312,7 @@ class Board:
                 elif n.stamp != stamp:
                     n.stamp = stamp
                     waits.append(n)
-            t = max(t, m.wend[k], m.rend[k])
+            t = max(t, seg.wend, seg.rend)
         return waits, t
 
     def noted(self, floor: int) -> None:
@@ -399,6 +326,5 @@ class Board:
 
     def drop_program(self, program: int) -> None:
         """A program ended: its HBM ordering is over (no other program's op waits on it)."""
-        for key in [k for k in self.memories if len(k) == 2 and k[1] == program
-                    and isinstance(k[0], tuple)]:
+        for key in self.hbm.pop(program, ()):
             del self.memories[key]

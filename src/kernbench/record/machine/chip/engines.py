@@ -51,8 +51,9 @@ class ChipEngine:
         """``node`` is issued to this engine (its readiness may not be known yet)."""
         raise NotImplementedError
 
-    def ready(self, node: Node) -> None:
-        """``node``'s readiness became known (its last dependency was decided)."""
+    def ready(self, node: Node) -> int:
+        """``node``'s readiness became known (its last dependency was decided): the earliest
+        time an op could start here now (``earliest``)."""
         raise NotImplementedError
 
     def earliest(self) -> int:
@@ -62,6 +63,9 @@ class ChipEngine:
     def pick(self, t: int) -> Node | None:
         """Take the op that starts at ``t`` out of its queue (None: none is ready by then)."""
         raise NotImplementedError
+
+    def drop(self, program: int) -> None:
+        """``program`` ended (its ops have all started): forget its queue, if it has one."""
 
 
 class InOrder(ChipEngine):
@@ -80,8 +84,8 @@ class InOrder(ChipEngine):
         node.queue = self.queue
         self.queue.append(node)
 
-    def ready(self, node: Node) -> None:
-        pass
+    def ready(self, node: Node) -> int:
+        return self.earliest()
 
     def earliest(self) -> int:
         q = self.queue
@@ -114,17 +118,27 @@ class ReadyFirst(ChipEngine):
             q = self.queues[program] = deque()
         return q
 
+    def drop(self, program: int) -> None:
+        self.queues.pop(program, None)
+
     def add(self, node: Node) -> None:
-        q = self.queue_of(node.prog.program)
+        q = self.queues.get(node.prog.program)
+        if q is None:
+            q = self.queues[node.prog.program] = deque()
         node.queue = q
         q.append(node)  # a candidate once its readiness is known (``ready``)
         if OUT_OF_ORDER:
             heapq.heappush(self.heads, (node.t_issue, node.prog.program, node.op_id, node))
 
-    def ready(self, node: Node) -> None:
+    def ready(self, node: Node) -> int:
         q = node.queue
+        heads = self.heads
         if q and q[0] is node and not OUT_OF_ORDER:
-            heapq.heappush(self.heads, (node.ready, node.prog.program, node.op_id, node))
+            heapq.heappush(heads, (node.ready, node.prog.program, node.op_id, node))
+        if not heads:
+            return NEVER
+        r = heads[0][0]
+        return r if r > self.free else self.free
 
     def earliest(self) -> int:
         if not self.heads:
@@ -145,9 +159,7 @@ class ReadyFirst(ChipEngine):
         if q and not q[0].deps and not OUT_OF_ORDER:
             nxt = q[0]
             heapq.heappush(heads, (nxt.ready, nxt.prog.program, nxt.op_id, nxt))
-        elif not q:
-            del self.queues[node.prog.program]
-        return node
+        return node  # an empty queue is kept until its program ends (``drop``)
 
 
 #: engine_arbitration -> the policy

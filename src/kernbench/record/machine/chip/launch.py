@@ -6,6 +6,8 @@ import gc
 from collections.abc import Callable
 from typing import Any, cast
 
+from kernbench.record.guards.graph import Shadow
+from kernbench.record.machine.chip.guard import attach
 from kernbench.record.machine.chip.loop import Chip
 from kernbench.record.machine.chip.parts import Parts
 from kernbench.record.rows.writer import OpWriter
@@ -17,14 +19,18 @@ ALWAYS = False
 
 
 def run_chip(hw: HwConfig, writer: OpWriter, grid: tuple[int, ...], body: Callable[[], Any],
-             k: int, n_programs: int, alone: bool = False) -> list[int]:
+             k: int, n_programs: int, alone: bool = False,
+             shadow: Shadow | None = None) -> list[int]:
     """Record ``n_programs`` programs of ``grid`` on the chip; each PE's scratch peak.
-    ``alone``: program 0 by itself (the occupancy dry run: IPCQ refuses it)."""
+    ``alone``: program 0 by itself (the occupancy dry run: IPCQ refuses it). ``shadow``:
+    the value graph decisions on data evaluate (else a decision raises ``NeedsGuards``)."""
     n_pe = 1 if alone else hw.n_pe
     # a ring is the ring of the PEs in use (as ahbm-v1/v2); other topologies are the chip's
     span = min(n_pe, n_programs) if hw.topology in ("ring", "bidir_ring") else n_pe
     chip = Chip(hw, writer, n_pe, Parts(hw, n_pe, span))
     chip.alone = alone
+    if shadow is not None:
+        attach(chip, shadow)
     programs = [cast(list[int], range(i, n_programs, hw.n_pe)) for i in range(n_pe)]
     was_enabled = gc.isenabled()
     gc.disable()  # the per-op path makes no cycles (as record/recorder.py)

@@ -1,13 +1,11 @@
 """The chip's event loop: every PE's resident programs as greenlets, and every op's start
 decided in one global time order (docs/adr/0735).
 
-Two heaps drive it: the programs that can run, by ``(clock, program)``, and the decisions
-due, by time (an engine that may start an op). A program runs first when its clock is no
-later than the next decision (an op issued at ``t`` takes part in the decisions at ``t``),
-and hands over once its clock passes the next program's or decision's. A decision at ``t``
-is final: every program has issued everything it issues before ``t``, and the ops it may
-wait for were decided earlier, so each shared part sees its requests in time order. Rows
-reach the op log in op order, each once it is decided.
+Two heaps drive it (``turns.py``: whose turn it is): the programs that can run, by
+``(clock, program)``, and the decisions due, by time (an engine that may start an op). A
+decision at ``t`` is final: every program has issued everything it issues before ``t``, and
+the ops it may wait for were decided earlier, so each shared part sees its requests in time
+order. Rows reach the op log in op order, each once it is decided.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from typing import Any, cast
 
 from greenlet import greenlet
 
-from kernbench.errors import IpcqError, KernbenchError
+from kernbench.errors import KernbenchError
 from kernbench.record.commands import Wait
 from kernbench.record.machine.allocator import ScratchAllocator
 from kernbench.record.machine.chip import program as P
@@ -28,14 +26,15 @@ from kernbench.record.machine.chip.engines import ChipEngine
 from kernbench.record.machine.chip.ipcq import Ipcq, handlers
 from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.chip.pe import ChipPE
+from kernbench.record.machine.chip.turns import Turns
 from kernbench.record.machine.context import KernelContext, ProgramGreenlet
 from kernbench.record.machine.resident import slot_bytes
 from kernbench.record.rows.writer import ROW, OpWriter
 from kernbench.schemas.ops import OPS
 from kernbench.trace.hw import HwConfig
 
-_YIELD, _PARK = object(), object()
 _PACK = ROW.pack
+_push = heapq.heappush
 #: test-only hook: called with every engine op as it starts (its readiness, for the
 #: work-conservation property of tests/record/machine/chip)
 OBSERVE: Callable[[Node], None] | None = None
@@ -45,7 +44,7 @@ def _not_a_command(prog: Any, cmd: Any, model: Any, engine: Any) -> None:
     raise KernbenchError(f"op {cmd.op.value!r} is not issued as a command on the chip")
 
 
-class Chip:
+class Chip(Turns):
     """The machine of one recording on hardware with shared parts."""
 
     def __init__(self, hw: HwConfig, writer: OpWriter, n_pe: int, parts: Any) -> None:
@@ -73,6 +72,8 @@ class Chip:
         self.requests: dict[type, Callable[[P.Prog, Any], Any]] = {Wait: P.wait,
                                                                   **handlers(self.ipcq)}
         self.alone = False
+        self.decide = self._decide  # bound once: an event per engine op holds it
+        self.shadow: Any = None  # the value graph of a recording with guards (chip/guard.py)
 
     # -- programs ------------------------------------------------------------------------
     def run(self, programs: list[list[int]], grid: tuple[int, ...], body: Callable[[], Any],
@@ -87,16 +88,7 @@ class Chip:
             pe.open_slots(k, mine)
             while (nxt := pe.next_start()) is not None:
                 self._start(pe, *nxt)
-        runnable, events = self.runnable, self.events
-        while runnable or events:
-            if runnable and (not events or runnable[0][0] <= events[0][0]):
-                self._resume(heapq.heappop(runnable)[2])
-            else:
-                t, _, fn, arg = heapq.heappop(events)
-                self.time = t
-                fn(arg, t)
-        if self.live:
-            raise IpcqError("deadlock: no program can make progress", None)
+        self._loop()
 
     def _start(self, pe: ChipPE, program: int, slot: int, at: int) -> None:
         hw, size, k = self.hw, self.size, self.k
@@ -107,75 +99,11 @@ class Chip:
                              "from program 0's scratch peak)") if k > 1 else ""
         prog = P.Prog(self, pe, program, slot, at, scratch)
         ctx = prog.ctx = KernelContext(cast(Any, prog), program, self.grid)
-        ctx.issue = prog.issue
-        ctx.by_op = pe.by_op
+        ctx.connect(prog.issue, pe.by_op)
         g = prog.greenlet = ProgramGreenlet(self.body, parent=self.main)
         g.ctx = ctx
         self.live += 1
         heapq.heappush(self.runnable, (at, program, prog))
-
-    def _resume(self, prog: P.Prog) -> None:
-        sa = NEVER
-        if self.runnable:
-            c, p, _ = self.runnable[0]
-            sa = c + (1 if prog.program < p else 0)
-        if self.events and self.events[0][0] + 1 < sa:
-            sa = self.events[0][0] + 1
-        self.switch_at = sa
-        self.running = prog
-        g = prog.greenlet
-        msg = g.switch() if not g else g.switch(None)
-        self.running = None
-        if g.dead:
-            prog.issued_all = True
-            if not prog.live:
-                self._finish(prog)
-        elif msg is _YIELD:
-            heapq.heappush(self.runnable, (prog.clock, prog.program, prog))
-
-    def catch_up(self, t: int) -> None:
-        """Make the decisions due at or before ``t`` now (the running program, whose clock
-        is ``t``, finds a full queue: the ops that start by then have left it)."""
-        events = self.events
-        while events and events[0][0] <= t:
-            when, _, fn, arg = heapq.heappop(events)
-            self.time = when
-            fn(arg, when)
-
-    def maybe_yield(self, prog: P.Prog) -> None:
-        """Hand over once this program's clock passes the next program's or decision's.
-        Decisions due before its clock are made right here, on its greenlet, while no other
-        program is due first (the same order as handing over, without two switches)."""
-        if prog.clock < self.switch_at:
-            return
-        clock, events, runnable = prog.clock, self.events, self.runnable
-        while events and events[0][0] < clock and (
-                not runnable or events[0][0] < runnable[0][0]):
-            t, _, fn, arg = heapq.heappop(events)
-            self.time = t
-            fn(arg, t)
-        sa = NEVER
-        if runnable:
-            c, p, _ = runnable[0]
-            sa = c + (1 if prog.program < p else 0)
-        if events and events[0][0] + 1 < sa:
-            sa = events[0][0] + 1
-        self.switch_at = sa
-        if clock >= sa:
-            self.main.switch(_YIELD)
-
-    def park(self, prog: P.Prog) -> None:
-        """Stop this program until something ``wake``s it (registered before)."""
-        self.main.switch(_PARK)
-
-    def wake(self, prog: P.Prog, t: int) -> None:
-        prog.stall_to(t)
-        heapq.heappush(self.runnable, (prog.clock, prog.program, prog))
-        run = self.running
-        if run is not None:
-            sa = prog.clock + (1 if run.program < prog.program else 0)
-            if sa < self.switch_at:
-                self.switch_at = sa
 
     def wait_for(self, prog: P.Prog, nodes: list[Node]) -> None:
         """Park ``prog`` until ``nodes`` are decided; its clock moves to their latest end."""
@@ -201,6 +129,8 @@ class Chip:
         end = max(prog.clock, prog.last_end)
         pe.peak = max(pe.peak, prog.ctx.scratch.peak, prog.scratch.peak)
         self.board.drop_program(prog.program)
+        for e in pe.engines.values():
+            e.drop(prog.program)
         self.live -= 1
         pe.release(prog.slot, end)
         nxt = pe.next_start()
@@ -210,8 +140,8 @@ class Chip:
     # -- nodes ---------------------------------------------------------------------------
     def enter(self, node: Node, prog: P.Prog) -> None:
         """Number a node issued now (op order) and hold it for its row."""
-        node.op_id = self.next_id
-        self.next_id += 1
+        node.op_id = op_id = self.next_id
+        self.next_id = op_id + 1
         pe = prog.cpe
         node.seq = pe.seq
         pe.seq += 1
@@ -220,8 +150,7 @@ class Chip:
         self.rows.append(node)
         prog.live += 1
         if self.note_issue_wait:
-            self.shared.add(node.op_id, "issue", f"issue.pe{pe.index}",
-                            self.note_issue_wait)
+            self.shared.add(op_id, "issue", pe.issue_resource, self.note_issue_wait)
             self.note_issue_wait = 0
 
     def claim(self, node: Node) -> None:
@@ -238,18 +167,24 @@ class Chip:
         if e is None:
             self.settle(node, node.ready)
         elif isinstance(e, ChipEngine):
-            e.ready(node)
-            self.poke(e)
+            t = e.ready(node)
+            if t < e.at:  # (``due``'s test, saving the call when no decision moves)
+                self.due(e, t)
         else:  # a composite parent, a send: what it does once its data are ready
             e.ready()
 
     def poke(self, e: ChipEngine) -> None:
-        t = e.earliest()
+        """Schedule ``e``'s next decision, if it moved earlier."""
+        self.due(e, e.earliest())
+
+    def due(self, e: ChipEngine, t: int) -> None:
+        """``e`` may start an op at ``t`` (its ``earliest``): a decision then, unless one is
+        due sooner."""
         if t < e.at:
             e.at = t
-            self.order += 1
-            heapq.heappush(self.events, (t, self.order, self._decide, e))
-            if t + 1 < self.switch_at:
+            self.order = order = self.order + 1
+            _push(self.events, (t, order, self.decide, e))
+            if t < self.switch_at - 1:
                 self.switch_at = t + 1
 
     def at(self, t: int, fn: Callable[[int], None]) -> None:
@@ -258,6 +193,19 @@ class Chip:
         heapq.heappush(self.events, (t, self.order, _call, fn))
         if t + 1 < self.switch_at:
             self.switch_at = t + 1
+
+    def at_last(self, t: int, fn: Callable[[int], None]) -> None:
+        """Call ``fn(t)`` after every decision due at ``t`` (a guard, chip/guard.py)."""
+        self.order += 1
+        heapq.heappush(self.events, (t, NEVER + self.order, _call, fn))
+        if t + 1 < self.switch_at:
+            self.switch_at = t + 1
+
+    def quiet(self, t: int) -> bool:
+        """Every decision due at or before ``t`` is made (``at_last`` calls aside) and no
+        other program is runnable by ``t``: whatever is issued from now on starts later."""
+        r, e = self.runnable, self.events
+        return not (r and r[0][0] <= t) and not (e and e[0][0] <= t and e[0][1] < NEVER)
 
     def _decide(self, e: ChipEngine, t: int) -> None:
         if e.at != t:
@@ -269,16 +217,19 @@ class Chip:
                 done, end, shared = self.pes[node.pe].price(node, t)
                 e.free = done
                 e.busy_total += done - t
-                for row in shared:
-                    self.shared.add(node.op_id, *row)
+                if shared:
+                    for row in shared:
+                        self.shared.add(node.op_id, *row)
                 if e.waiting:
                     self._room(e, node.queue, t)
                 if OBSERVE is not None:
                     OBSERVE(node)
-                if end > done and node.engine.dst >= 0:
+                if end > done and e.dst >= 0:
                     node.rend = done  # a send reads its source until the link has it
                 self.settle(node, t, end, done - t)
-        self.poke(e)
+        t = e.earliest()
+        if t < e.at:
+            self.due(e, t)
 
     def _room(self, e: ChipEngine, queue: Any, t: int) -> None:
         keep = []
@@ -293,13 +244,14 @@ class Chip:
         """``node`` is decided: it started at ``start`` and its result is visible at ``end``
         (``start``: an op of no engine). What waits for it learns when."""
         node.start, node.end, node.busy = start, start if end is None else end, busy
-        if self.settling is not None:  # inside another decision: one level, no recursion
-            self.settling.append(node)
+        todo = self.settling
+        if todo is not None:  # inside another decision: one level, no recursion
+            todo.append(node)
             return
-        todo = self.settling = [node]
+        self.settling = todo = []
         on_ready = self.on_ready
-        while todo:
-            n = todo.pop()
+        n = node
+        while True:
             n.done = True
             end = n.end
             after = n.after
@@ -320,6 +272,9 @@ class Chip:
                 prog.last_end = end
             if not prog.live and prog.issued_all:
                 self._finish(prog)
+            if not todo:
+                break
+            n = todo.pop()
         self.settling = None
         rows = self.rows
         if rows[0].done:

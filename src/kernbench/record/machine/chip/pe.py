@@ -11,7 +11,7 @@ from kernbench.record.machine.chip.node import NEVER, Node
 from kernbench.record.machine.engines import DmaChannel, GemmEngine, LinkEngine, MathEngine
 from kernbench.record.machine.timing import models
 from kernbench.schemas.ops import ENGINE, Engine, Op
-from kernbench.schemas.traffic import tcm_bytes
+from kernbench.schemas.traffic import TCM_SPACES
 from kernbench.trace.hw import HwConfig
 
 #: the engines whose ops wait in a queue (sends, receives, scopes and composite parents
@@ -19,15 +19,16 @@ from kernbench.trace.hw import HwConfig
 QUEUED = (Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH)
 #: the injection queues whose messages cross one link on a ring (a neighbour's)
 DIRECT = frozenset({"link.next", "link.prev"})
+_NO_ROWS: list[tuple[str, str, int]] = []  # a price that no shared part lengthened (read only)
 
 
-def _operand_bytes(cmd: Any) -> int:
-    """The op's bytes that cross TCM (``schemas/traffic.tcm_bytes``): its TCM operands'
-    (a TCM operand covers its whole buffer)."""
-    ops = [(h.buf.space, h.buf.nbytes) for h in cmd.inputs]
-    if cmd.out is not None:
-        ops.append((cmd.out.buf.space, cmd.out.buf.nbytes))
-    return tcm_bytes(ops)
+def _hbm_operand(cmd: Any) -> Any:
+    """A DMA's HBM operand (its first, inputs then output), or None."""
+    for h in cmd.inputs:
+        if h.buf.space == "hbm":
+            return h
+    out = cmd.out
+    return out if out is not None and out.buf.space == "hbm" else None
 
 
 class ChipPE:
@@ -49,12 +50,19 @@ class ChipPE:
         self.issue_ps = round(hw.issue_ns * 1000)
         self.dispatch_ps = hw.dispatch_cycles * hw.cycle_ps
         self.issue_free = 0  # the issue port takes the next op no earlier than this
+        self.issue_resource = f"issue.pe{index}"  # the port as shared.parquet names it
         self.parts = parts  # the chip's shared parts (HBM stack, TCM ports, fabric)
         self.free: list[tuple[int, int]] = []  # the slots nobody holds: (free at, slot)
         self.waiting: list[int] = []  # programs not started, last first
         self.peak = 0
         self.links_out: dict[str, ChipEngine] = {}
         self.ring = hw.topology in ("ring", "bidir_ring")
+        # what ``price`` reads per op: the stack, this PE's TCM port, the DMA queues
+        self.hbm = parts.hbm
+        port = parts.tcm[index] if parts.tcm is not None else None
+        self.tcm = port.server if port is not None else None
+        self.tcm_resource = port.resource if port is not None else ""
+        self.dma = (self.engines[Engine.DMA_RD], self.engines[Engine.DMA_WR])
 
     def engine_of(self, op: Op) -> ChipEngine | None:
         return self.engines.get(ENGINE[op])
@@ -74,34 +82,40 @@ class ChipPE:
         engine's closed form; it takes no less than its HBM bytes through the stack and its
         TCM bytes through this PE's port; a message crosses the links of its route."""
         cmd = node.cmd
-        parts = self.parts
         if cmd.op is Op.SEND:
             # on a ring, "next" and "prev" are the links to the neighbours themselves; a
             # message to any other PE (by index) is routed
-            start, busy, arrival, rows = parts.carry(self.index, cmd.out.buf.pe, t,
-                                                     cmd.nbytes,
-                                                     self.ring and node.engine.name in DIRECT)
+            start, busy, arrival, rows = self.parts.carry(
+                self.index, cmd.out.buf.pe, t, cmd.nbytes,
+                self.ring and node.engine.name in DIRECT)
             return start + busy, arrival, rows
         busy, latency = node.model(self, cmd)
-        own = t + busy
-        done, why = own, None
-        engine = node.engine.name
-        if parts.hbm is not None and engine in ("dma_rd", "dma_wr"):
-            h = next((x for x in (*cmd.inputs, cmd.out) if x is not None
-                      and x.buf.space == "hbm"), None)
+        done = own = t + busy
+        why: tuple[str, str] | None = None
+        hbm = self.hbm
+        if hbm is not None and node.engine in self.dma:
+            h = _hbm_operand(cmd)
             if h is not None:
-                nbytes = cmd.work[1] if len(cmd.work) > 1 else cmd.nbytes
-                end, _, channel = parts.hbm.transfer(t, h.buf.addr, nbytes)
+                work = cmd.work
+                end, _, channel = hbm.transfer(t, h.buf.addr,
+                                               work[1] if len(work) > 1 else cmd.nbytes)
                 if end > done:
                     done, why = end, ("hbm", f"hbm.ch{channel}")
-        if parts.tcm is not None:
-            nbytes = _operand_bytes(cmd)
+        tcm = self.tcm
+        if tcm is not None:
+            nbytes = 0  # the operands in TCM, whole buffers (schemas/traffic.py's rule)
+            for h in cmd.inputs:
+                if h.buf.space in TCM_SPACES:
+                    nbytes += h.buf.nbytes
+            out = cmd.out
+            if out is not None and out.buf.space in TCM_SPACES:
+                nbytes += out.buf.nbytes
             if nbytes:
-                end, _ = parts.tcm[self.index].move(t, nbytes)
+                end = tcm.serve(t, nbytes)
                 if end > done:
-                    done, why = end, ("tcm", f"tcm.pe{self.index}")
+                    done, why = end, ("tcm", self.tcm_resource)
         if why is None:
-            return done, done + latency, []
+            return done, done + latency, _NO_ROWS
         return done, done + latency, [(why[0], why[1], done - own)]
 
     def link(self, direction: str, dst: int) -> ChipEngine:

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from kernbench.record.commands import Cmd, Wait
 from kernbench.record.machine.allocator import FreeListAllocator, ScratchAllocator
+from kernbench.record.machine.chip.guard import guard
 from kernbench.record.machine.chip.node import Node
 from kernbench.record.machine.chip.pe import ChipPE
 from kernbench.record.machine.chip.protocol import ChipLoop
@@ -97,7 +98,7 @@ def _issue_time(prog: Prog) -> int:
 
 def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
     """An engine op: wait for room in its queue, issue, go on. (The per-op path: the steps
-    of ``_issue_time``, ``_node``, ``Chip.enter`` and ``Chip.claim`` written out.)"""
+    of ``_issue_time``, ``_node`` and ``Chip.claim`` written out.)"""
     chip = prog.chip
     queue = engine.queue_of(prog.program)
     if len(queue) >= engine.depth:  # full: first the starts due by now, then wait for one
@@ -124,24 +125,27 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
             chip.note_issue_wait = t - clock
             prog.carried_wait += t - clock
             prog.clock = clock = t
-    node = _new(Node)
+    node = _new(Node)  # (start, busy and end are set when it is decided, read after)
     node.cmd, node.prog, node.pe, node.engine, node.model = cmd, prog, prog.pe, engine, model
     node.t_issue = t
     node.wait, prog.carried_wait = prog.carried_wait, 0
     node.parent = -1
-    node.deps = node.start = node.busy = node.end = node.stamp = 0
+    node.deps = node.stamp = 0
     node.rend = -1
     node.done = False
     node.after = []
-    chip.enter(node, prog)
-    ready = chip.board.op(node, cmd, prog.program)
+    chip.enter(node, prog)  # (a call: a recording with guards wraps it, chip/guard.py)
+    board = chip.board
+    ready = board.op(node, cmd, prog.program)
     t += cpe.dispatch_ps
     node.ready = ready if ready > t else t
-    chip.board.noted(chip.time)
+    if board.count > board.limit:
+        board.noted(chip.time)
     engine.add(node)
     if not node.deps:
-        engine.ready(node)
-        chip.poke(engine)
+        due = engine.ready(node)
+        if due < engine.at:
+            chip.due(engine, due)
     prog.now += 1
     if prog.blocking and cmd.op not in _NON_BLOCKING:
         chip.wait_for(prog, [node])
@@ -192,8 +196,8 @@ def composite(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         for child in (dma, dot):
             eng = cpe.engines[ENGINE[child.op]]  # a DMA read, a dot: queued engines
             node = Node(child, prog, eng, cpe.models[child.op], t, 0)
+            node.parent = parent.op_id  # before it is entered: a child (chip/guard.py)
             chip.enter(node, prog)
-            node.parent = parent.op_id
             chip.claim(node)
             eng.add(node)
             kids.append(node)
@@ -258,5 +262,5 @@ def wait(prog: Prog, msg: Wait) -> None:
 
 
 #: the chip's handler of each op that is not a plain engine op
-SPECIAL: dict[Any, Callable[..., None]] = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit,
-                                           OP.GEMM: composite}
+SPECIAL: dict[Any, Callable[..., Any]] = {OP.SCOPE_ENTER: mark, OP.SCOPE_EXIT: scope_exit,
+                                          OP.GEMM: composite, OP.GUARD: guard}
