@@ -150,3 +150,17 @@ def test_prefill_is_bound_by_its_gemms():
     others = [r for r in body["rows"] if r["scope"] == "layer" and r not in gemms]
     assert max(r["share"] for r in gemms) > max(r["share"] for r in others)
     assert body["ttft_s"] == pytest.approx(body["token_s"])
+
+
+def test_a_run_like_one_on_other_hardware_retimes_what_it_can_and_answers_the_same(tmp_path):
+    """Only the hardware changes: each launch whose parameters are the same (the GEMMs,
+    norms, attention) is retimed from the ahbm-v2 run, the reductions (ring there, direct on
+    the torus) recorded; the answer is the bytes of recording everything."""
+    kb.Workload("llama3-70b", "decode", hw="ahbm-v2", **TINY).run(tmp_path / "v2",
+                                                                  verify=False)
+    again = kb.Workload("llama3-70b", "decode", hw="ahbm-v3", **TINY).run(
+        tmp_path / "v3", verify=False, like=tmp_path / "v2")
+    retimed = {r.name for r in again.rows if r.retimed}
+    assert {"qkv_proj", "attention", "gate_up_proj", "lm_head"} <= retimed
+    assert not retimed & {"o_reduce", "down_reduce"}
+    assert json.dumps(again.to_json(), sort_keys=True) == _answer().splitlines()[-1]
