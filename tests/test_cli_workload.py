@@ -35,6 +35,7 @@ def test_workload_json_is_one_object_with_rows_and_the_model_answer(tmp_path):
     (["llama3-70b", "-p", "batch"], "parameter 'batch' is not KEY=VALUE"),
     (["llama3-70b", "-p", "contxt=4096"], "did you mean 'context'"),
     (["llama3-70b", "--plot", "layer.gif"], "--plot 'layer.gif'"),
+    (["llama3-70b", "--like", "nowhere"], "--like 'nowhere' is not a folder"),
     (["llama3-70b", "-p", "batch=64", "-p", "context=32768"],
      "the attention launch of llama3-70b decode batch=64 context=32768"),
 ])

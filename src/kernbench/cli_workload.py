@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -27,6 +28,9 @@ def workload_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Preset name or TOML file [default: ahbm-v2, or $KERNBENCH_HW]."),
         click.option("-o", "--out", default=None, type=click.Path(),
                      help="Keep every kernel's trace (and its verified slice) in this folder."),
+        click.option("--like", default=None, type=click.Path(), metavar="DIR",
+                     help="A run of this workload on other hardware (its -o DIR): launches "
+                          "with the same parameters are retimed from it, not recorded."),
         click.option("--verify/--no-verify", default=True, show_default=True,
                      help="Replay each kernel's reduced slice against numpy and check it."),
         click.option("--plot", "plot_out", default=None, type=click.Path(),
@@ -52,7 +56,8 @@ def parse_workload_params(items: tuple[str, ...]) -> dict[str, Any]:
 
 
 def run_workload(model: str, phase: str, params: tuple[str, ...], hw: str | None,
-                 out: str | None, verify: bool, plot_out: str | None, as_json: bool) -> None:
+                 out: str | None, like: str | None, verify: bool, plot_out: str | None,
+                 as_json: bool) -> None:
     """Record the workload, print its table (or JSON), draw it; exit 1 if a slice failed."""
     from kernbench.workload import Workload
 
@@ -64,7 +69,9 @@ def run_workload(model: str, phase: str, params: tuple[str, ...], hw: str | None
                                 f"{', '.join(FORMATS)}")
     work = Workload(model, phase=phase, hw=hw, **parse_workload_params(params))
     tty = sys.stderr.isatty()
-    result = work.run(out, verify=verify, progress=(
+    if like is not None and not Path(like).is_dir():
+        raise BadInputError(f"--like {like!r} is not a folder of a workload run")
+    result = work.run(out, verify=verify, like=like, progress=(
         lambda name: click.echo(f"\rrecording {name:<16}", err=True, nl=False)) if tty else None)
     if tty:
         click.echo("", err=True)

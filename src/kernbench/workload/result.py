@@ -38,6 +38,7 @@ class Row:
     trace: str  # the trace's folder name
     record_s: float
     replay_s: float
+    retimed: bool = False  # retimed from a run on other hardware (``Workload.run(like=)``)
 
 
 def row_of(step: Step, trace: Any, m: Any, path: dict[str, Any], verdict: str | None,
@@ -111,7 +112,8 @@ class WorkloadResult:
     def timings(self) -> dict[str, float]:
         """Wall seconds spent recording and replaying (not part of the answer)."""
         return {"record_s": sum(r.record_s for r in self.rows),
-                "replay_s": sum(r.replay_s for r in self.rows)}
+                "replay_s": sum(r.replay_s for r in self.rows),
+                "retimed": sum(r.retimed for r in self.rows if r.record_s)}
 
     def to_json(self) -> dict[str, Any]:
         p = self.point

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kernbench.errors import BadInputError
+from kernbench.errors import BadInputError, RetimeError
 from kernbench.kernels.registry import build_case, registry
 from kernbench.record.recorder import record
 from kernbench.trace import limits
@@ -77,17 +77,42 @@ class Workload:
         self.point: Point = point(model, phase, params, ranks=self.hw.n_pe)
         self.steps: list[Step] = layer_steps(self.point, self.hw)
         self.head: list[Step] = head_steps(self.point, self.hw)
+        self.like: Path | None = None
 
     def run(self, out: str | Path | None = None, verify: bool = True,
-            progress: Callable[[str], Any] | None = None, pool: Any = None
-            ) -> WorkloadResult:
+            progress: Callable[[str], Any] | None = None, pool: Any = None,
+            like: str | Path | None = None) -> WorkloadResult:
         """Record every kernel into ``out``; ``progress`` is called with each kernel's name
         before it is recorded; ``pool``: a ``kb.ReplayPool`` to replay in (else one of its
-        own, closed at the end)."""
+        own, closed at the end). ``like``: the folder of a run of this workload on other
+        hardware: a launch whose case and parameters are the same there is retimed from its
+        trace (``kb.retime``, the same op log recording gives) instead of recorded, unless
+        its op stream depends on the hardware."""
+        self.like = None if like is None else Path(like)
         if out is None:
             with tempfile.TemporaryDirectory(prefix="kb-workload-") as tmp:
                 return self._run(Path(tmp), verify, progress, pool)
         return self._run(Path(out), verify, progress, pool)
+
+    def _obtain(self, spec: str, params: dict[str, Any], out: Path, rel: str
+                ) -> tuple[Any, bool]:
+        """The trace of a launch at ``out / rel``: retimed from ``like / rel`` when that is
+        the same case with the same parameters, else recorded. (trace, retimed)"""
+        case = _case(spec, params)
+        path = out / rel
+        source = None if self.like is None else self.like / rel
+        if source is not None and (source / "manifest.json").is_file():
+            from kernbench.record.retime import retime
+            from kernbench.trace import Trace
+
+            src = Trace.open(source)
+            if (src.manifest.get("case"), src.manifest.get("case_params")) == (
+                    case.name, dict(case.case_params or {})):
+                try:
+                    return retime(src, self.hw, path), True
+                except RetimeError:
+                    pass  # the stream depends on the hardware: record it
+        return record(case, path, hw=self.hw), False
 
     def check_budget(self) -> None:
         """Reading a trace takes twice its tensors' bytes of ``KERNBENCH_MAX_MEMORY_GB``:
@@ -138,16 +163,15 @@ class Workload:
         from kernbench.analyze.critical import critical_path
         from kernbench.analyze.path_summary import summary
 
-        path = out / f"{i:02d}-{step.name}.ktrace"
+        name = f"{i:02d}-{step.name}.ktrace"
         t0 = time.perf_counter()
-        trace = record(_case(step.case, step.params), path, hw=self.hw)
+        trace, retimed = self._obtain(step.case, step.params, out, name)
         record_s = time.perf_counter() - t0
         verdict, check_ok, replay_s = None, None, 0.0
         if pool is not None:
             piece = trace
             if tensor_bytes(trace) > REPLAY_WHOLE_BYTES:
-                sliced = out / "slices" / f"{i:02d}-{step.name}.ktrace"
-                piece = record(_case(step.case, step.slice_case), sliced, hw=self.hw)
+                piece = self._obtain(step.case, step.slice_case, out, f"slices/{name}")[0]
             else:
                 step = replace(step, slice_note="the whole launch")
             t1 = time.perf_counter()
@@ -157,4 +181,5 @@ class Workload:
             check_ok = check(piece).ok and (piece is trace or trace.manifest["n_ops"] > CHECK_OPS
                                             or check(trace).ok)
         crit = summary(critical_path(trace), int(trace.manifest["t_end_ps"]))
-        return row_of(step, trace, metrics(trace), crit, verdict, check_ok, record_s, replay_s)
+        return replace(row_of(step, trace, metrics(trace), crit, verdict, check_ok, record_s,
+                              replay_s), retimed=retimed)
