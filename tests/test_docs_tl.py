@@ -11,7 +11,8 @@ import pytest
 
 import kernbench as kb
 from kernbench import tl
-from kernbench.schemas.ops import OPS, markdown
+from kernbench.schemas.ops import OPS
+from kernbench.schemas.ops_markdown import markdown
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "tl.md"
 #: generated from the op table, documented by it (adding an op touches the table only)

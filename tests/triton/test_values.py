@@ -17,7 +17,7 @@ import kernbench as kb
 from kernbench import triton as kbt
 from kernbench.errors import KernelError, UnsupportedError
 from kernbench.record.handle import TensorHandle
-from kernbench.triton import value
+from kernbench.triton import binding, value
 from kernbench.triton.value import Concrete, Pointer, Symbolic, concrete, int_value
 
 HERE = re.escape(f"{__name__.replace('.', '/')}.py")
@@ -109,7 +109,7 @@ def test_a_pointer_where_numbers_are_needed_is_a_kernel_error(tmp_path, kernel, 
 
 def test_operators_before_core_is_imported_name_the_module_to_import() -> None:
     with pytest.raises(KernelError, match="need kernbench.triton.core"):
-        value._Unbound().binary("add", 1, 2)
+        binding._Unbound().binary("add", 1, 2)
 
 
 def test_concrete_scalars_keep_pythons_protocols() -> None:

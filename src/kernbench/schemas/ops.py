@@ -387,18 +387,3 @@ ENGINE: dict[Op, Engine] = {op: s.engine for op, s in OPS.items()}
 
 #: engines that serve one op at a time (the invariant "no two ops overlap" applies)
 CAPACITY_ONE = frozenset({Engine.DMA_RD, Engine.DMA_WR, Engine.GEMM, Engine.MATH, Engine.LINK_TX})
-
-
-def markdown() -> str:
-    """The op table as a Markdown table (``python -m kernbench.schemas.ops``)."""
-    rows = ["| name | kind | engine | cost | family | dtype | arity | tl | meaning |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for s in OPS.values():
-        rows.append(f"| `{s.op}` | {s.kind} | {s.engine} | {s.cost} | {s.family} | {s.dtype} "
-                    f"| {s.arity if s.arity >= 0 else 'n'} | {'yes' if s.tl else ''} "
-                    f"| {s.doc} |")
-    return "\n".join(rows)
-
-
-if __name__ == "__main__":  # pragma: no cover - prints the generated doc table
-    print(markdown())

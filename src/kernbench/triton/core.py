@@ -19,9 +19,8 @@ from kernbench.record.lowering import semantics as sem
 from kernbench.record.machine.context import current
 from kernbench.record.source import src_here
 from kernbench.schemas.policy import axis_of
-from kernbench.triton import arith, data
+from kernbench.triton import arith, binding, data
 from kernbench.triton import dtypes as d
-from kernbench.triton import value as _value
 from kernbench.triton.value import (
     Concrete,
     Pointer,
@@ -362,4 +361,4 @@ def multiple_of(x: _T, values: object) -> _T:
 max_contiguous = max_constancy = multiple_of
 
 
-_value.bind_operators(arith, sys.modules[__name__])  # tensor's operators call into these
+binding.bind_operators(arith, sys.modules[__name__])  # tensor's operators call into these

@@ -14,7 +14,7 @@ value holding a TCM handle dies, the handle is released (``record.lifetime``).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, SupportsIndex, SupportsInt
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, SupportsInt
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from kernbench.record.lowering.lifetime import retain as _retain
 from kernbench.record.memo import BoundedMemo
 from kernbench.record.source import mark_internal_dir, src_here
 from kernbench.schemas import guards
+from kernbench.triton import binding as _b
 from kernbench.triton import dtypes as d
 from kernbench.triton.dtypes import missing, pointer_type
 
@@ -72,14 +73,14 @@ class tensor:  # noqa: N801 - Triton's spelling
 
     @property
     def T(self) -> Value:  # noqa: N802 - Triton's spelling
-        return _core.trans(self)
+        return _b.core.trans(self)
 
     def __repr__(self) -> str:  # the kind by its class: pointer or symbolic
         return f"tl.tensor({type(self).__name__.lower()}, {list(self.shape)}, {self.dtype!r})"
 
     def to(self, dtype: object, fp_downcast_rounding: object = None, bitcast: bool = False
            ) -> Value:
-        return _arith.cast(self, dtype, bitcast)
+        return _b.arith.cast(self, dtype, bitcast)
 
     # -- Python protocols Triton gives meaning to -----------------------------------------
     def __bool__(self) -> bool:
@@ -93,41 +94,41 @@ class tensor:  # noqa: N801 - Triton's spelling
         raise KernelError(f"a {list(self.shape)} block is not iterable", src_here())
 
     def __getitem__(self, key: object) -> Value:
-        return _core.index(self, key)
+        return _b.core.index(self, key)
 
     # -- arithmetic (Triton's promotion, concrete or recorded) -----------------------------
-    def __add__(self, o: object) -> Value: return _arith.binary("add", self, o)
-    def __radd__(self, o: object) -> Value: return _arith.binary("add", o, self)
-    def __sub__(self, o: object) -> Value: return _arith.binary("sub", self, o)
-    def __rsub__(self, o: object) -> Value: return _arith.binary("sub", o, self)
-    def __mul__(self, o: object) -> Value: return _arith.binary("mul", self, o)
-    def __rmul__(self, o: object) -> Value: return _arith.binary("mul", o, self)
-    def __truediv__(self, o: object) -> Value: return _arith.binary("div", self, o)
-    def __rtruediv__(self, o: object) -> Value: return _arith.binary("div", o, self)
-    def __floordiv__(self, o: object) -> Value: return _arith.binary("floordiv", self, o)
-    def __rfloordiv__(self, o: object) -> Value: return _arith.binary("floordiv", o, self)
-    def __mod__(self, o: object) -> Value: return _arith.binary("mod", self, o)
-    def __rmod__(self, o: object) -> Value: return _arith.binary("mod", o, self)
-    def __and__(self, o: object) -> Value: return _arith.binary("and_", self, o)
-    def __rand__(self, o: object) -> Value: return _arith.binary("and_", o, self)
-    def __or__(self, o: object) -> Value: return _arith.binary("or_", self, o)
-    def __ror__(self, o: object) -> Value: return _arith.binary("or_", o, self)
-    def __xor__(self, o: object) -> Value: return _arith.binary("xor", self, o)
-    def __rxor__(self, o: object) -> Value: return _arith.binary("xor", o, self)
-    def __lshift__(self, o: object) -> Value: return _arith.binary("shl", self, o)
-    def __rlshift__(self, o: object) -> Value: return _arith.binary("shl", o, self)
-    def __rshift__(self, o: object) -> Value: return _arith.binary("shr", self, o)
-    def __rrshift__(self, o: object) -> Value: return _arith.binary("shr", o, self)
-    def __lt__(self, o: object) -> Value: return _arith.binary("lt", self, o)
-    def __le__(self, o: object) -> Value: return _arith.binary("le", self, o)
-    def __gt__(self, o: object) -> Value: return _arith.binary("gt", self, o)
-    def __ge__(self, o: object) -> Value: return _arith.binary("ge", self, o)
-    def __eq__(self, o: object) -> Value: return _arith.binary("eq", self, o)  # type: ignore[override, unused-ignore]
-    def __ne__(self, o: object) -> Value: return _arith.binary("ne", self, o)  # type: ignore[override, unused-ignore]
-    def __neg__(self) -> Value: return _arith.unary("neg", self)
+    def __add__(self, o: object) -> Value: return _b.arith.binary("add", self, o)
+    def __radd__(self, o: object) -> Value: return _b.arith.binary("add", o, self)
+    def __sub__(self, o: object) -> Value: return _b.arith.binary("sub", self, o)
+    def __rsub__(self, o: object) -> Value: return _b.arith.binary("sub", o, self)
+    def __mul__(self, o: object) -> Value: return _b.arith.binary("mul", self, o)
+    def __rmul__(self, o: object) -> Value: return _b.arith.binary("mul", o, self)
+    def __truediv__(self, o: object) -> Value: return _b.arith.binary("div", self, o)
+    def __rtruediv__(self, o: object) -> Value: return _b.arith.binary("div", o, self)
+    def __floordiv__(self, o: object) -> Value: return _b.arith.binary("floordiv", self, o)
+    def __rfloordiv__(self, o: object) -> Value: return _b.arith.binary("floordiv", o, self)
+    def __mod__(self, o: object) -> Value: return _b.arith.binary("mod", self, o)
+    def __rmod__(self, o: object) -> Value: return _b.arith.binary("mod", o, self)
+    def __and__(self, o: object) -> Value: return _b.arith.binary("and_", self, o)
+    def __rand__(self, o: object) -> Value: return _b.arith.binary("and_", o, self)
+    def __or__(self, o: object) -> Value: return _b.arith.binary("or_", self, o)
+    def __ror__(self, o: object) -> Value: return _b.arith.binary("or_", o, self)
+    def __xor__(self, o: object) -> Value: return _b.arith.binary("xor", self, o)
+    def __rxor__(self, o: object) -> Value: return _b.arith.binary("xor", o, self)
+    def __lshift__(self, o: object) -> Value: return _b.arith.binary("shl", self, o)
+    def __rlshift__(self, o: object) -> Value: return _b.arith.binary("shl", o, self)
+    def __rshift__(self, o: object) -> Value: return _b.arith.binary("shr", self, o)
+    def __rrshift__(self, o: object) -> Value: return _b.arith.binary("shr", o, self)
+    def __lt__(self, o: object) -> Value: return _b.arith.binary("lt", self, o)
+    def __le__(self, o: object) -> Value: return _b.arith.binary("le", self, o)
+    def __gt__(self, o: object) -> Value: return _b.arith.binary("gt", self, o)
+    def __ge__(self, o: object) -> Value: return _b.arith.binary("ge", self, o)
+    def __eq__(self, o: object) -> Value: return _b.arith.binary("eq", self, o)  # type: ignore[override, unused-ignore]
+    def __ne__(self, o: object) -> Value: return _b.arith.binary("ne", self, o)  # type: ignore[override, unused-ignore]
+    def __neg__(self) -> Value: return _b.arith.unary("neg", self)
     def __pos__(self) -> tensor: return self
-    def __abs__(self) -> Value: return _arith.unary("abs", self)
-    def __invert__(self) -> Value: return _arith.invert(self)
+    def __abs__(self) -> Value: return _b.arith.unary("abs", self)
+    def __invert__(self) -> Value: return _b.arith.invert(self)
 
     __hash__ = object.__hash__
 
@@ -236,10 +237,10 @@ class Pointer(tensor):
             _retain(offsets)
 
     # a pointer advanced by a scalar keeps its relative offsets: carried over (ADR-0690)
-    def __add__(self, o: object) -> Value: return _carry(self, _arith.binary("add", self, o), o)
-    def __radd__(self, o: object) -> Value: return _carry(self, _arith.binary("add", o, self), o)
+    def __add__(self, o: object) -> Value: return _carry(self, _b.arith.binary("add", self, o), o)
+    def __radd__(self, o: object) -> Value: return _carry(self, _b.arith.binary("add", o, self), o)
     def __sub__(self, o: object) -> Value:
-        return _carry(self, _arith.binary("sub", self, o), o, block=False)
+        return _carry(self, _b.arith.binary("sub", self, o), o, block=False)
 
     def __del__(self) -> None:
         try:
@@ -367,41 +368,3 @@ def int_value(x: object, what: str, src: str) -> int:
     if isinstance(x, SupportsInt | SupportsIndex):
         return int(x)
     raise KernelError(f"{what} {x!r} must be an integer", src)
-
-
-class Arith(Protocol):
-    """What ``tensor``'s operators need of ``arith.py``."""
-
-    def binary(self, op: str, a: object, b: object) -> Value: ...
-    def unary(self, op: str, x: object) -> Value: ...
-    def invert(self, x: object) -> Value: ...
-    def cast(self, x: object, dt: object, bitcast: bool = False) -> Value: ...
-
-
-class Core(Protocol):
-    """What ``tensor``'s indexing and ``.T`` need of ``core.py``."""
-
-    def index(self, x: tensor, key: object) -> Value: ...
-    def trans(self, x: tensor, *dims: object) -> Value: ...
-
-
-class _Unbound:
-    """Stands in for arith/core until core.py binds them (as record/handle.py does)."""
-
-    def _refuse(self, *_args: object, **_kw: object) -> Value:
-        raise KernelError("Triton tensor operators need kernbench.triton.core; import "
-                          "kernbench.triton.language")
-
-    binary = unary = invert = cast = index = trans = _refuse
-
-
-#: the operators' implementation: arith.py and core.py sit above this module and bind
-#: themselves here when core.py is imported (``bind_operators``)
-_arith: Arith = _Unbound()
-_core: Core = _Unbound()
-
-
-def bind_operators(arith: Arith, core: Core) -> None:
-    """Called once by core.py: route ``tensor``'s operators through arith and core."""
-    global _arith, _core
-    _arith, _core = arith, core
