@@ -24,9 +24,22 @@ def both_send_three(x):
 def test_programs_that_all_park_end_the_recording_with_a_deadlock(tmp_path) -> None:
     case = kb.Case(name="stuck", kernel=both_send_three, grid=(2,),
                    tensors={"x": kb.tensor((1,), "float32")})
-    with pytest.raises(IpcqError, match="deadlock: no program can make progress"):
+    # each parked program is named with its PE, what it waits in and the kernel's line
+    with pytest.raises(IpcqError, match=r"deadlock: no program can make progress \(program 0 "
+                                        r"on PE 0 in send at .*test_hand_over.py:\d+; program "
+                                        r"1 on PE 1 in send at .*test_hand_over.py:\d+\)$"):
         kb.record(case, tmp_path / "stuck.ktrace", hw="ahbm-v3")
     assert not list(tmp_path.glob("*.ktrace"))
+
+
+def test_a_ring_wider_than_the_resident_programs_deadlocks_and_says_why(tmp_path) -> None:
+    case = kb.build_case("ring-attention", {"n_ranks": 16, "S_kv_per_rank": 256,
+                                            "phase": "decode"})
+    hw = kb.HwConfig.from_dict({"base": "ahbm-v3", "max_programs_per_pe": 1})
+    with pytest.raises(kb.KernelError, match=r"deadlock: no program can make progress "
+                                             r"\(program 0 on PE 0 in .* 8 more programs wait "
+                                             r"for a slot"):
+        kb.record(case, out=tmp_path / "r.ktrace", hw=hw)
 
 
 @kb.kernel

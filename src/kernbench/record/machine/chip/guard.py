@@ -103,7 +103,7 @@ def guard(prog: Any, cmd: Cmd, model: Any, engine: Any) -> np.ndarray:
         if not node.deps:
             decision.ready()
         while True:  # woken at its time; anything issued there since goes first
-            chip.park(prog)
+            chip.park(prog, "guard", cmd.src)
             if chip.quiet(node.ready):
                 break
             decision.ready()

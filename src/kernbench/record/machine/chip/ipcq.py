@@ -107,7 +107,7 @@ class Ipcq:
             prog.stall_to(end)
         while not q.credits:  # the receiver's queue is full
             q.senders.append(prog)
-            chip.park(prog)
+            chip.park(prog, "send", req.src)
         q.credits -= 1
         t = prog.cpe.take_issue(prog.clock)
         prog.stall_to(t)
@@ -162,7 +162,7 @@ class Ipcq:
         q = self.queue(prog.pe, req.direction)
         while not q.messages:
             q.receivers.append(prog)
-            chip.park(prog)
+            chip.park(prog, "recv", req.src)
         msg = self._claim(q, prog.clock)
         node = self._received(prog, req.direction, req.out, req.src, msg, t_issue,
                               max(prog.clock, msg.at))
@@ -216,7 +216,7 @@ class Ipcq:
             r = post.req
             while post.msg is None:  # not matched yet: wait for the message
                 post.waiter = prog
-                self.chip.park(prog)
+                self.chip.park(prog, "wait", r.src)
             self._received(prog, r.direction, r.out, r.src, post.msg, post.posted, post.at)
             prog.now += 1
         prog.unresolved[:] = [b for b in prog.unresolved if b.event]

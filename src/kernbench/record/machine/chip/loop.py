@@ -65,6 +65,7 @@ class Chip(Turns):
         self.running: P.Prog | None = None
         self.switch_at = NEVER
         self.live = 0  # programs started and not finished
+        self.parked: dict[int, tuple[int, str, str | None]] = {}
         self.shared = writer.shared  # each op's waits on the shared parts (shared.parquet)
         self.note_issue_wait = 0
         self.settling: list[Node] | None = None

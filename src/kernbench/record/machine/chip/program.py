@@ -106,7 +106,7 @@ def timed(prog: Prog, cmd: Cmd, model: Callable, engine: Any) -> None:
         queue = engine.queue_of(prog.program)
         while len(queue) >= engine.depth:  # the kernel waits until the oldest starts
             engine.waiting.append((prog, queue))
-            chip.park(prog)
+            chip.park(prog, "a full engine queue", cmd.src)
             queue = engine.queue_of(prog.program)
     loop = prog.loop
     if loop is not None and loop.stages >= 2 and cmd.op in _PIPELINABLE:

@@ -43,6 +43,8 @@ class Turns:
     running: Any  # the program running (None: the loop's own turn)
     switch_at: int  # the running program hands over once its clock reaches this
     live: int  # programs started and not finished
+    parked: dict[int, tuple[int, str, str | None]]  # program -> (PE, in what, where)
+    pes: list[Any]  # the chip's PEs (their programs still waiting for a slot)
 
     def _finish(self, prog: Any) -> None:
         raise NotImplementedError
@@ -58,7 +60,21 @@ class Turns:
                 self.time = t
                 fn(arg, t)
         if self.live:
-            raise IpcqError("deadlock: no program can make progress", None)
+            raise self._deadlock()
+
+    def _deadlock(self) -> IpcqError:
+        """What each parked program waits in, and where (as the PE machine says it)."""
+        stuck = sorted(self.parked.items())
+        where = "; ".join(f"program {p} on PE {pe} in {what}" + (f" at {src}" if src else "")
+                          for p, (pe, what, src) in stuck)
+        later = sum(len(pe.waiting) for pe in self.pes)
+        hint = ("" if not later else
+                f"; {later} more programs wait for a slot on PEs whose resident programs are "
+                "parked, so a program waiting for one of them never proceeds: launch at most "
+                "as many communicating programs as fit (n_pe x max_programs_per_pe), or "
+                "record on hardware with more PEs")
+        return IpcqError(f"deadlock: no program can make progress ({where}){hint}",
+                         stuck[0][1][2] if stuck else None)
 
     def _arm(self, prog: Any) -> None:
         """``prog`` runs next, until its clock passes the next program's or decision's."""
@@ -145,9 +161,12 @@ class Turns:
         if clock >= sa:  # the program due is another one, before this one: it goes first
             self._switch_to(heapq.heapreplace(runnable, (clock, prog.program, prog))[2])
 
-    def park(self, prog: Any) -> None:
-        """Stop this program until something ``wake``s it (registered before)."""
+    def park(self, prog: Any, what: str = "a wait", src: str | None = None) -> None:
+        """Stop this program until something ``wake``s it (registered before); ``what`` and
+        ``src`` say what it waits in, should nothing ever wake it (a deadlock)."""
+        self.parked[prog.program] = (prog.pe, what, src)
         self._hand_over(prog, False)
+        del self.parked[prog.program]
 
     def wake(self, prog: Any, t: int) -> None:
         prog.stall_to(t)
