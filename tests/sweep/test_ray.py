@@ -51,3 +51,23 @@ def test_failing_point_on_ray_fails_alone_and_resume_skips_it_once_fixed(tmp_pat
     assert points_without_walls(out).equals(points_without_walls(pool))
     again = run_sweep(failing_spec, out, ray="")
     assert (again.resumed, again.failed) == (1, 1)  # the ok point is kept, the failed retried
+
+
+def test_a_workload_point_retimed_on_ray_from_shipped_files_is_the_pools(tmp_path,
+                                                                         ray_session):
+    """Ray workers share no filesystem: the retimed point's task carries its source run's
+    folder, and its answer and launch traces are the local pool's bytes."""
+    from kernbench.sweep import resolve_spec
+    from tests.workload.test_workload import TINY
+
+    spec = resolve_spec("llama3-70b", [*(f"{k}={v}" for k, v in TINY.items()),
+                                       "hw.preset=ahbm-v2,ahbm-v3"])
+    pool, on_ray = tmp_path / "pool", tmp_path / "ray"
+    a, b = run_sweep(spec, pool, workers=2), run_sweep(spec, on_ray, ray="")
+    assert (a.ok, a.retimed) == (b.ok, b.retimed) == (2, 1) and b.engine == "ray"
+    assert points_without_walls(pool).equals(points_without_walls(on_ray))
+    files = [{f.relative_to(root).as_posix(): f.read_bytes()
+              for f in sorted((root / "points").rglob("*"))  # but each point's wall times
+              if f.is_file() and f.name not in ("point.json", "timings.json")}
+             for root in (pool, on_ray)]
+    assert files[0] == files[1] and any(k.endswith("workload.json") for k in files[0])

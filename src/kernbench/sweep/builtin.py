@@ -245,14 +245,15 @@ def _document(arg: str) -> tuple[dict[str, Any], Path | None]:
         return tomllib.loads(BUILTIN[arg]), None
     if ":" not in arg:
         from kernbench.kernels.registry import registry
+        from kernbench.workload.model import MODELS
 
         cases = registry()
-        if arg not in cases:
+        if arg not in cases and arg not in MODELS:
             raise BadInputError(
-                f"unknown case {arg!r} (nor a spec file, a built-in spec or a suite)"
-                f"{closest(arg, [*BUILTIN, *SUITES, *cases])}; built-in specs: "
-                f"{', '.join(BUILTIN)}; suites: {', '.join(SUITES)}; cases: "
-                f"{', '.join(sorted(cases))}")
+                f"unknown case {arg!r} (nor a workload, a spec file, a built-in spec or a "
+                f"suite){closest(arg, [*BUILTIN, *SUITES, *cases, *MODELS])}; built-in specs: "
+                f"{', '.join(BUILTIN)}; suites: {', '.join(SUITES)}; workloads: "
+                f"{', '.join(MODELS)}; cases: {', '.join(sorted(cases))}")
     return {"case": arg}, None
 
 

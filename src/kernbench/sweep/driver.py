@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernbench.sweep.kinds import case_kind
 from kernbench.sweep.local import LocalEngine
 from kernbench.sweep.points import Point, expand, validate
 from kernbench.sweep.spec import SweepSpec
@@ -78,18 +79,22 @@ class SweepSummary:
 
 def _task(spec: SweepSpec, point: Point, stage: Path, root: Path,
           source: Point | None = None) -> dict[str, Any]:
-    task = {"point_id": point.point_id, "case": spec.case, "params": dict(point.params),
+    kind = case_kind(spec.case)
+    task = {"point_id": point.point_id, "kind": kind, "case": spec.case,
+            "params": dict(point.params),
             "hw": point.hw_dict, "replay": spec.replay, "check": spec.check,
             "rules_text": spec.rules_text, "dest": str(stage), "source": None}
-    if source is not None:  # retimed from the point that recorded its kernel
-        task.update(source=str(trace_dir(root, source.point_id)), source_id=source.point_id,
-                    source_name=f"{POINTS_DIR}/{source.point_id}.ktrace")
+    if source is not None:  # retimed from the point that recorded its kernel (workload)
+        where = trace_dir(root, source.point_id, kind)
+        task.update(source=str(where), source_id=source.point_id,
+                    source_name=f"{POINTS_DIR}/{where.name}")
     return task
 
 
 def kernel_sources(points: list[Point]) -> dict[int, Point]:
-    """Point index -> the point its trace is retimed from: the first point (in spec order)
-    of the points that differ from it only in hardware; that one records."""
+    """Point index -> the point its trace (a workload's traces) is retimed from: the first
+    point (in spec order) of the points that differ from it only in hardware; that one
+    records."""
     first: dict[tuple[Any, ...], Point] = {}
     out = {}
     for p in points:
@@ -165,9 +170,10 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
         eta = (time.perf_counter() - started) / run * (len(points) - done) if run else None
         progress(Progress(done, len(points), counts["failed"], counts["resumed"], eta))
 
+    kind = case_kind(spec.case)
     with open_sweep(root, spec.to_toml(), spec.rules_text) as stage:
         for p in points:
-            row = finished_row(root, p.point_id)
+            row = finished_row(root, p.point_id, kind)
             if row is not None:
                 rows[p.index] = flat_row(p, spec.case, normalise(row))
                 counts["resumed"] += 1
@@ -178,9 +184,9 @@ def run_sweep(spec: SweepSpec, out: str | Path, workers: int | None = None,
             for task, result in engine.run(tasks):
                 point = by_id[task["point_id"]]
                 if result.get("staged"):
-                    place(Path(result["staged"]), root, point.point_id)
+                    place(Path(result["staged"]), root, point.point_id, kind)
                 elif result.get("files"):
-                    write_files(result["files"], stage, root, point.point_id)
+                    write_files(result["files"], stage, root, point.point_id, kind)
                 row = normalise(result["row"])
                 rows[point.index] = flat_row(point, spec.case, row)
                 counts["run"] += 1

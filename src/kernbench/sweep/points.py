@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.case import CaseFactory, factory_params
 from kernbench.errors import BadInputError, closest
-from kernbench.kernels.registry import registry
+from kernbench.sweep.kinds import kind_of, resolve_factory
 from kernbench.sweep.spec import Scalar, SweepSpec
 from kernbench.trace.hw import HwConfig, default_hw, load_hw
 
@@ -35,26 +34,15 @@ class Point:
         return dict(self.hw)
 
 
-def resolve_factory(case: str) -> CaseFactory:
-    """The factory of a built-in case name or of ``module:function``; BadInputError else."""
-    if ":" in case:
-        from kernbench.replay.verdict import load_factory
-
-        return load_factory(case)
-    reg = registry()
-    if case not in reg:
-        raise BadInputError(f"unknown case {case!r}{closest(case, reg)}; known: "
-                            f"{', '.join(sorted(reg))}")
-    return reg[case]
-
-
 def validate(spec: SweepSpec) -> dict[str, Any]:
-    """Check the case exists and knows every swept parameter; its defaults."""
-    defaults = factory_params(resolve_factory(spec.case))
+    """Check the case (or workload model) exists and knows every swept parameter; its
+    defaults."""
+    kind = kind_of(spec.case)
+    defaults = kind.defaults(spec.case)
     unknown = sorted(set(spec.swept) - set(defaults))
     if unknown:
-        raise BadInputError(f"case {spec.case!r} has no parameter(s) {unknown}; known: "
-                            f"{sorted(defaults)}")
+        raise BadInputError(f"{kind.noun} {spec.case!r} has no parameter(s) {unknown}"
+                            f"{closest(unknown[0], defaults)}; known: {sorted(defaults)}")
     return defaults
 
 
@@ -95,6 +83,7 @@ def expand(spec: SweepSpec, defaults: dict[str, Any] | None = None) -> Iterator[
     """Every point of ``spec`` in spec order: grid (first key outermost), zip, presets,
     hw fields. ``defaults`` (the factory's) enter the id so a changed default is a new point."""
     defaults = validate(spec) if defaults is None else defaults
+    check = kind_of(spec.case).check
     hardware = _hardware(spec)
     index = 0
     for g in _product(spec.grid):
@@ -102,7 +91,11 @@ def expand(spec: SweepSpec, defaults: dict[str, Any] | None = None) -> Iterator[
             params = {**g, **z}
             for cols, hw in hardware:
                 full = {**defaults, **params}
+                check(spec.case, full, hw)
                 pid = point_id(spec.case, full, hw.to_dict())
                 yield Point(index, pid, tuple({**params, **cols}.items()),
                             tuple(params.items()), tuple(hw.to_dict().items()))
                 index += 1
+
+
+__all__ = ["Point", "expand", "point_id", "resolve_factory", "validate"]

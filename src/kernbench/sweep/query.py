@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from kernbench.analyze.report import format_table, to_json
 from kernbench.analyze.sql import SqlResult, run_query
 from kernbench.analyze.thresholds import load_rules
 from kernbench.notebook import fmt
+from kernbench.sweep.kinds import KINDS, case_kind
 from kernbench.sweep.report import load_sweep
 from kernbench.sweep.store import POINTS_FILE, RULES_FILE, trace_dir
 from kernbench.trace import Trace
@@ -68,19 +70,33 @@ def sweep_check(root: str | Path, rules: str | Path | None = None) -> SweepCheck
         rules = root / RULES_FILE
     rule_list = load_rules(rules) if rules is not None else []
     names = [*spec.swept, *spec.hw_columns]
+    kind = case_kind(spec.case)
     results = []
     for row in points.iter_rows(named=True):
         found: dict[str, Any] = {}
         if row["status"] != "ok":
             ok, problems = False, f"point failed: {row['error']}"
-        else:
-            report = check(trace_dir(root, row["point_id"]), rules=rule_list)
-            ok, problems = report.ok, _problems(report)
-            found = {"rules": [r.to_dict() for r in report.rules],
-                     "violations": {i.name: i.count for i in report.invariants if i.count}}
+        else:  # each launch trace of the point (one for a kernel point)
+            launches = KINDS[kind].launches(trace_dir(root, row["point_id"], kind))
+            reports = {name: check(path, rules=rule_list) for name, path in launches.items()}
+            ok = all(r.ok for r in reports.values())
+            problems = "; ".join(f"{name}: {_problems(r)}" if name else _problems(r)
+                                 for name, r in reports.items() if not r.ok)
+            found = {"rules": [r.to_dict() for rep in reports.values() for r in rep.rules],
+                     "violations": _violations(reports.values())}
         results.append({"point_id": row["point_id"], "params": _label(row, names), "ok": ok,
                         "problems": problems or None, **found})
     return SweepCheckReport(str(root), results)
+
+
+def _violations(reports: Iterable[CheckReport]) -> dict[str, int]:
+    """Violations by invariant, summed over a point's launches."""
+    out: dict[str, int] = {}
+    for report in reports:
+        for i in report.invariants:
+            if i.count:
+                out[i.name] = out.get(i.name, 0) + i.count
+    return out
 
 
 def _problems(report: CheckReport) -> str:
@@ -95,17 +111,22 @@ def _problems(report: CheckReport) -> str:
 def sweep_tables(root: str | Path, with_ops: bool = True, with_shared: bool = False
                  ) -> dict[str, pl.LazyFrame]:
     """``points`` and (lazily) ``ops`` and ``shared`` of every ok point, with a
-    ``point_id`` column."""
+    ``point_id`` column (and, in a workload sweep, a ``launch`` column naming the launch's
+    trace: ``00-attn_norm.ktrace``, ...)."""
     root = Path(root)
-    _, points = load_sweep(root)
+    spec, points = load_sweep(root)
+    kind = case_kind(spec.case)
     out = {"points": pl.scan_parquet(root / POINTS_FILE)}
     ids = points.filter(pl.col("status") == "ok")["point_id"].to_list()
-    traces = {pid: Trace.open(trace_dir(root, pid)) for pid in ids} if (
-        with_ops or with_shared) else {}
+    traces = [(pid, name, Trace.open(path)) for pid in ids
+              for name, path in KINDS[kind].launches(trace_dir(root, pid, kind)).items()
+              ] if with_ops or with_shared else []
     tables = {"ops": (with_ops, scan_ops), "shared": (with_shared, scan_shared)}
     for name, (wanted, frame) in tables.items():
-        frames = [frame(t).with_columns(pl.lit(pid, pl.String).alias("point_id"))
-                  for pid, t in traces.items()] if wanted else []
+        frames = [frame(t).with_columns(pl.lit(pid, pl.String).alias("point_id"),
+                                        *([pl.lit(launch, pl.String).alias("launch")]
+                                          if launch else []))
+                  for pid, launch, t in traces] if wanted else []
         if frames:
             out[name] = pl.concat(frames, how="vertical")
     return out

@@ -19,15 +19,22 @@ import polars as pl
 from kernbench.analyze.metrics import resolve_metric
 from kernbench.analyze.report import format_table, to_json
 from kernbench.errors import BadInputError
+from kernbench.sweep.kinds import KERNEL, WORKLOAD, case_kind
 from kernbench.sweep.spec import SweepSpec, parse_spec
 from kernbench.sweep.store import SPEC_FILE, is_sweep
 from kernbench.sweep.table import read_points
 
 #: metrics (exact names or prefixes) where a larger value is the better one
-HIGHER_IS_BETTER = ("efficiency", "util_", "hbm_gbps_achieved", "dma_compute_overlap")
-#: metric columns a sweep report shows, when present
-SHOWN = ("latency_ps", "efficiency", "roofline_bound", "dma_read_bytes", "scratch_peak_bytes",
-         "replay_ok", "check_ok")
+HIGHER_IS_BETTER = ("efficiency", "util_", "hbm_gbps_achieved", "dma_compute_overlap",
+                    "tokens_per_s")
+#: metric columns a sweep report shows, when present, by the kind of the sweep's case
+SHOWN = {
+    KERNEL: ("latency_ps", "efficiency", "roofline_bound", "dma_read_bytes",
+             "scratch_peak_bytes", "replay_ok", "check_ok"),
+    WORKLOAD: ("layer_s", "token_s", "tokens_per_s", "ttft_s", "binding_kernel",
+               "binding_part", "verified", "launches_retimed", "launches_recorded",
+               "check_ok", "retimed_from"),
+}
 
 
 def load_sweep(root: str | Path) -> tuple[SweepSpec, pl.DataFrame]:
@@ -150,7 +157,8 @@ def sweep_report(root: str | Path, sort: str | None = None,
     spec, points = load_sweep(root)
     n_all, n_failed = points.height, points.filter(pl.col("status") != "ok").height
     title = f"sweep {root} (case {spec.case}): {n_all} points, {n_failed} failed"
-    columns = ["point_id", *spec.swept, *spec.hw_columns, "status", *SHOWN]
+    columns = ["point_id", *spec.swept, *spec.hw_columns, "status",
+               *SHOWN[case_kind(spec.case)]]
     if pareto:
         names = [m.strip() for m in pareto.split(",") if m.strip()]
         if len(names) < 2:

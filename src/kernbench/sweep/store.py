@@ -4,12 +4,14 @@
 SWEEP/
   sweep.toml                  the spec as run (canonical form)
   rules.toml                  the check rules, when the spec has some
-  points/<point_id>.ktrace/   one trace per finished point, with point.json (its row)
+  points/<point_id>.ktrace/   one trace per finished point, with point.json (its row);
+                              a workload's point is points/<point_id>.workload/ (ADR-0930)
   points.parquet              one row per point, rewritten atomically as points finish
 ```
 
-A point is finished when its trace directory verifies against its manifest (sha256 of every
-data file) and its ``point.json`` names it and the manifest's hash. Anything else under
+A point is finished when every trace in its folder verifies against its manifest (sha256 of
+every data file) and its ``point.json`` names it and the hash of the file that seals it (a
+trace's manifest, a workload's ``workload.json``). Anything else under
 ``points/`` (a staging folder, a half-written trace) is never trusted and is removed.
 """
 
@@ -24,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernbench.errors import BadInputError, KernbenchError
+from kernbench.errors import BadInputError, KernbenchError, TraceFormatError
+from kernbench.sweep.kinds import KERNEL, KINDS
 from kernbench.sweep.task import POINT_FILE, POINT_FORMAT
 from kernbench.trace import file_sha256, read_manifest, verify_files
 
@@ -41,8 +44,18 @@ def is_sweep(path: str | Path) -> bool:
     return (Path(path) / SPEC_FILE).is_file()
 
 
-def trace_dir(root: Path, point_id: str) -> Path:
-    return root / POINTS_DIR / f"{point_id}.ktrace"
+def trace_dir(root: Path, point_id: str, kind: str = KERNEL) -> Path:
+    """The folder of a point: its trace, or (a workload's) its run's folder."""
+    return root / POINTS_DIR / f"{point_id}{KINDS[kind].suffix}"
+
+
+def verify_point(path: Path) -> None:
+    """Every trace in a point's folder against its manifest (KernbenchError otherwise)."""
+    manifests = sorted(path.rglob("manifest.json"))
+    if not manifests:
+        raise TraceFormatError(f"{path}: no trace")
+    for manifest in manifests:
+        verify_files(manifest.parent, read_manifest(manifest.parent))
 
 
 @contextlib.contextmanager
@@ -94,18 +107,18 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def finished_row(root: Path, point_id: str) -> dict[str, Any] | None:
+def finished_row(root: Path, point_id: str, kind: str = KERNEL) -> dict[str, Any] | None:
     """The stored row of a finished point, or None (then any leftover is removed)."""
-    path = trace_dir(root, point_id)
+    path = trace_dir(root, point_id, kind)
     if not path.exists():
         return None
+    seal = KINDS[kind]
     try:
         body = json.loads((path / POINT_FILE).read_text())
-        manifest = read_manifest(path)
-        verify_files(path, manifest)
+        verify_point(path)
         trusted = (isinstance(body, dict) and body.get("format") == POINT_FORMAT
                    and body.get("point_id") == point_id
-                   and body.get("manifest_sha256") == file_sha256(path / "manifest.json")
+                   and body.get(seal.seal_key) == file_sha256(path / seal.seal)
                    and isinstance(body.get("row"), dict) and body["row"].get("status") == "ok")
     except (OSError, ValueError, KernbenchError):
         trusted = False
@@ -115,18 +128,19 @@ def finished_row(root: Path, point_id: str) -> dict[str, Any] | None:
     return body["row"]
 
 
-def place(staged: Path, root: Path, point_id: str) -> None:
-    """Move a complete staged trace into ``points/`` (one rename: atomic)."""
-    final = trace_dir(root, point_id)
+def place(staged: Path, root: Path, point_id: str, kind: str = KERNEL) -> None:
+    """Move a complete staged point into ``points/`` (one rename: atomic)."""
+    final = trace_dir(root, point_id, kind)
     if final.exists():  # a finished copy (e.g. from an orphaned worker) wins; drop ours
         shutil.rmtree(staged, ignore_errors=True)
         return
     os.rename(staged, final)
 
 
-def write_files(files: dict[str, bytes], stage: Path, root: Path, point_id: str) -> None:
-    """Write a point's trace files (returned by a remote task) and move them into place."""
-    tmp = stage / f"{point_id}.driver.ktrace"
+def write_files(files: dict[str, bytes], stage: Path, root: Path, point_id: str,
+                kind: str = KERNEL) -> None:
+    """Write a point's files (returned by a remote task) and move them into place."""
+    tmp = stage / f"{point_id}.driver{KINDS[kind].suffix}"
     shutil.rmtree(tmp, ignore_errors=True)
     for rel, data in files.items():
         target = (tmp / rel).resolve()
@@ -134,4 +148,4 @@ def write_files(files: dict[str, bytes], stage: Path, root: Path, point_id: str)
             raise BadInputError(f"point {point_id}: refusing file path {rel!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    place(tmp, root, point_id)
+    place(tmp, root, point_id, kind)

@@ -13,8 +13,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from kernbench.sweep.kinds import KERNEL, KINDS, WORKLOAD, resolve_factory
+from kernbench.sweep.workload_point import run_workload_point
 
 POINT_FILE = "point.json"
 POINT_FORMAT = "kernbench-sweep-point"
@@ -75,7 +80,6 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
 def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
     from kernbench.kernels.registry import build_case
     from kernbench.record.recorder import record
-    from kernbench.sweep.points import resolve_factory
     from kernbench.trace.hw import HwConfig
 
     factory = resolve_factory(task["case"])
@@ -86,33 +90,54 @@ def _record(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
     return trace
 
 
-def _retime(task: dict[str, Any], out: Path, row: dict[str, Any]) -> Any:
+def _retime(task: dict[str, Any], source: Path, out: Path, row: dict[str, Any]) -> Any:
     """The point's trace retimed from its kernel's recorded point, or recorded
     when the op stream depends on this point's hardware (``RetimeError``)."""
     from kernbench.errors import RetimeError
     from kernbench.record.retime import retime
     from kernbench.trace.hw import HwConfig
 
-    source = task["source"]
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kb-source-") as tmp:
-        if task.get("source_files"):  # no shared filesystem: the driver sent its bytes
-            source = Path(tmp) / "source.ktrace"
-            for rel, data in task["source_files"].items():
-                (source / rel).parent.mkdir(parents=True, exist_ok=True)
-                (source / rel).write_bytes(data)
-        try:
-            trace = retime(source, HwConfig(**task["hw"]), out, origin=task["source_name"])
-        except RetimeError:
-            return _record(task, out, row)
+    try:
+        trace = retime(source, HwConfig(**task["hw"]), out, origin=task["source_name"])
+    except RetimeError:
+        return _record(task, out, row)
     row["record_wall_s"] = time.perf_counter() - t0
     row["retimed_from"] = task["source_id"]
     return trace
 
 
+def _kernel_point(task: dict[str, Any], out: Path, row: dict[str, Any],
+                  source: Path | None) -> None:
+    """A kernel point: recorded (or retimed from ``source``), then its stages."""
+    trace = _retime(task, source, out, row) if source else _record(task, out, row)
+    _stages(trace, task, row)
+
+
+#: kind of case -> the runner that makes a point's folder and fills its row
+RUNNERS: dict[str, Callable[[dict[str, Any], Path, dict[str, Any], Path | None], None]] = {
+    KERNEL: _kernel_point,
+    WORKLOAD: partial(run_workload_point, pool=_replay_pool),
+}
+
+
+def _source(task: dict[str, Any], tmp: Path) -> Path | None:
+    """The folder of the point this one is retimed from: the driver's, or (no shared
+    filesystem) its files written under ``tmp``."""
+    if not task.get("source"):
+        return None
+    if not task.get("source_files"):
+        return Path(task["source"])
+    source = tmp / f"source{KINDS[task.get('kind', KERNEL)].suffix}"
+    for rel, data in task["source_files"].items():
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_bytes(data)
+    return source
+
+
 def shipped(task: dict[str, Any]) -> dict[str, Any]:
     """``task`` for a worker without the driver's filesystem: a retimed point carries the
-    files of the trace it is retimed from."""
+    files of the point it is retimed from (a trace, or a workload run's folder)."""
     if task.get("source") is None:
         return task
     root = Path(task["source"])
@@ -120,12 +145,13 @@ def shipped(task: dict[str, Any]) -> dict[str, Any]:
                                      if k != POINT_FILE}}
 
 
-def _finish(trace_dir: Path, task: dict[str, Any], row: dict[str, Any]) -> None:
+def _finish(folder: Path, task: dict[str, Any], row: dict[str, Any]) -> None:
     from kernbench.trace import file_sha256
 
+    kind = KINDS[task.get("kind", KERNEL)]
     body = {"format": POINT_FORMAT, "point_id": task["point_id"],
-            "manifest_sha256": file_sha256(trace_dir / "manifest.json"), "row": row}
-    (trace_dir / POINT_FILE).write_text(json.dumps(body, indent=1) + "\n")  # row in order
+            kind.seal_key: file_sha256(folder / kind.seal), "row": row}
+    (folder / POINT_FILE).write_text(json.dumps(body, indent=1) + "\n")  # row in order
 
 
 def read_files(root: Path) -> dict[str, bytes]:
@@ -135,10 +161,11 @@ def read_files(root: Path) -> dict[str, bytes]:
 
 
 def run_point(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one point. ``task``: point_id, case, params, hw (full dict), replay, check,
-    rules_text, dest (a staging folder on the driver's filesystem, or None); for a point
-    retimed from another (its kernel recorded on other hardware): source (that point's
-    trace), source_id, source_name and, without a shared filesystem, source_files.
+    """Run one point. ``task``: point_id, kind (``kernel`` when absent; ``RUNNERS``), case,
+    params, hw (full dict), replay, check, rules_text, dest (a staging folder on the
+    driver's filesystem, or None); for a point retimed from another (the same kernel or
+    workload recorded on other hardware): source (that point's folder), source_id,
+    source_name and, without a shared filesystem, source_files.
 
     Returns ``{"row": ..., "files": {relpath: bytes} | None, "staged": path | None}``.
     """
@@ -148,12 +175,13 @@ def run_point(task: dict[str, Any]) -> dict[str, Any]:
                            "check_violations": None, "retimed_from": None,
                            "record_wall_s": None, "replay_wall_s": None}
     dest = task.get("dest")
+    kind = task.get("kind", KERNEL)
     stage = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="kb-point-"))
-    trace_dir = stage / f"{task['point_id']}.{os.getpid()}.ktrace"
+    trace_dir = stage / f"{task['point_id']}.{os.getpid()}{KINDS[kind].suffix}"
     result: dict[str, Any] = {"row": row, "files": None, "staged": None}
     try:
-        trace = (_retime if task.get("source") else _record)(task, trace_dir, row)
-        _stages(trace, task, row)
+        with tempfile.TemporaryDirectory(prefix="kb-source-") as tmp:
+            RUNNERS[kind](task, trace_dir, row, _source(task, Path(tmp)))
     except Exception as exc:  # noqa: BLE001 - a point's failure is data, not the sweep's end
         row.update(status="failed", error=one_line(exc), metrics=None, retimed_from=None)
     row["wall_s"] = time.perf_counter() - started

@@ -78,17 +78,21 @@ class Workload:
         self.steps: list[Step] = layer_steps(self.point, self.hw)
         self.head: list[Step] = head_steps(self.point, self.hw)
         self.like: Path | None = None
+        self.origin: str | None = None
 
     def run(self, out: str | Path | None = None, verify: bool = True,
             progress: Callable[[str], Any] | None = None, pool: Any = None,
-            like: str | Path | None = None) -> WorkloadResult:
+            like: str | Path | None = None, origin: str | None = None) -> WorkloadResult:
         """Record every kernel into ``out``; ``progress`` is called with each kernel's name
         before it is recorded; ``pool``: a ``kb.ReplayPool`` to replay in (else one of its
         own, closed at the end). ``like``: the folder of a run of this workload on other
         hardware: a launch whose case and parameters are the same there is retimed from its
         trace (``kb.retime``, the same op log recording gives) instead of recorded, unless
-        its op stream depends on the hardware."""
+        its op stream depends on the hardware. ``origin``: how a retimed launch's manifest
+        names the run it came from (``origin/NN-name.ktrace``; default: ``like``'s absolute
+        path), so that a sweep's points say the same wherever the source was read."""
         self.like = None if like is None else Path(like)
+        self.origin = origin
         if out is None:
             with tempfile.TemporaryDirectory(prefix="kb-workload-") as tmp:
                 return self._run(Path(tmp), verify, progress, pool)
@@ -109,7 +113,8 @@ class Workload:
             if (src.manifest.get("case"), src.manifest.get("case_params")) == (
                     case.name, dict(case.case_params or {})):
                 try:
-                    return retime(src, self.hw, path), True
+                    named = None if self.origin is None else f"{self.origin}/{rel}"
+                    return retime(src, self.hw, path, origin=named), True
                 except RetimeError:
                     pass  # the stream depends on the hardware: record it
         return record(case, path, hw=self.hw), False
