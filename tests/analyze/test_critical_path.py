@@ -76,6 +76,24 @@ def test_a_program_started_in_a_freed_slot_is_bound_by_a_slot_edge() -> None:
     assert chain(path) == [(0, "start", 0, 100), (1, "slot", 100, 600)]
 
 
+def test_a_kernel_that_waited_for_a_message_goes_on_when_it_was_sent() -> None:
+    # PE 1 computes until 300 and sends to PE 0; PE 0 posted its receive at 0 and (as on
+    # the chip) goes on once the message is sent, before it lands at 600: its next op is
+    # issued at 300 by the send, not by the receive's posting (the path would start there)
+    msg = operand("ipcq", 4096, 64)
+    rows = [exp(0, 300, 0, 64, pe=1),
+            dict(name="send", t=300, busy=20, end=600, ins=[operand("tcm", 64, 64, pe=1)],
+                 out=msg, pe=1, attrs='{"to":0}'),
+            dict(name="recv", t=600, busy=0, ins=[msg], out=operand("tcm", 0, 64),
+                 issue=0, attrs='{"from":1}'),
+            exp(600, 100, 0, 64, issue=300),
+            load(300, 2000, 512, issue=300)]
+    path = path_of(ops_of(rows), True)
+    assert chain(path) == [(0, "start", 0, 300), (1, "issue", 300, 300),
+                           (3, "message", 300, 300), (4, "issue", 300, 2000)]
+    assert path["path_ps"].sum() == 2000
+
+
 def test_a_writer_waiting_for_an_earlier_reader_is_bound_by_a_war_edge_under_async() -> None:
     store = dict(name="dma_write", t=0, busy=10, end=500, ins=[operand("tcm", 0, 64)],
                  out=operand("hbm", 0, 64))

@@ -68,6 +68,10 @@ def test_combines_by_pe_index_replay_verified_on_every_machine(tmp_path, hw, com
     assert res.ok and res.verdict.get("reference") is not None, res.verdict
     if hw != "ahbm-v1":
         assert_check_ok(trace)
+    # the critical path explains the whole latency: on the chip a rank that waited for a
+    # partial goes on once it is sent (a ``message`` edge), not when its receive was posted
+    path = kb.analyze.critical_path(trace)
+    assert path["path_ps"].sum() == trace.t_end_ps, path.head(3)
 
 
 @pytest.mark.parametrize("topology", ["switch", "torus2d"])

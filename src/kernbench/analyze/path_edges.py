@@ -15,7 +15,9 @@ Every op has two events: its issue ``I`` (``t_issue_ps``) and its start ``S``
   ``I`` (``queue``), or any op of the program ending then (``wait``); the first op of a
   program, the end of the previous program on its PE (``slot``: it took that program's place);
   when the PE's control processor delayed it (an ``issue`` row of ``shared.parquet``, SPEC
-  §15), the PE's previous issue plus ``issue_ns`` (``issue_port``).
+  §15), the PE's previous issue plus ``issue_ns`` (``issue_port``); after the receives a
+  kernel waited for (on the chip it goes on once each message is sent, before it lands),
+  the latest of their sends' issues (``message``).
 
 Candidates are matched by time equality (joins on ``(memory, time)``), the latest release
 wins, ties go to the first kind in ``EDGES``. Composite parents are bookkeeping: their end is
@@ -37,7 +39,7 @@ from kernbench.trace.scalars import as_int
 #: ``behind`` is never offered: ``analyze.critical`` names a head-of-line ``engine`` or
 #: ``queue`` edge so
 EDGES: tuple[str, ...] = ("issue_port", "engine", "issue", "queue", "slot", "data", "war",
-                          "waw", "wait", "start", "decision", "behind")
+                          "waw", "wait", "start", "decision", "message", "behind")
 _SPLIT = 1 << 40  # packs (role, row) into one sortable int
 CODE = {e: i for i, e in enumerate(EDGES)}
 
@@ -145,7 +147,27 @@ def offer_edges(ops: pl.DataFrame, g: pl.DataFrame, graph: Graph, asynchronous: 
     open_ = np.flatnonzero(graph.release < graph.time)
     if len(open_):
         _offer_operands(ops, g, graph, col, open_, graph.time, asynchronous)
+    _offer_messages(g, graph, col)
     _offer_wait(g, stalled, graph)
+
+
+def _offer_messages(g: pl.DataFrame, graph: Graph, col: dict[str, np.ndarray]) -> None:
+    """A kernel that waited for messages goes on when the last of them is sent: the op after
+    a run of ``recv`` rows of its program is released by the issue of each recv's send (the
+    producer its start's ``data`` edge found; the graph keeps the latest)."""
+    top = (g.filter(pl.col("parent").is_null()).select("pe", "program", "seq", "i", "name")
+           .sort("pe", "program", "seq"))
+    is_recv = pl.col("name") == Op.RECV.value
+    runs = (top.with_columns(nxt=pl.when(is_recv).then(None).otherwise(pl.col("i"))
+                             .backward_fill().over("pe", "program"))
+            .filter(is_recv & pl.col("nxt").is_not_null()))
+    r, x = runs["i"].to_numpy(), runs["nxt"].to_numpy().astype(np.int64)
+    sent = graph.code[2 * r] == CODE["data"]
+    r, x = r[sent], x[sent]
+    send = graph.pred[2 * r] // 2
+    exact = col["t_issue_ps"][send] == col["t_issue_ps"][x] - col["wait_ps"][x]
+    graph.offer(2 * x[exact] + 1, 2 * send[exact] + 1, col["t_issue_ps"][send[exact]],
+                "message")
 
 
 def _offer_operands(ops: pl.DataFrame, g: pl.DataFrame, graph: Graph,
