@@ -82,6 +82,17 @@ def open_writer(path: str | Path, schema: pa.Schema, kind: str, **extra: Any
     return pq.ParquetWriter(path, schema, store_schema=True, **_options(kind), **extra)
 
 
+def discard(writer: pq.ParquetWriter | None) -> None:
+    """Close ``writer`` on a failure path (the atomic folder it writes into is dropped): an
+    error while closing is not the one to report."""
+    if writer is None:
+        return
+    try:
+        writer.close()
+    except Exception:  # noqa: BLE001 - best effort on the failure path
+        pass
+
+
 def write_table(table: pa.Table, path: str | Path, kind: str) -> None:
     """Write ``table`` whole with ``kind``'s profile."""
     pq.write_table(table, path, **_options(kind))

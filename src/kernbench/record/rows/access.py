@@ -95,9 +95,5 @@ class AccessWriter:
 
     def abort(self) -> None:
         self._rows = []
-        if self._pq is not None:
-            try:
-                self._pq.close()
-            except Exception:  # noqa: BLE001 - best effort on the failure path
-                pass
-            self._pq = None
+        writing.discard(self._pq)
+        self._pq = None

@@ -128,12 +128,8 @@ class StreamWriter:
 
     def abort(self) -> None:
         self.rows = []
-        if self._pq is not None:
-            try:
-                self._pq.close()
-            except Exception:  # noqa: BLE001 - best effort on the failure path
-                pass
-            self._pq = None
+        writing.discard(self._pq)
+        self._pq = None
 
 
 class HwReads:

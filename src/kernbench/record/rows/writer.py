@@ -291,7 +291,4 @@ class OpWriter:
         except Exception:  # noqa: BLE001 - best effort on the failure path
             pass
         self._pool.shutdown()
-        try:
-            self._pq.close()
-        except Exception:  # noqa: BLE001 - best effort on the failure path
-            pass
+        writing.discard(self._pq)
