@@ -49,6 +49,17 @@ def _replay_pool() -> Any:
     return _POOL[0]
 
 
+def _rules(task: dict[str, Any]) -> Any:
+    """The sweep's check rules (``rules.toml``'s text, shipped with the task), or None."""
+    if task.get("rules_text") is None:
+        return None
+    import tomllib
+
+    from kernbench.analyze.thresholds import parse_rules
+
+    return parse_rules(tomllib.loads(task["rules_text"]), "sweep rules.toml")
+
+
 def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
     """Metrics, then replay and check when asked; fills ``row``."""
     from kernbench.analyze import check, metrics
@@ -65,14 +76,7 @@ def _stages(trace: Any, task: dict[str, Any], row: dict[str, Any]) -> None:
         row["replay_ok"] = result.status in ("verified", "unverified")
         row["replay_max_abs_err"] = max(result.max_abs_err.values(), default=None)
     if task["check"]:
-        rules = None
-        if task.get("rules_text") is not None:
-            import tomllib
-
-            from kernbench.analyze.thresholds import parse_rules
-
-            rules = parse_rules(tomllib.loads(task["rules_text"]), "sweep rules.toml")
-        report = check(trace, rules=rules)
+        report = check(trace, rules=_rules(task))
         row["check_ok"] = report.ok
         row["check_violations"] = ", ".join(report.violated()) or None
 
@@ -117,7 +121,7 @@ def _kernel_point(task: dict[str, Any], out: Path, row: dict[str, Any],
 #: kind of case -> the runner that makes a point's folder and fills its row
 RUNNERS: dict[str, Callable[[dict[str, Any], Path, dict[str, Any], Path | None], None]] = {
     KERNEL: _kernel_point,
-    WORKLOAD: partial(run_workload_point, pool=_replay_pool),
+    WORKLOAD: partial(run_workload_point, pool=_replay_pool, rules=_rules),
 }
 
 

@@ -38,17 +38,10 @@ def answer_columns(body: dict[str, Any], retimed: set[str], recorded: set[str]
     return out
 
 
-def _check(out: Path, task: dict[str, Any]) -> tuple[bool, str | None]:
-    """Every launch's invariants (and the sweep's rules): (ok, what failed, by launch)."""
+def _check(out: Path, rules: Any) -> tuple[bool, str | None]:
+    """Every launch's invariants (and the sweep's ``rules``): (ok, what failed, by launch)."""
     from kernbench.analyze import check
 
-    rules = None
-    if task.get("rules_text") is not None:
-        import tomllib
-
-        from kernbench.analyze.thresholds import parse_rules
-
-        rules = parse_rules(tomllib.loads(task["rules_text"]), "sweep rules.toml")
     failed = []
     for trace in sorted(out.glob("*.ktrace")):
         report = check(trace, rules=rules)
@@ -58,10 +51,11 @@ def _check(out: Path, task: dict[str, Any]) -> tuple[bool, str | None]:
 
 
 def run_workload_point(task: dict[str, Any], out: Path, row: dict[str, Any],
-                       source: Path | None, pool: Callable[[], Any]) -> None:
+                       source: Path | None, pool: Callable[[], Any],
+                       rules: Callable[[dict[str, Any]], Any]) -> None:
     """Run the workload point ``task`` into the folder ``out`` (retimed ``like=source``
     where a launch is the same there) and fill ``row``; ``pool()``: the worker's replay
-    pool, when the replay stage verifies."""
+    pool, when the replay stage verifies; ``rules(task)``: the sweep's check rules."""
     from kernbench.trace.hw import HwConfig
     from kernbench.workload import Workload
 
@@ -81,7 +75,7 @@ def run_workload_point(task: dict[str, Any], out: Path, row: dict[str, Any],
         row["replay_ok"] = bool(body["verified"])
         row["check_ok"] = all(r.check_ok for r in result.rows)
     if task["check"]:
-        ok, row["check_violations"] = _check(out, task)
+        ok, row["check_violations"] = _check(out, rules(task))
         row["check_ok"] = ok and row["check_ok"] is not False
     if retimed:
         row["retimed_from"] = task["source_id"]
